@@ -1,0 +1,20 @@
+#pragma once
+// MongoDB's path resolution for queries: a dotted path is followed through sub-documents,
+// numeric components index arrays, and other components fan out over array elements.
+
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include "bson/value.h"
+
+namespace denormd::query {
+
+// Calls `visit(value, array_index)` for each value the path reaches. `array_index` is the
+// index of the element in the first array the path fanned out over (for positional `$`).
+// Leaf arrays are reported whole; callers decide whether to look inside them.
+// Returns false from `visit` to stop early. Reports nothing when the path is missing.
+using path_visitor = std::function<bool(const bson::value&, std::optional<std::size_t>)>;
+void resolve_path(const bson::document& doc, std::string_view path, const path_visitor& visit);
+
+}  // namespace denormd::query

@@ -18,5 +18,6 @@ expected<document> parse_json(std::string_view text);
 std::string to_json(const document& doc, json_mode mode = json_mode::relaxed);
 std::string to_json(const value& v, json_mode mode = json_mode::relaxed);
 void write_json(std::string& out, const value& v, json_mode mode = json_mode::relaxed);
+void write_document(std::string& out, const document& doc, json_mode mode = json_mode::relaxed);
 
 }  // namespace denormd::bson

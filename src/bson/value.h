@@ -178,7 +178,7 @@ class value {
   bool is_document() const { return is<document>(); }
   bool is_array() const { return is<array>(); }
   bool is_string() const { return is<std::string>(); }
-  bool is_number() const;  // int32, int64, double or decimal128
+  bool is_number() const;    // int32, int64, double or decimal128
   double to_double() const;  // numbers only; 0 otherwise
   const document& as_document() const { return as<document>(); }
   document& as_document() { return as<document>(); }

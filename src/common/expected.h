@@ -4,6 +4,7 @@
 
 #include <cassert>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -28,6 +29,8 @@ class expected {
  public:
   expected(T v) : v_(std::in_place_index<0>, std::move(v)) {}
   expected(unexpected<E> e) : v_(std::in_place_index<1>, std::move(e.value)) {}
+  // Lets an error from another expected propagate with `return other.error();`.
+  expected(const E& e) requires(!std::is_same_v<T, E>) : v_(std::in_place_index<1>, e) {}
 
   bool has_value() const { return v_.index() == 0; }
   explicit operator bool() const { return has_value(); }
@@ -62,6 +65,7 @@ class expected<void, E> {
  public:
   expected() = default;
   expected(unexpected<E> e) : e_(std::move(e.value)), ok_(false) {}
+  expected(const E& e) : e_(e), ok_(false) {}
   bool has_value() const { return ok_; }
   explicit operator bool() const { return ok_; }
   const E& error() const {

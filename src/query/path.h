@@ -17,4 +17,13 @@ namespace denormd::query {
 using path_visitor = std::function<bool(const bson::value&, std::optional<std::size_t>)>;
 void resolve_path(const bson::document& doc, std::string_view path, const path_visitor& visit);
 
+// Like resolve_path, but also reports each branch where the path ends early (value nullptr):
+// MongoDB's `{path: null}` matches those.
+using branch_visitor = std::function<bool(const bson::value*, std::optional<std::size_t>)>;
+void resolve_branches(const bson::document& doc, std::string_view path,
+                      const branch_visitor& visit);
+
+// Parses a canonical non-negative array index ("0", "12"; not "01", "-1", "1a").
+std::optional<std::size_t> parse_index(std::string_view component);
+
 }  // namespace denormd::query

@@ -1,0 +1,42 @@
+#pragma once
+// The parsed command line (DESIGN §6). Parsing is pure; the application acts on the result.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+
+namespace denormd::app {
+
+enum class command { run, check, plan, backfill, verify, status, help, version };
+
+struct options {
+  app::command cmd = command::help;
+  std::string help_topic;  // the command whose help was asked for ("" = general)
+  std::string uri;         // --uri or DENORMD_URI
+  std::string db;          // --db: default database for mappings that name none
+  std::string mappings_dir = "mappings";
+  std::string metrics_addr = "127.0.0.1:9464";
+  std::string resume_after;                // Extended JSON token
+  std::string start_at;                    // ISO-8601 or t:i
+  std::string events_file;                 // plan
+  std::vector<std::string> only_mappings;  // --mapping NAME (repeatable)
+  bool dry_run = false;
+  bool repair = false;
+  bool json = false;
+  bool coalesce = false;  // plan: apply the batch step over all events
+  std::string log_format = "text";
+  std::string log_level = "info";
+};
+
+// argv[0] excluded. `env_uri` is DENORMD_URI (empty when unset). Errors are usage errors.
+expected<options> parse_options(const std::vector<std::string>& args, const std::string& env_uri);
+
+// Help text for a command ("" for the overview).
+std::string help_text(const std::string& topic);
+
+// The URI with any password replaced by "****", for logs and messages.
+std::string redact_uri(const std::string& uri);
+
+}  // namespace denormd::app

@@ -1,0 +1,31 @@
+#pragma once
+// Reads a folder of mapping files (*.json) into validated mappings. Strict: every unknown
+// key, wrong type, missing key or inconsistent setting is an error naming the file, the JSON
+// pointer and the reason, and all errors of a run are reported together. Stateless.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "mapping/mapping.h"
+
+namespace denormd::config {
+
+struct load_error {
+  std::string file;
+  std::string pointer;  // JSON pointer inside the file ("" for the whole file)
+  std::string message;
+  std::string to_string() const;  // "file: /pointer: message"
+};
+
+using load_result = expected<std::vector<mapping::mapping>, std::vector<load_error>>;
+
+// `default_db` fills a missing "db" in source and target.
+load_result load_mappings(const std::filesystem::path& dir, const std::string& default_db);
+
+// Parses one file's text (exposed for tests and fuzzing); cross-file checks are not applied.
+load_result parse_mapping(const std::string& file, const std::string& text,
+                          const std::string& default_db);
+
+}  // namespace denormd::config

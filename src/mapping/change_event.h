@@ -1,0 +1,52 @@
+#pragma once
+// One change-stream event, parsed from the server's document into the fields the planner
+// uses. A plain value; thread-compatible.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bson/value.h"
+#include "common/expected.h"
+#include "mapping/mapping.h"
+
+namespace denormd::mapping {
+
+enum class operation {
+  insert,
+  update,
+  replace,
+  delete_,
+  drop,
+  rename,
+  drop_database,
+  invalidate,
+  other
+};
+
+struct change_event {
+  operation op = operation::other;
+  std::string op_name;  // operationType as received
+  ns source;
+  bson::value id;                               // documentKey._id; null for non-document events
+  std::optional<bson::document> full_document;  // absent, or null (document gone since)
+  std::optional<bson::document> full_document_before_change;
+  // update: the paths in updatedFields, removedFields and truncatedArrays
+  std::vector<std::string> touched;
+  bson::document token;  // the event's _id (its resume token)
+  bson::timestamp cluster_time;
+  std::optional<bson::date_time> wall_time;
+
+  // Validates and takes apart a change event; errors say which field is wrong.
+  static expected<change_event> parse(bson::document raw);
+
+  bool is_document_event() const {
+    return op == operation::insert || op == operation::update || op == operation::replace ||
+           op == operation::delete_;
+  }
+};
+
+// True when any touched path overlaps any of `paths` ("address" touches "address.city").
+bool touches(const std::vector<std::string>& touched, const std::vector<std::string>& paths);
+
+}  // namespace denormd::mapping

@@ -1,0 +1,80 @@
+#include "mapping/coalescer.h"
+
+#include <optional>
+#include <unordered_map>
+
+#include "bson/json.h"
+#include "mapping/planner.h"
+
+namespace denormd::mapping {
+
+namespace {
+
+// Identifies (mapping, key). Canonical JSON keeps 1 and 1.0 apart, which only means fewer
+// merges, never a wrong one.
+std::string merge_id(const write_op& op) {
+  std::string id = op.source_mapping != nullptr ? op.source_mapping->name : std::string();
+  id += '\0';
+  bson::write_json(id, op.merge_key, bson::json_mode::canonical);
+  return id;
+}
+
+}  // namespace
+
+std::vector<write_op> coalesce(std::vector<write_op> ops) {
+  std::vector<std::optional<write_op>> slots;
+  slots.reserve(ops.size());
+  std::unordered_map<std::string, std::size_t> last_copy;
+  std::unordered_map<std::string, std::size_t> open_push;
+
+  for (auto& op : ops) {
+    switch (op.merge) {
+      case merge_rule::last_wins: {
+        auto [it, fresh] = last_copy.try_emplace(merge_id(op), slots.size());
+        if (!fresh) {
+          slots[it->second].reset();
+          it->second = slots.size();
+        }
+        break;
+      }
+      case merge_rule::push: {
+        const std::string id = merge_id(op);
+        if (auto it = open_push.find(id); it != open_push.end()) {
+          auto& into = *slots[it->second]->push;
+          for (auto& v : op.push->ids)
+            into.ids.push_back(std::move(v));
+          for (auto& e : op.push->elements)
+            into.elements.push_back(std::move(e));
+          continue;
+        }
+        open_push[id] = slots.size();
+        break;
+      }
+      case merge_rule::parent_barrier:
+        open_push.erase(merge_id(op));
+        break;
+      case merge_rule::mapping_barrier:
+        std::erase_if(open_push, [&](const auto& entry) {
+          return slots[entry.second]->source_mapping == op.source_mapping;
+        });
+        break;
+      case merge_rule::none:
+        break;
+    }
+    slots.push_back(std::move(op));
+  }
+
+  std::vector<write_op> out;
+  out.reserve(slots.size());
+  for (auto& slot : slots) {
+    if (!slot) continue;
+    if (slot->merge == merge_rule::push && slot->push && slot->push->ids.size() > 1) {
+      append_push_ops(*slot->source_mapping, *slot->push, out);
+    } else {
+      out.push_back(std::move(*slot));
+    }
+  }
+  return out;
+}
+
+}  // namespace denormd::mapping

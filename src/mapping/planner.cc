@@ -1,0 +1,265 @@
+#include "mapping/planner.h"
+
+#include <algorithm>
+
+namespace denormd::mapping {
+
+namespace {
+
+// {key: value} merged with the mapping's where clause; $and only when they share a field.
+bson::document with_where(bson::document filter, const std::optional<query::matcher>& where) {
+  if (!where) return filter;
+  bool clash = false;
+  for (const auto& f : where->filter())
+    clash = clash || filter.contains(f.name);
+  if (clash) return bson::document{{"$and", bson::array{filter, where->filter()}}};
+  for (const auto& f : where->filter())
+    filter.append(f.name, f.val);
+  return filter;
+}
+
+std::string element_path(const mapping& m) {
+  return m.into + "." + m.id_field;
+}
+
+write_kind parent_write_kind(const mapping& m) {
+  return m.parent_field == "_id" ? write_kind::update_one : write_kind::update_many;
+}
+
+write_op recent_op(const mapping& m, write_kind kind, bson::document filter, merge_rule rule,
+                   bson::value key) {
+  write_op op;
+  op.source_mapping = &m;
+  op.kind = kind;
+  op.target = m.target;
+  op.filter = std::move(filter);
+  op.merge = rule;
+  op.merge_key = std::move(key);
+  return op;
+}
+
+// Rebuilds the whole array of each parent matched by `parents` from the children.
+write_op refill_op(const mapping& m, bson::document parents, merge_rule rule, bson::value key) {
+  write_op op = recent_op(m, write_kind::refill, std::move(parents), rule, std::move(key));
+  op.refill = refill_query{m.source,
+                           m.filter ? m.filter->filter() : bson::document{},
+                           m.parent_key,
+                           m.parent_field,
+                           planner::child_sort(m),
+                           m.limit};
+  return op;
+}
+
+// Takes the element out of the parents matched by `parents`, as the delete policy says.
+void remove_element(const mapping& m, const bson::value& id, bson::document parents,
+                    std::vector<write_op>& out) {
+  if (m.on_source_delete == delete_policy::pull_and_refill) {
+    out.push_back(refill_op(m, std::move(parents), merge_rule::mapping_barrier, {}));
+    return;
+  }
+  write_op op =
+      recent_op(m, write_kind::update_many, std::move(parents), merge_rule::mapping_barrier, {});
+  op.update = bson::document{{"$pull", bson::document{{m.into, bson::document{{m.id_field, id}}}}}};
+  out.push_back(std::move(op));
+}
+
+}  // namespace
+
+void set_path(bson::document& doc, std::string_view dotted, bson::value v) {
+  const auto dot = dotted.find('.');
+  if (dot == std::string_view::npos) {
+    doc.set(dotted, std::move(v));
+    return;
+  }
+  bson::value* child = doc.get(dotted.substr(0, dot));
+  if (child == nullptr || !child->is_document()) {
+    child = &doc.set(dotted.substr(0, dot), bson::document{});
+  }
+  set_path(child->as_document(), dotted.substr(dot + 1), std::move(v));
+}
+
+planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings)) {
+  for (const auto& m : mappings_)
+    by_source_[m.source].push_back(&m);
+}
+
+std::vector<ns> planner::source_namespaces() const {
+  std::vector<ns> out;
+  for (const auto& [n, ms] : by_source_)
+    out.push_back(n);
+  return out;
+}
+
+bson::document planner::make_element(const mapping& m, const bson::document& child) {
+  bson::document element;
+  for (const auto& f : m.fields) {
+    if (const bson::value* v = child.find_path(f.source_path)) set_path(element, f.name, *v);
+  }
+  return element;
+}
+
+bson::document planner::child_sort(const mapping& m) {
+  bson::document sort;
+  for (const auto& s : m.sort)
+    sort.append(m.field_named(s.name)->source_path, s.direction);
+  return sort;
+}
+
+void planner::plan(const change_event& ev, std::vector<write_op>& out,
+                   std::vector<std::string>* notes) const {
+  if (!ev.is_document_event()) return;
+  auto it = by_source_.find(ev.source);
+  if (it == by_source_.end()) return;
+  for (const mapping* m : it->second) {
+    if (m->kind == mapping_kind::copy) {
+      plan_copy(*m, ev, out, notes);
+    } else {
+      plan_recent(*m, ev, out);
+    }
+  }
+}
+
+void planner::plan_copy(const mapping& m, const change_event& ev, std::vector<write_op>& out,
+                        std::vector<std::string>* notes) const {
+  if (ev.op == operation::update && !touches(ev.touched, m.watched_paths())) return;
+  if (ev.op == operation::delete_ && m.on_source_delete == delete_policy::keep) return;
+  // An update whose document is already gone: the delete event that follows handles it.
+  if (ev.op != operation::delete_ && !ev.full_document) return;
+
+  const bson::value* key = &ev.id;
+  if (m.source_key != "_id") {
+    const auto& doc =
+        ev.op == operation::delete_ ? ev.full_document_before_change : ev.full_document;
+    key = doc ? doc->find_path(m.source_key) : nullptr;
+    if (key == nullptr) {
+      if (notes != nullptr && ev.op == operation::delete_) {
+        notes->push_back(m.name + ": a delete of " + ev.source.full() + " carries no \"" +
+                         m.source_key +
+                         "\"; enable pre-images (changeStreamPreAndPostImages) "
+                         "so onSourceDelete can find the targets");
+      }
+      return;
+    }
+  }
+
+  write_op op;
+  op.source_mapping = &m;
+  op.target = m.target;
+  op.kind = m.target_array.empty() && m.target_key == "_id" ? write_kind::update_one
+                                                            : write_kind::update_many;
+  op.merge = merge_rule::last_wins;
+  op.merge_key = *key;
+  if (m.target_array.empty()) {
+    op.filter = with_where(bson::document{{m.target_key, *key}}, m.where);
+  } else {
+    op.filter = with_where(bson::document{{m.target_array + "." + m.target_key, *key}}, m.where);
+    op.array_filters.push_back(
+        bson::document{{std::string(array_element_id) + "." + m.target_key, *key}});
+  }
+
+  bson::document set;
+  bson::document unset;
+  for (const auto& f : m.fields) {
+    const bson::value* v =
+        ev.op == operation::delete_ ? nullptr : ev.full_document->find_path(f.source_path);
+    if (v != nullptr) {
+      set.append(m.target_path(f), *v);
+    } else {
+      unset.append(m.target_path(f), "");
+    }
+  }
+  if (!set.empty()) op.update.append("$set", std::move(set));
+  if (!unset.empty()) op.update.append("$unset", std::move(unset));
+  out.push_back(std::move(op));
+}
+
+void planner::plan_recent(const mapping& m, const change_event& ev,
+                          std::vector<write_op>& out) const {
+  const bson::value& id = ev.id;
+  const bson::document contains_id{{element_path(m), id}};
+
+  if (ev.op == operation::delete_) {
+    remove_element(m, id, contains_id, out);
+    return;
+  }
+  if (ev.op == operation::update && !touches(ev.touched, m.watched_paths())) return;
+  if (!ev.full_document) return;  // gone since: its delete event follows
+  const bson::document& child = *ev.full_document;
+
+  const bool passes = !m.filter || m.filter->matches(child);
+  const bson::value* parent = child.find_path(m.parent_key);
+  const bool has_parent = parent != nullptr && !parent->is_null();
+
+  if (ev.op == operation::insert) {
+    if (!passes || !has_parent) return;
+    append_push_ops(m, push_items{*parent, {id}, {make_element(m, child)}}, out);
+    return;
+  }
+
+  const bool everything = ev.op == operation::replace;
+  const bool parent_touched = everything || touches(ev.touched, {m.parent_key});
+  const bool filter_touched = everything || (m.filter && touches(ev.touched, m.filter->paths()));
+  std::vector<std::string> sort_paths;
+  for (const auto& s : m.sort)
+    sort_paths.push_back(m.field_named(s.name)->source_path);
+  const bool sort_touched = everything || touches(ev.touched, sort_paths);
+
+  if (!passes || !has_parent) {
+    // No longer belongs anywhere: remove it wherever it is.
+    remove_element(m, id, contains_id, out);
+    return;
+  }
+  if (parent_touched) {
+    // Moved: remove it from any other parent that still holds it.
+    bson::document others = contains_id;
+    others.append(m.parent_field, bson::document{{"$ne", *parent}});
+    remove_element(m, id, std::move(others), out);
+  }
+  if (sort_touched) {
+    // Its position (and whether it is among the newest) may change: rebuild this parent.
+    out.push_back(refill_op(m, bson::document{{m.parent_field, *parent}},
+                            merge_rule::parent_barrier, *parent));
+    return;
+  }
+  const bson::document element = make_element(m, child);
+  write_op in_place = recent_op(m, parent_write_kind(m),
+                                bson::document{{m.parent_field, *parent}, {element_path(m), id}},
+                                merge_rule::parent_barrier, *parent);
+  in_place.update = bson::document{
+      {"$set", bson::document{{m.into + ".$[" + std::string(array_element_id) + "]", element}}}};
+  in_place.array_filters.push_back(
+      bson::document{{std::string(array_element_id) + "." + m.id_field, id}});
+  out.push_back(std::move(in_place));
+  if (parent_touched || filter_touched) {
+    // It may have just started to belong here.
+    append_push_ops(m, push_items{*parent, {id}, {element}}, out);
+  }
+}
+
+void append_push_ops(const mapping& m, const push_items& items, std::vector<write_op>& out) {
+  bson::document each{{"$each", items.elements}};
+  bson::document sort;
+  for (const auto& s : m.sort)
+    sort.append(s.name, s.direction);
+  each.append("$sort", std::move(sort));
+  each.append("$slice", m.limit);
+
+  write_op push = recent_op(m, parent_write_kind(m), bson::document{{m.parent_field, items.parent}},
+                            merge_rule::push, items.parent);
+  push.update = bson::document{{"$push", bson::document{{m.into, std::move(each)}}}};
+  push.push = items;
+  if (items.ids.size() == 1) {
+    push.filter.append(element_path(m), bson::document{{"$ne", items.ids.front()}});
+  } else {
+    write_op pull =
+        recent_op(m, parent_write_kind(m), bson::document{{m.parent_field, items.parent}},
+                  merge_rule::parent_barrier, items.parent);
+    pull.update = bson::document{
+        {"$pull", bson::document{
+                      {m.into, bson::document{{m.id_field, bson::document{{"$in", items.ids}}}}}}}};
+    out.push_back(std::move(pull));
+  }
+  out.push_back(std::move(push));
+}
+
+}  // namespace denormd::mapping

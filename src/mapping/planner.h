@@ -1,0 +1,53 @@
+#pragma once
+// The planner: (mappings, change event) -> write operations. Pure: no I/O, no clock, no
+// driver. Built once from the loaded mappings; const afterwards and safe to share.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mapping/change_event.h"
+#include "mapping/mapping.h"
+#include "mapping/write_op.h"
+
+namespace denormd::mapping {
+
+class planner {
+ public:
+  explicit planner(std::vector<mapping> mappings);
+  planner(const planner&) = delete;  // ops point into mappings_
+  planner& operator=(const planner&) = delete;
+
+  const std::vector<mapping>& mappings() const { return mappings_; }
+  // Every namespace some mapping reads as a source, in order.
+  std::vector<ns> source_namespaces() const;
+
+  // Appends the writes one event needs. `notes` (optional) receives the reason an event
+  // produced nothing where that is surprising (a key that cannot be known, for example).
+  void plan(const change_event& ev, std::vector<write_op>& out,
+            std::vector<std::string>* notes = nullptr) const;
+
+  // The element a recent mapping keeps for one child document (fields absent in the child
+  // are left out). The writer's refill builds elements with it too.
+  static bson::document make_element(const mapping& m, const bson::document& child);
+  // The children's sort (source paths) for a recent mapping's refill.
+  static bson::document child_sort(const mapping& m);
+
+ private:
+  void plan_copy(const mapping& m, const change_event& ev, std::vector<write_op>& out,
+                 std::vector<std::string>* notes) const;
+  void plan_recent(const mapping& m, const change_event& ev, std::vector<write_op>& out) const;
+
+  std::vector<mapping> mappings_;
+  std::map<ns, std::vector<const mapping*>> by_source_;
+};
+
+// Builds the op(s) for a push of one or more elements to one parent: a single element is a
+// guarded $push; several are a $pull of their ids followed by one $push, so a replayed batch
+// neither duplicates an element nor drops one.
+void append_push_ops(const mapping& m, const push_items& items, std::vector<write_op>& out);
+
+// Sets `value` at a dotted path, creating sub-documents as needed.
+void set_path(bson::document& doc, std::string_view dotted, bson::value v);
+
+}  // namespace denormd::mapping

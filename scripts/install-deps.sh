@@ -10,6 +10,8 @@ packages=(
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   # tests: the Python driver for compatibility tests, tools for process checks
   python3 python3-pymongo procps curl
+  # deployment checks (tests/deploy): compose file, Prometheus rules, mapping schema, seeder
+  docker-compose prometheus python3-jsonschema python3-yaml nodejs
 )
 missing=()
 for p in "${packages[@]}"; do

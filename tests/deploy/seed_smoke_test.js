@@ -2,7 +2,8 @@
 // Runs deploy/seed/seed.js under Node with an in-memory stand-in for mongosh's `db`, so a
 // typo or a runtime error in the demo seeder fails CI without a MongoDB server. Checks the
 // initial load (sizes, the application-written snapshots), that every change action runs,
-// that changes are real (documents change), and that a second run skips the load.
+// that changes are real (documents change), that a second run skips the load, and that
+// the data fits the sample mappings in mappings/ (fields present, keys pointing at parents).
 // Usage: node seed_smoke_test.js [path/to/seed.js]
 'use strict';
 const fs = require('fs');
@@ -131,6 +132,36 @@ for (const parent of [...c.products.docs, ...c.hosts.docs, ...c.customers.docs])
 }
 assert(output.some((l) => l.includes('seed: loaded')), output.join('\n'));
 
+// The demo data must fit the sample mappings: every mapping's source collection is
+// seeded and holds the fields it copies, and its keys point at real documents.
+const mappingsDir = path.join(__dirname, '..', '..', 'mappings');
+let mappingsChecked = 0;
+for (const file of fs.readdirSync(mappingsDir).filter((f) => f.endsWith('.json')).sort()) {
+  const m = JSON.parse(fs.readFileSync(path.join(mappingsDir, file), 'utf8'));
+  const where = `mappings/${file}`;
+  const src = c[m.source.collection];
+  const tgt = c[m.target.collection];
+  assert(src && src.docs.length > 0, `${where}: the seeder writes no ${m.source.collection}`);
+  assert(tgt && tgt.docs.length > 0, `${where}: the seeder writes no ${m.target.collection}`);
+  for (const [name, srcPath] of Object.entries(m.fields)) {
+    assert(src.docs.every((d) => get(d, srcPath) !== undefined),
+      `${where}: field ${name} copies ${srcPath}, which seeded ${m.source.collection} lack`);
+  }
+  if (m.kind === 'copy') {
+    const sourceKey = m.source.key || '_id';
+    const keys = (m.target.array ? tgt.docs.flatMap((d) => d[m.target.array] || []) : tgt.docs)
+      .map((d) => get(d, m.target.key));
+    assert(keys.length > 0 && keys.every((k) => src.docs.some((d) => same(get(d, sourceKey), k))),
+      `${where}: ${m.target.collection}.${m.target.array ? m.target.array + '.' : ''}${m.target.key} does not reference ${m.source.collection}.${sourceKey}`);
+  } else {
+    const parentKey = m.target.key || '_id';
+    assert(src.docs.every((d) => tgt.docs.some((p) => same(get(p, parentKey), get(d, m.source.parentKey)))),
+      `${where}: ${m.source.collection}.${m.source.parentKey} does not reference ${m.target.collection}.${parentKey}`);
+  }
+  mappingsChecked++;
+}
+assert(mappingsChecked >= 6, `expected the six sample mappings in ${mappingsDir}, found ${mappingsChecked}`);
+
 // 2. the same shop again, with half a second of changes
 const before = { orders: c.orders.docs.length, reviews: c.reviews.docs.length, logmsgs: c.logmsgs.docs.length };
 ({ collections: c, output } = run(c, { ...small, SEED_CHANGE_MINUTES: '0.008', SEED_CHANGES_PER_SECOND: '1000' }));
@@ -149,4 +180,5 @@ assert(c.logmsgs.docs.length > before.logmsgs && c.reviews.docs.length > before.
 assert(c.reviews.docs.some((r) => r.hidden === true), 'a review was hidden');
 console.log(`seed smoke test: ${Object.values(counts).reduce((a, b) => a + b, 0)} changes over ` +
             `${Object.keys(counts).length} actions`);
+console.log(`seed data fits ${mappingsChecked} sample mappings`);
 console.log('1 passed, 0 failed');

@@ -1,0 +1,169 @@
+// hello/isMaster, ping, buildInfo, serverStatus, sessions, listDatabases, configureFailPoint.
+
+#include <unistd.h>
+#include <chrono>
+
+#include "command_args.h"
+#include "command_table.h"
+#include "error_codes.h"
+#include "query/matcher.h"
+
+namespace mongo_emulator {
+
+namespace {
+
+std::int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// The reply of a one-node replica-set primary. BSON types matter: drivers mark a server
+// Unknown when a field has an unexpected type.
+command_outcome hello(command_context& ctx) {
+  const auto& o = ctx.server.options();
+  const std::string& me = ctx.server.address();
+  bson::oid election_id;
+  bson::oid::from_hex("7fffffff0000000000000001", election_id);
+  bson::document r;
+  r.append("hosts", bson::array{bson::value(me)});
+  r.append("setName", o.rs_name);
+  r.append("setVersion", std::int32_t{1});
+  r.append("ismaster", true);
+  r.append("isWritablePrimary", true);
+  r.append("secondary", false);
+  r.append("primary", me);
+  r.append("me", me);
+  r.append("electionId", election_id);
+  bson::document last_write;
+  last_write.append(
+      "opTime", bson::document{{"ts", ctx.server.store().cluster_time()}, {"t", std::int64_t{1}}});
+  last_write.append("lastWriteDate", bson::date_time{now_ms()});
+  r.append("lastWrite", std::move(last_write));
+  r.append("maxBsonObjectSize", std::int32_t{16777216});
+  r.append("maxMessageSizeBytes", std::int32_t{max_message_size});
+  r.append("maxWriteBatchSize", std::int32_t{100000});
+  r.append("localTime", bson::date_time{now_ms()});
+  r.append("logicalSessionTimeoutMinutes", std::int32_t{30});
+  r.append("connectionId", ctx.conn.id);
+  r.append("minWireVersion", std::int32_t{0});
+  r.append("maxWireVersion", std::int32_t{17});
+  r.append("readOnly", false);
+  if (const auto* ok = ctx.body.get("helloOk"); ok != nullptr && ok->is<bool>() && ok->as<bool>())
+    r.append("helloOk", true);
+  r.append("ok", 1.0);
+  return command_result{std::move(r), {}};
+}
+
+command_outcome ok_only(command_context&) {
+  return command_result{bson::document{{"ok", 1.0}}, {}};
+}
+
+command_outcome build_info(command_context&) {
+  bson::document r;
+  r.append("version", "6.0.13");
+  r.append("gitVersion", "mongo-emulator");
+  r.append("modules", bson::array{});
+  r.append("allocator", "system");
+  r.append("javascriptEngine", "none");
+  r.append("sysInfo", "deprecated");
+  r.append("versionArray",
+           bson::array{bson::value(std::int32_t{6}), bson::value(std::int32_t{0}),
+                       bson::value(std::int32_t{13}), bson::value(std::int32_t{0})});
+  r.append("bits", std::int32_t{64});
+  r.append("debug", false);
+  r.append("maxBsonObjectSize", std::int32_t{16777216});
+  r.append("storageEngines", bson::array{bson::value("inMemory")});
+  r.append("ok", 1.0);
+  return command_result{std::move(r), {}};
+}
+
+command_outcome server_status(command_context& ctx) {
+  using namespace std::chrono;
+  const auto up = steady_clock::now() - ctx.server.started();
+  bson::document r;
+  r.append("host", ctx.server.address());
+  r.append("version", "6.0.13");
+  r.append("process", "mongod");
+  r.append("pid", static_cast<std::int64_t>(::getpid()));
+  r.append("uptime", duration<double>(up).count());
+  r.append("uptimeMillis", static_cast<std::int64_t>(duration_cast<milliseconds>(up).count()));
+  r.append("localTime", bson::date_time{now_ms()});
+  bson::document connections;
+  connections.append("current", ctx.server.open_connections());
+  connections.append("available", std::int32_t{819200});
+  connections.append("totalCreated", ctx.conn.id);
+  r.append("connections", std::move(connections));
+  bson::document cursors;
+  cursors.append("open",
+                 bson::document{{"total", static_cast<std::int64_t>(ctx.server.cursors().size())}});
+  r.append("metrics", bson::document{{"cursor", std::move(cursors)}});
+  r.append("ok", 1.0);
+  return command_result{std::move(r), {}};
+}
+
+command_outcome list_databases(command_context& ctx) {
+  auto filter = document_arg(ctx.body, "filter");
+  if (!filter) return filter.error();
+  auto name_only = bool_arg(ctx.body, "nameOnly");
+  if (!name_only) return name_only.error();
+  bson::array dbs;
+  std::int64_t total = 0;
+  {
+    auto lock = ctx.server.store().lock_for_read();
+    for (const auto& name : ctx.server.store().database_names()) {
+      std::int64_t size = 0;
+      for (const auto* c : ctx.server.store().collections(name))
+        size += static_cast<std::int64_t>(c->size()) * 64 + 4096;
+      total += size;
+      bson::document d;
+      d.append("name", name);
+      if (!name_only->value_or(false)) {
+        d.append("sizeOnDisk", size);
+        d.append("empty", false);
+      }
+      if (*filter != nullptr) {
+        auto m = denormd::query::matcher::compile(**filter);
+        if (!m) return fail(m.error().message, m.error().code);
+        if (!m->matches(d)) continue;
+      }
+      dbs.emplace_back(std::move(d));
+    }
+  }
+  bson::document r;
+  r.append("databases", std::move(dbs));
+  if (!name_only->value_or(false)) {
+    r.append("totalSize", total);
+    r.append("totalSizeMb", total / (1024 * 1024));
+  }
+  r.append("ok", 1.0);
+  return command_result{std::move(r), {}};
+}
+
+command_outcome configure_fail_point(command_context& ctx) {
+  auto r = ctx.server.fail_command().configure(ctx.body);
+  if (!r) return r.error();
+  r->append("ok", 1.0);
+  return command_result{std::move(r).value(), {}};
+}
+
+command_outcome whats_my_uri(command_context& ctx) {
+  return command_result{bson::document{{"you", ctx.server.address()}, {"ok", 1.0}}, {}};
+}
+
+}  // namespace
+
+void register_admin_commands(command_table& table) {
+  for (const char* name : {"hello", "isMaster", "ismaster"})
+    table[name] = {hello};
+  for (const char* name : {"ping", "endSessions", "killAllSessions", "refreshSessions",
+                           "getLastError", "resetError", "logout"})
+    table[name] = {ok_only};
+  table["buildInfo"] = {build_info};
+  table["buildinfo"] = {build_info};
+  table["serverStatus"] = {server_status};
+  table["listDatabases"] = {list_databases, false, true};
+  table["configureFailPoint"] = {configure_fail_point, false, true};
+  table["whatsmyuri"] = {whats_my_uri};
+}
+
+}  // namespace mongo_emulator

@@ -1,0 +1,80 @@
+#pragma once
+// One collection: documents in insertion (natural) order, keyed by a record id, plus its
+// indexes (always `_id_`, unique). Documents are immutable and shared: an update swaps in a new
+// version, so cursors and change events can hold snapshots without copying.
+// Not synchronized: owned by storage and accessed under its lock.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bson/value.h"
+#include "common/expected.h"
+#include "index.h"
+
+namespace denormd::query {
+class matcher;
+}
+
+namespace mongo_emulator {
+
+namespace bson = denormd::bson;
+using doc_ptr = std::shared_ptr<const bson::document>;
+
+class collection {
+ public:
+  collection(std::string db, std::string name);
+
+  const std::string& db() const { return db_; }
+  const std::string& name() const { return name_; }
+  std::string ns() const { return db_ + "." + name_; }
+  // renameCollection keeps the contents and the UUID.
+  void rename(std::string db, std::string name) {
+    db_ = std::move(db);
+    name_ = std::move(name);
+  }
+  const bson::binary& uuid() const { return uuid_; }
+  bool record_images() const { return record_images_; }
+  void set_record_images(bool on) { record_images_ = on; }
+  const bson::document& options() const { return options_; }
+  bson::document& options() { return options_; }
+
+  std::size_t size() const { return records_.size(); }
+  const std::map<std::uint64_t, doc_ptr>& records() const { return records_; }
+  doc_ptr get(std::uint64_t record) const;
+  std::optional<std::uint64_t> find_id(const bson::value& id) const;
+
+  // Mutations keep every index in step; unique violations fail with code 11000 and
+  // MongoDB's message, leaving the collection unchanged.
+  denormd::expected<std::uint64_t> insert(doc_ptr doc);
+  denormd::status replace(std::uint64_t record, doc_ptr doc);
+  void erase(std::uint64_t record);
+
+  // Record ids that may match `m`, in natural order: an index equality lookup when the filter
+  // pins an indexed key prefix, otherwise every record.
+  std::vector<std::uint64_t> candidates(const denormd::query::matcher& m) const;
+
+  const std::vector<index>& indexes() const { return indexes_; }
+  // Builds an index over the existing documents. Returns false when an identical index already
+  // exists; fails on a name or key-pattern conflict or on duplicate keys.
+  denormd::expected<bool> create_index(index_spec spec);
+  denormd::status drop_index(std::string_view name);
+
+ private:
+  denormd::status check_unique(const bson::document& doc, std::uint64_t self,
+                               std::vector<index::key_set>& keys) const;
+  std::string duplicate_message(const index& ix, const index::key& k) const;
+
+  std::string db_;
+  std::string name_;
+  bson::binary uuid_;
+  bool record_images_ = false;
+  bson::document options_;
+  std::uint64_t next_record_ = 1;
+  std::map<std::uint64_t, doc_ptr> records_;
+  std::vector<index> indexes_;  // [0] is _id_
+};
+
+}  // namespace mongo_emulator

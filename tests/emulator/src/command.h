@@ -1,0 +1,56 @@
+#pragma once
+// What a command handler sees and returns. Handlers are plain functions that run synchronously
+// under whatever storage lock they take; the only waiting (await-data getMore) is expressed as
+// a result asking the dispatcher to run the handler again after changes or a deadline.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "bson/value.h"
+#include "common/expected.h"
+#include "server_state.h"
+#include "wire_codec.h"
+
+namespace mongo_emulator {
+
+using denormd::expected;
+using denormd::fail;
+
+struct connection_info {
+  std::int32_t id = 0;
+  std::string app_name;  // client.application.name from the handshake
+};
+
+struct command_context {
+  server_state& server;
+  connection_info& conn;
+  const request& req;
+  const bson::document& body;
+  const std::string& db;
+  std::chrono::steady_clock::time_point started;
+};
+
+// Run the handler again once changes past `seen` are recorded or at `deadline`.
+struct await_changes {
+  std::chrono::steady_clock::time_point deadline;
+  std::uint64_t seen = 0;
+};
+
+struct command_result {
+  bson::document reply;  // without ok/operationTime/$clusterTime unless the handler sets ok
+  std::optional<await_changes> await;
+};
+
+using command_outcome = expected<command_result>;
+using command_handler = std::function<command_outcome(command_context&)>;
+
+struct command_spec {
+  command_handler handler;
+  bool retryable_write = false;  // insert/update/delete/findAndModify
+  bool admin_only = false;
+};
+
+}  // namespace mongo_emulator

@@ -1,0 +1,202 @@
+#include "command_dispatcher.h"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "error_codes.h"
+
+namespace mongo_emulator {
+
+namespace asio = boost::asio;
+
+namespace {
+
+bool is_hello(std::string_view name) {
+  return name == "hello" || name == "isMaster" || name == "ismaster";
+}
+
+bool opens_change_stream(const bson::document& body) {
+  const auto* pipeline = body.get("pipeline");
+  if (pipeline == nullptr || !pipeline->is_array() || pipeline->as_array().empty()) return false;
+  const auto& first = pipeline->as_array().front();
+  return first.is_document() && first.as_document().contains("$changeStream");
+}
+
+std::optional<std::int64_t> getmore_cursor_id(const bson::document& body) {
+  const auto& v = body.fields().front().val;
+  if (v.is<std::int64_t>()) return v.as<std::int64_t>();
+  if (v.is<std::int32_t>()) return v.as<std::int32_t>();
+  return std::nullopt;
+}
+
+// MongoDB's write concern on a one-node replica set: w 0/1/"majority" are satisfied, more
+// nodes cannot be.
+std::optional<bson::document> write_concern_error(const bson::document& body) {
+  const auto* wc = body.get("writeConcern");
+  if (wc == nullptr || !wc->is_document()) return std::nullopt;
+  const auto* w = wc->as_document().get("w");
+  if (w == nullptr) return std::nullopt;
+  bson::document e;
+  if (w->is_number() && w->to_double() > 1) {
+    e.append("code", std::int32_t{codes::unsatisfiable_write_concern});
+    e.append("codeName", code_name(codes::unsatisfiable_write_concern));
+    e.append("errmsg", "Not enough data-bearing nodes");
+    return e;
+  }
+  if (w->is_string() && w->as_string() != "majority") {
+    e.append("code", std::int32_t{79});
+    e.append("codeName", code_name(79));
+    e.append("errmsg", "No write concern mode named '" + w->as_string() +
+                           "' found in replica set configuration");
+    return e;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+command_dispatcher::command_dispatcher(server_state& server) : server_(server) {
+  register_admin_commands(table_);
+  register_ddl_commands(table_);
+  register_write_commands(table_);
+  register_read_commands(table_);
+}
+
+asio::awaitable<std::optional<bson::document>> command_dispatcher::execute(const request& req,
+                                                                           connection_info& conn) {
+  const auto finish = [this](bson::document reply) {
+    add_cluster_time(reply);
+    return std::optional<bson::document>(std::move(reply));
+  };
+  if (req.legacy && !is_hello(req.command)) {
+    co_return finish(
+        error_reply({"Unsupported OP_QUERY command: " + req.command +
+                         ". The client driver may require an upgrade. For more details see "
+                         "https://dochub.mongodb.org/core/legacy-opcode-removal",
+                     codes::unsupported_op_query_command},
+                    nullptr));
+  }
+  if (!req.legacy && !req.body.contains("$db")) {
+    co_return finish(error_reply(
+        {"OP_MSG requests require a $db argument", codes::location_40571_missing_db}, nullptr));
+  }
+  auto it = table_.find(req.command);
+  if (it == table_.end()) {
+    co_return finish(
+        error_reply({"no such command: '" + req.command + "'", codes::command_not_found}, nullptr));
+  }
+  const command_spec& spec = it->second;
+  if (spec.admin_only && req.db != "admin") {
+    co_return finish(
+        error_reply({req.command + " may only be run against the admin database.", 13}, nullptr));
+  }
+
+  const std::optional<fail_action> action =
+      server_.fail_command().check(req.command, conn.app_name);
+  if (action) {
+    if (action->close_connection) co_return std::nullopt;
+    if (action->block.count() > 0) {
+      asio::steady_timer timer(co_await asio::this_coro::executor, action->block);
+      boost::system::error_code ignored;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    if (action->error_code) {
+      const denormd::error e{"Failing command via 'failCommand' failpoint", *action->error_code};
+      const bson::array labels = action->error_labels ? *action->error_labels
+                                                      : labels_for(req, &spec, *action->error_code);
+      co_return finish(error_reply(e, &labels));
+    }
+  }
+
+  const auto retry_key =
+      spec.retryable_write ? retry_cache::key_of(req.body) : std::optional<std::string>{};
+  std::optional<bson::document> stored;
+  if (retry_key) stored = server_.retries().find(*retry_key);
+
+  bson::document reply;
+  if (stored) {
+    reply = std::move(*stored);
+  } else {
+    command_context ctx{server_, conn, req, req.body, req.db, std::chrono::steady_clock::now()};
+    command_outcome outcome = spec.handler(ctx);
+    while (outcome && outcome->await) {
+      // Await-data: park a timer until changes arrive or the deadline passes; no lock is held.
+      auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor,
+                                                        outcome->await->deadline);
+      server_.store().notifier().park(timer, outcome->await->seen);
+      boost::system::error_code ignored;
+      co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      outcome = spec.handler(ctx);
+    }
+    if (!outcome) {
+      const bson::array labels = labels_for(req, &spec, outcome.error().code);
+      co_return finish(error_reply(outcome.error(), &labels));
+    }
+    reply = std::move(outcome->reply);
+    if (!reply.contains("ok")) reply.append("ok", 1.0);
+    if (retry_key) server_.retries().store(*retry_key, reply);
+  }
+
+  std::optional<bson::document> wce = write_concern_error(req.body);
+  if (action && action->write_concern_error) wce = action->write_concern_error;
+  if (wce) {
+    reply.set("writeConcernError", *wce);
+    const auto* code = wce->get("code");
+    bson::array labels;
+    if (action && action->error_labels) {
+      labels = *action->error_labels;
+    } else if (code != nullptr && code->is_number()) {
+      labels = labels_for(req, &spec, static_cast<int>(code->to_double()));
+    }
+    if (!labels.empty()) reply.set("errorLabels", std::move(labels));
+  }
+  co_return finish(std::move(reply));
+}
+
+bson::array command_dispatcher::labels_for(const request& req, const command_spec* spec,
+                                           int code) const {
+  bson::array labels;
+  if (spec != nullptr && spec->retryable_write && retry_cache::key_of(req.body) &&
+      is_retryable_write_code(code))
+    labels.emplace_back("RetryableWriteError");
+  bool change_stream = false;
+  if (req.command == "aggregate") {
+    change_stream = opens_change_stream(req.body);
+  } else if (req.command == "getMore") {
+    const auto id = getmore_cursor_id(req.body);
+    change_stream = id && server_.cursors().is_change_stream(*id);
+  }
+  if (change_stream && is_resumable_change_stream_code(code))
+    labels.emplace_back("ResumableChangeStreamError");
+  if ((req.command == "aggregate" || req.command == "getMore") &&
+      code == codes::change_stream_history_lost)
+    labels.emplace_back("NonResumableChangeStreamError");
+  return labels;
+}
+
+bson::document command_dispatcher::error_reply(const denormd::error& e,
+                                               const bson::array* labels) const {
+  bson::document reply;
+  reply.append("ok", 0.0);
+  reply.append("errmsg", e.message);
+  reply.append("code", std::int32_t{e.code});
+  reply.append("codeName", code_name(e.code));
+  if (labels != nullptr && !labels->empty()) reply.append("errorLabels", *labels);
+  return reply;
+}
+
+void command_dispatcher::add_cluster_time(bson::document& reply) const {
+  const bson::timestamp now = server_.store().cluster_time();
+  bson::document signature;
+  signature.append("hash", bson::binary{0, std::vector<std::uint8_t>(20, 0)});
+  signature.append("keyId", std::int64_t{0});
+  bson::document cluster_time;
+  cluster_time.append("clusterTime", now);
+  cluster_time.append("signature", std::move(signature));
+  reply.set("$clusterTime", std::move(cluster_time));
+  reply.set("operationTime", now);
+}
+
+}  // namespace mongo_emulator

@@ -1,0 +1,311 @@
+// create, drop, dropDatabase, renameCollection, collMod, createIndexes, listIndexes,
+// dropIndexes, listCollections.
+
+#include "command_args.h"
+#include "command_table.h"
+#include "error_codes.h"
+#include "query/matcher.h"
+
+namespace mongo_emulator {
+
+namespace {
+
+command_result ok_reply(bson::document r = {}) {
+  r.append("ok", 1.0);
+  return command_result{std::move(r), {}};
+}
+
+// changeStreamPreAndPostImages: {enabled: bool}
+expected<bool> images_option(const bson::value& v) {
+  if (!v.is_document())
+    return fail("BSON field 'changeStreamPreAndPostImages' is the wrong type",
+                codes::type_mismatch);
+  const auto* enabled = v.as_document().get("enabled");
+  if (enabled == nullptr || !enabled->is<bool>())
+    return fail(
+        "BSON field 'changeStreamPreAndPostImages.enabled' is missing but a required "
+        "field",
+        40414);
+  return enabled->as<bool>();
+}
+
+command_outcome create(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  std::optional<bool> images;
+  if (const auto* v = ctx.body.get("changeStreamPreAndPostImages")) {
+    auto on = images_option(*v);
+    if (!on) return on.error();
+    images = *on;
+  }
+  auto lock = ctx.server.store().lock_for_write();
+  auto c = ctx.server.store().create(ctx.db, *name);
+  if (!c) return c.error();
+  if (images) (*c)->set_record_images(*images);
+  for (const auto& f : ctx.body) {
+    if (f.name == "capped" || f.name == "size" || f.name == "max" || f.name == "validator" ||
+        f.name == "changeStreamPreAndPostImages")
+      (*c)->options().append(f.name, f.val);
+  }
+  return ok_reply();
+}
+
+command_outcome drop(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto lock = ctx.server.store().lock_for_write();
+  const auto* c = ctx.server.store().find(ctx.db, *name);
+  const auto indexes = c ? static_cast<std::int32_t>(c->indexes().size()) : 0;
+  if (auto ok = ctx.server.store().drop(ctx.db, *name); !ok) return ok.error();
+  bson::document r;
+  r.append("nIndexesWas", indexes);
+  r.append("ns", ctx.db + "." + *name);
+  return ok_reply(std::move(r));
+}
+
+command_outcome drop_database(command_context& ctx) {
+  auto lock = ctx.server.store().lock_for_write();
+  ctx.server.store().drop_database(ctx.db);
+  return ok_reply(bson::document{{"dropped", ctx.db}});
+}
+
+// Splits "db.coll" at the first dot.
+expected<std::pair<std::string, std::string>> split_ns(const bson::value* v,
+                                                       std::string_view what) {
+  if (v == nullptr || !v->is_string())
+    return fail(std::string(what) + " must be a namespace string", codes::type_mismatch);
+  const std::string& ns = v->as_string();
+  const auto dot = ns.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == ns.size())
+    return fail("Invalid " + std::string(what) + " namespace: " + ns, codes::invalid_namespace);
+  return std::pair{ns.substr(0, dot), ns.substr(dot + 1)};
+}
+
+command_outcome rename_collection(command_context& ctx) {
+  auto from = split_ns(&ctx.body.fields().front().val, "source");
+  if (!from) return from.error();
+  auto to = split_ns(ctx.body.get("to"), "target");
+  if (!to) return to.error();
+  auto drop_target = bool_arg(ctx.body, "dropTarget");
+  if (!drop_target) return drop_target.error();
+  auto lock = ctx.server.store().lock_for_write();
+  if (auto ok = ctx.server.store().rename(from->first, from->second, to->first, to->second,
+                                          drop_target->value_or(false));
+      !ok)
+    return ok.error();
+  return ok_reply();
+}
+
+command_outcome coll_mod(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto lock = ctx.server.store().lock_for_write();
+  auto* c = ctx.server.store().find(ctx.db, *name);
+  if (c == nullptr) return fail("ns does not exist", codes::namespace_not_found);
+  for (const auto& f : ctx.body) {
+    if (f.name == "changeStreamPreAndPostImages") {
+      auto on = images_option(f.val);
+      if (!on) return on.error();
+      c->set_record_images(*on);
+      c->options().set(f.name, f.val);
+    } else if (f.name == "validator" || f.name == "validationLevel" ||
+               f.name == "validationAction") {
+      c->options().set(f.name, f.val);
+    }
+  }
+  return ok_reply();
+}
+
+std::string default_index_name(const bson::document& key) {
+  std::string name;
+  for (const auto& f : key) {
+    if (!name.empty()) name += "_";
+    name += f.name + "_";
+    if (f.val.is_string()) {
+      name += f.val.as_string();
+    } else {
+      name += std::to_string(static_cast<long long>(f.val.to_double()));
+    }
+  }
+  return name;
+}
+
+expected<index_spec> parse_index_spec(const bson::value& v) {
+  if (!v.is_document()) return fail("index specification must be an object", codes::type_mismatch);
+  const auto& d = v.as_document();
+  index_spec spec;
+  const auto* key = d.get("key");
+  if (key == nullptr || !key->is_document() || key->as_document().empty())
+    return fail("Index key pattern must be a non-empty object", 67);
+  for (const auto& f : key->as_document()) {
+    if (!f.val.is_number() || f.val.to_double() == 0)
+      return fail(
+          "Values in the index key pattern can only be non-zero numbers (the emulator "
+          "supports ascending and descending indexes): " +
+              f.name,
+          67);
+  }
+  spec.key = key->as_document();
+  if (const auto* name = d.get("name"); name != nullptr) {
+    if (!name->is_string() || name->as_string().empty())
+      return fail("The index name must be a non-empty string", codes::type_mismatch);
+    spec.name = name->as_string();
+  } else {
+    spec.name = default_index_name(spec.key);
+  }
+  for (const auto& f : d) {
+    if (f.name == "key" || f.name == "name" || f.name == "v") continue;
+    if (f.name == "unique") {
+      spec.unique = f.val.is<bool>() ? f.val.as<bool>() : f.val.to_double() != 0;
+    } else if (f.name == "sparse") {
+      spec.sparse = f.val.is<bool>() ? f.val.as<bool>() : f.val.to_double() != 0;
+    } else if (f.name == "background" || f.name == "hidden" || f.name == "expireAfterSeconds" ||
+               f.name == "collation") {
+      spec.extra.append(f.name, f.val);
+    } else if (f.name == "partialFilterExpression") {
+      return fail("partialFilterExpression is not supported by mongo-emulator", codes::bad_value);
+    } else {
+      return fail("The field '" + f.name +
+                      "' is not valid for an index specification. "
+                      "Specification: " +
+                      f.name,
+                  codes::invalid_options);
+    }
+  }
+  if (spec.name == "_id_" && !(spec.key == bson::document{{"_id", std::int32_t{1}}}))
+    return fail("The index name '_id_' is reserved for the _id index", codes::bad_value);
+  return spec;
+}
+
+command_outcome create_indexes(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto indexes = array_arg(ctx.body, "indexes");
+  if (!indexes) return indexes.error();
+  if (*indexes == nullptr || (*indexes)->empty())
+    return fail("Must specify at least one index to create", codes::bad_value);
+  std::vector<index_spec> specs;
+  for (const auto& v : **indexes) {
+    auto spec = parse_index_spec(v);
+    if (!spec) return spec.error();
+    specs.push_back(std::move(spec).value());
+  }
+  auto lock = ctx.server.store().lock_for_write();
+  const bool existed = ctx.server.store().find(ctx.db, *name) != nullptr;
+  auto& c = ctx.server.store().obtain(ctx.db, *name);
+  const auto before = static_cast<std::int32_t>(c.indexes().size());
+  for (auto& spec : specs) {
+    auto created = c.create_index(std::move(spec));
+    if (!created) return created.error();
+  }
+  bson::document r;
+  r.append("numIndexesBefore", before);
+  r.append("numIndexesAfter", static_cast<std::int32_t>(c.indexes().size()));
+  r.append("createdCollectionAutomatically", !existed);
+  if (static_cast<std::int32_t>(c.indexes().size()) == before)
+    r.append("note", "all indexes already exist");
+  return ok_reply(std::move(r));
+}
+
+command_outcome list_indexes(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  bson::array batch;
+  {
+    auto lock = ctx.server.store().lock_for_read();
+    const auto* c = ctx.server.store().find(ctx.db, *name);
+    if (c == nullptr)
+      return fail("ns does not exist: " + ctx.db + "." + *name, codes::namespace_not_found);
+    for (const auto& ix : c->indexes())
+      batch.emplace_back(ix.spec().to_document());
+  }
+  return command_result{
+      cursor_reply(0, ctx.db + ".$cmd.listIndexes." + *name, std::move(batch), true), {}};
+}
+
+command_outcome drop_indexes(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  const auto* target = ctx.body.get("index");
+  if (target == nullptr) return fail("Must specify 'index'", codes::bad_value);
+  auto lock = ctx.server.store().lock_for_write();
+  auto* c = ctx.server.store().find(ctx.db, *name);
+  if (c == nullptr) return fail("ns not found " + ctx.db + "." + *name, codes::namespace_not_found);
+  const auto before = static_cast<std::int32_t>(c->indexes().size());
+  std::vector<std::string> names;
+  if (target->is_string() && target->as_string() == "*") {
+    for (const auto& ix : c->indexes()) {
+      if (ix.spec().name != "_id_") names.push_back(ix.spec().name);
+    }
+  } else if (target->is_string()) {
+    names.push_back(target->as_string());
+  } else if (target->is_array()) {
+    for (const auto& v : target->as_array()) {
+      if (!v.is_string()) return fail("index names must be strings", codes::type_mismatch);
+      names.push_back(v.as_string());
+    }
+  } else if (target->is_document()) {
+    const auto& key = target->as_document();
+    std::string found;
+    for (const auto& ix : c->indexes()) {
+      if (ix.spec().key == key) found = ix.spec().name;
+    }
+    if (found.empty())
+      return fail("can't find index with key: " + std::to_string(key.size()) + " fields",
+                  codes::index_not_found);
+    names.push_back(found);
+  } else {
+    return fail("'index' must be a string, an array or an object", codes::type_mismatch);
+  }
+  for (const auto& n : names) {
+    if (auto ok = c->drop_index(n); !ok) return ok.error();
+  }
+  return ok_reply(bson::document{{"nIndexesWas", before}});
+}
+
+command_outcome list_collections(command_context& ctx) {
+  auto filter = document_arg(ctx.body, "filter");
+  if (!filter) return filter.error();
+  auto name_only = bool_arg(ctx.body, "nameOnly");
+  if (!name_only) return name_only.error();
+  denormd::query::matcher m;
+  if (*filter != nullptr) {
+    auto compiled = denormd::query::matcher::compile(**filter);
+    if (!compiled) return fail(compiled.error().message, compiled.error().code);
+    m = std::move(compiled).value();
+  }
+  bson::array batch;
+  {
+    auto lock = ctx.server.store().lock_for_read();
+    for (const auto* c : ctx.server.store().collections(ctx.db)) {
+      bson::document d;
+      d.append("name", c->name());
+      d.append("type", "collection");
+      if (!name_only->value_or(false)) {
+        d.append("options", c->options());
+        d.append("info", bson::document{{"readOnly", false}, {"uuid", c->uuid()}});
+        d.append("idIndex", c->indexes().front().spec().to_document());
+      }
+      if (m.matches(d)) batch.emplace_back(std::move(d));
+    }
+  }
+  return command_result{cursor_reply(0, ctx.db + ".$cmd.listCollections", std::move(batch), true),
+                        {}};
+}
+
+}  // namespace
+
+void register_ddl_commands(command_table& table) {
+  table["create"] = {create};
+  table["drop"] = {drop};
+  table["dropDatabase"] = {drop_database};
+  table["renameCollection"] = {rename_collection, false, true};
+  table["collMod"] = {coll_mod};
+  table["createIndexes"] = {create_indexes};
+  table["listIndexes"] = {list_indexes};
+  table["dropIndexes"] = {drop_indexes};
+  table["deleteIndexes"] = {drop_indexes};
+  table["listCollections"] = {list_collections};
+}
+
+}  // namespace mongo_emulator

@@ -1,0 +1,103 @@
+#include "error_codes.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+#include <utility>
+
+namespace mongo_emulator {
+
+namespace {
+
+constexpr std::array<std::pair<int, std::string_view>, 58> names{{
+    {1, "InternalError"},
+    {2, "BadValue"},
+    {4, "NoSuchKey"},
+    {6, "HostUnreachable"},
+    {7, "HostNotFound"},
+    {9, "FailedToParse"},
+    {11, "UserNotFound"},
+    {13, "Unauthorized"},
+    {14, "TypeMismatch"},
+    {20, "IllegalOperation"},
+    {22, "InvalidBSON"},
+    {26, "NamespaceNotFound"},
+    {27, "IndexNotFound"},
+    {28, "PathNotViable"},
+    {40, "ConflictingUpdateOperators"},
+    {43, "CursorNotFound"},
+    {47, "NoMatchingDocument"},
+    {48, "NamespaceExists"},
+    {50, "MaxTimeMSExpired"},
+    {52, "DollarPrefixedFieldName"},
+    {53, "InvalidIdField"},
+    {56, "EmptyFieldName"},
+    {57, "DottedFieldName"},
+    {59, "CommandNotFound"},
+    {63, "StaleShardVersion"},
+    {66, "ImmutableField"},
+    {67, "CannotCreateIndex"},
+    {72, "InvalidOptions"},
+    {73, "InvalidNamespace"},
+    {79, "UnknownReplWriteConcern"},
+    {85, "IndexOptionsConflict"},
+    {86, "IndexKeySpecsConflict"},
+    {89, "NetworkTimeout"},
+    {91, "ShutdownInProgress"},
+    {96, "OperationFailed"},
+    {100, "UnsatisfiableWriteConcern"},
+    {112, "WriteConflict"},
+    {115, "CommandNotSupported"},
+    {133, "FailedToSatisfyReadPreference"},
+    {150, "StaleEpoch"},
+    {189, "PrimarySteppedDown"},
+    {234, "RetryChangeStream"},
+    {251, "NoSuchTransaction"},
+    {260, "InvalidResumeToken"},
+    {262, "ExceededTimeLimit"},
+    {280, "ChangeStreamFatalError"},
+    {286, "ChangeStreamHistoryLost"},
+    {352, "UnsupportedOpQueryCommand"},
+    {9001, "SocketException"},
+    {10107, "NotWritablePrimary"},
+    {10334, "BSONObjectTooLarge"},
+    {11000, "DuplicateKey"},
+    {11600, "InterruptedAtShutdown"},
+    {11602, "InterruptedDueToReplStateChange"},
+    {13388, "StaleConfig"},
+    {13435, "NotPrimaryNoSecondaryOk"},
+    {13436, "NotPrimaryOrSecondary"},
+    {17280, "KeyTooLong"},
+}};
+
+constexpr std::array retryable_write_codes{6,    7,     89,    91,    189,   262,
+                                           9001, 10107, 11600, 11602, 13435, 13436};
+
+// The change-streams specification's resumable list (wire >= 9 servers label these).
+constexpr std::array resumable_codes{6,   7,   43,   63,    89,    91,    133,   150,   189,
+                                     234, 262, 9001, 10107, 11600, 11602, 13388, 13435, 13436};
+
+template <class Array>
+bool contains(const Array& a, int code) {
+  return std::find(a.begin(), a.end(), code) != a.end();
+}
+
+}  // namespace
+
+std::string code_name(int code) {
+  for (const auto& [c, name] : names) {
+    if (c == code) return std::string(name);
+  }
+  // MongoDB names numbered assertions "Location<code>".
+  return "Location" + std::to_string(code);
+}
+
+bool is_retryable_write_code(int code) {
+  return contains(retryable_write_codes, code);
+}
+
+bool is_resumable_change_stream_code(int code) {
+  return contains(resumable_codes, code);
+}
+
+}  // namespace mongo_emulator

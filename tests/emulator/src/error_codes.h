@@ -1,0 +1,66 @@
+#pragma once
+// MongoDB server error codes the emulator returns, their codeNames, and the error-label
+// categories drivers act on (retryable writes, resumable change streams). Stateless.
+
+#include <string>
+
+namespace mongo_emulator {
+
+namespace codes {
+inline constexpr int internal_error = 1;
+inline constexpr int bad_value = 2;
+inline constexpr int no_such_key = 4;
+inline constexpr int host_unreachable = 6;
+inline constexpr int host_not_found = 7;
+inline constexpr int failed_to_parse = 9;
+inline constexpr int type_mismatch = 14;
+inline constexpr int illegal_operation = 20;
+inline constexpr int namespace_not_found = 26;
+inline constexpr int index_not_found = 27;
+inline constexpr int path_not_viable = 28;
+inline constexpr int conflicting_update_operators = 40;
+inline constexpr int cursor_not_found = 43;
+inline constexpr int no_matching_document = 47;
+inline constexpr int namespace_exists = 48;
+inline constexpr int max_time_ms_expired = 50;
+inline constexpr int invalid_id_field = 53;
+inline constexpr int command_not_found = 59;
+inline constexpr int immutable_field = 66;
+inline constexpr int invalid_options = 72;
+inline constexpr int invalid_namespace = 73;
+inline constexpr int index_options_conflict = 85;
+inline constexpr int index_key_specs_conflict = 86;
+inline constexpr int network_timeout = 89;
+inline constexpr int shutdown_in_progress = 91;
+inline constexpr int unsatisfiable_write_concern = 100;
+inline constexpr int primary_stepped_down = 189;
+inline constexpr int invalid_resume_token = 260;
+inline constexpr int exceeded_time_limit = 262;
+inline constexpr int change_stream_fatal_error = 280;
+inline constexpr int change_stream_history_lost = 286;
+inline constexpr int unsupported_op_query_command = 352;
+inline constexpr int socket_exception = 9001;
+inline constexpr int not_writable_primary = 10107;
+inline constexpr int bson_object_too_large = 10334;
+inline constexpr int duplicate_key = 11000;
+inline constexpr int interrupted_at_shutdown = 11600;
+inline constexpr int interrupted_due_to_repl_state_change = 11602;
+inline constexpr int not_primary_no_secondary_ok = 13435;
+inline constexpr int not_primary_or_secondary = 13436;
+inline constexpr int location_40324_unrecognized_stage = 40324;
+inline constexpr int location_40647_bad_resume_token = 40647;
+inline constexpr int location_40674_multiple_resume_options = 40674;
+inline constexpr int location_50865_start_after_and_resume_after = 50865;
+inline constexpr int location_40571_missing_db = 40571;
+}  // namespace codes
+
+// MongoDB's codeName for a code ("Location40324" for the numbered assertion codes).
+std::string code_name(int code);
+
+// Codes for which MongoDB adds `RetryableWriteError` to a retryable write's error.
+bool is_retryable_write_code(int code);
+
+// Codes for which MongoDB adds `ResumableChangeStreamError` to a change stream's getMore error.
+bool is_resumable_change_stream_code(int code);
+
+}  // namespace mongo_emulator

@@ -1,0 +1,57 @@
+#pragma once
+// The bounded change history change streams read: one entry per change, in clusterTime order,
+// each with a unique clusterTime. Not synchronized: owned by storage and accessed under its lock.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "bson/value.h"
+
+namespace mongo_emulator {
+
+namespace bson = denormd::bson;
+
+enum class op_type : std::uint8_t { insert, update, replace, remove, drop, rename, drop_database };
+
+struct oplog_entry {
+  bson::timestamp ts;
+  std::int64_t wall_ms = 0;
+  op_type op = op_type::insert;
+  std::string db;
+  std::string coll;     // empty for drop_database
+  std::string to_db;    // rename only
+  std::string to_coll;  // rename only
+  bson::value id;       // the document's _id (document changes only)
+  // insert/replace: the new document; update: the post-image when images are recorded.
+  std::shared_ptr<const bson::document> full_document;
+  // update/replace/delete: the pre-image when images are recorded.
+  std::shared_ptr<const bson::document> pre_image;
+  bson::document update_description;  // update only
+  bool images_recorded = false;       // the collection had changeStreamPreAndPostImages enabled
+};
+
+class oplog {
+ public:
+  explicit oplog(std::size_t max_events) : max_events_(max_events == 0 ? 1 : max_events) {}
+
+  void append(oplog_entry entry);
+
+  std::size_t size() const { return entries_.size(); }
+  const oplog_entry& at(std::size_t i) const { return entries_[i]; }
+  // Position of the first entry with ts >= `ts` (size() when there is none).
+  std::size_t lower_bound(bson::timestamp ts) const;
+  // The entry at exactly `ts`, if it is still kept.
+  const oplog_entry* find(bson::timestamp ts) const;
+  // True when a change after `ts` (or at it, when `inclusive`) may have been discarded.
+  bool history_lost(bson::timestamp ts, bool inclusive) const;
+
+ private:
+  std::size_t max_events_;
+  std::deque<oplog_entry> entries_;
+  bool truncated_ = false;
+  bson::timestamp newest_dropped_;
+};
+
+}  // namespace mongo_emulator

@@ -1,0 +1,369 @@
+// find, getMore, killCursors, count, distinct, aggregate (plain pipelines and $changeStream).
+
+#include <algorithm>
+#include <limits>
+
+#include "command_args.h"
+#include "command_table.h"
+#include "engine_adapter.h"
+#include "error_codes.h"
+#include "query/matcher.h"
+#include "query/path.h"
+
+namespace mongo_emulator {
+
+namespace {
+
+constexpr std::size_t max_batch_bytes = 16 * 1024 * 1024;
+constexpr std::size_t default_first_batch = 101;
+constexpr auto default_await_time = std::chrono::milliseconds(1000);
+
+using denormd::query::matcher;
+
+expected<matcher> compile_filter(const bson::document* filter) {
+  if (filter == nullptr) return matcher();
+  auto m = matcher::compile(*filter);
+  if (!m) return fail(m.error().message, m.error().code);
+  return std::move(m).value();
+}
+
+// A non-negative count argument (skip, limit, batchSize) as MongoDB validates it.
+expected<std::optional<std::size_t>> count_arg(const bson::document& body, std::string_view field) {
+  auto v = int_arg(body, field);
+  if (!v) return v.error();
+  if (!*v) return std::optional<std::size_t>{};
+  if (**v < 0)
+    return fail("BSON field '" + std::string(field) + "' value must be >= 0, actual value '" +
+                    std::to_string(**v) + "'",
+                51024);
+  return std::optional<std::size_t>{static_cast<std::size_t>(**v)};
+}
+
+// The documents of `c` matching `m`, in natural order.
+std::vector<doc_ptr> matching(const collection* c, const matcher& m) {
+  std::vector<doc_ptr> out;
+  if (c == nullptr) return out;
+  for (auto record : c->candidates(m)) {
+    auto doc = c->get(record);
+    if (m.matches(*doc)) out.push_back(std::move(doc));
+  }
+  return out;
+}
+
+// Serves the first batch and registers the cursor if documents remain.
+bson::document first_batch(command_context& ctx, const std::string& ns,
+                           std::unique_ptr<query_cursor> results, std::size_t batch_size,
+                           bool single_batch) {
+  bson::array batch = results->next(batch_size, max_batch_bytes);
+  std::int64_t id = 0;
+  if (!results->exhausted() && !single_batch) {
+    auto c = std::make_unique<cursor>();
+    c->ns = ns;
+    c->query = std::move(results);
+    id = ctx.server.cursors().add(std::move(c));
+  }
+  return cursor_reply(id, ns, std::move(batch), true);
+}
+
+command_outcome find(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto filter = document_arg(ctx.body, "filter");
+  if (!filter) return filter.error();
+  auto sort_spec = document_arg(ctx.body, "sort");
+  if (!sort_spec) return sort_spec.error();
+  auto projection_spec = document_arg(ctx.body, "projection");
+  if (!projection_spec) return projection_spec.error();
+  auto skip = count_arg(ctx.body, "skip");
+  if (!skip) return skip.error();
+  auto limit = count_arg(ctx.body, "limit");
+  if (!limit) return limit.error();
+  auto batch_size = count_arg(ctx.body, "batchSize");
+  if (!batch_size) return batch_size.error();
+  auto single_batch = bool_arg(ctx.body, "singleBatch");
+  if (!single_batch) return single_batch.error();
+
+  auto m = compile_filter(*filter);
+  if (!m) return m.error();
+  projection_fn project;
+  if (*projection_spec != nullptr) {
+    auto p = compile_projection(**projection_spec);
+    if (!p) return p.error();
+    project = std::move(p).value();
+  }
+  sort_less less;
+  if (*sort_spec != nullptr) {
+    auto s = compile_sort(**sort_spec);
+    if (!s) return s.error();
+    less = std::move(s).value();
+  }
+
+  std::vector<doc_ptr> docs;
+  {
+    auto lock = ctx.server.store().lock_for_read();
+    docs = matching(ctx.server.store().find(ctx.db, *name), *m);
+  }
+  if (less) {
+    std::stable_sort(docs.begin(), docs.end(),
+                     [&](const doc_ptr& a, const doc_ptr& b) { return less(*a, *b); });
+  }
+  const std::size_t from = std::min(docs.size(), skip->value_or(0));
+  docs.erase(docs.begin(), docs.begin() + static_cast<std::ptrdiff_t>(from));
+  if (limit->value_or(0) > 0 && docs.size() > **limit) docs.resize(**limit);
+
+  std::size_t first = batch_size->value_or(default_first_batch);
+  if (limit->value_or(0) > 0) first = std::min(first, **limit);
+  auto results = std::make_unique<query_cursor>(std::move(docs), std::move(project));
+  return command_result{first_batch(ctx, ctx.db + "." + *name, std::move(results), first,
+                                    single_batch->value_or(false)),
+                        {}};
+}
+
+command_outcome get_more(command_context& ctx) {
+  const auto& id_value = ctx.body.fields().front().val;
+  std::int64_t id = 0;
+  if (id_value.is<std::int64_t>()) {
+    id = id_value.as<std::int64_t>();
+  } else if (id_value.is<std::int32_t>()) {
+    id = id_value.as<std::int32_t>();
+  } else {
+    return fail("BSON field 'getMore.getMore' is the wrong type '" +
+                    std::string(bson::type_name(id_value.kind())) + "', expected type 'long'",
+                codes::type_mismatch);
+  }
+  auto coll = string_arg(ctx.body, "collection");
+  if (!coll) return coll.error();
+  if (!*coll) return fail("BSON field 'getMore.collection' is missing but a required field", 40414);
+  auto batch_size = count_arg(ctx.body, "batchSize");
+  if (!batch_size) return batch_size.error();
+  auto max_time = int_arg(ctx.body, "maxTimeMS");
+  if (!max_time) return max_time.error();
+
+  cursor* c = ctx.server.cursors().pin(id);
+  if (c == nullptr)
+    return fail("cursor id " + std::to_string(id) + " not found", codes::cursor_not_found);
+  const std::string ns = ctx.db + "." + **coll;
+  if (ns != c->ns) {
+    ctx.server.cursors().unpin(id, false);
+    return fail("Requested getMore on namespace '" + ns +
+                    "', but cursor belongs to a different "
+                    "namespace " +
+                    c->ns,
+                13);
+  }
+  const std::size_t max_docs =
+      batch_size->value_or(0) > 0 ? **batch_size : std::numeric_limits<std::size_t>::max();
+
+  if (c->query) {
+    bson::array batch = c->query->next(max_docs, max_batch_bytes);
+    const bool done = c->query->exhausted();
+    ctx.server.cursors().unpin(id, done);
+    return command_result{cursor_reply(done ? 0 : id, ns, std::move(batch), false), {}};
+  }
+
+  // A change stream: an await-data cursor.
+  std::uint64_t seen = 0;
+  expected<change_stream::batch> batch = change_stream::batch{};
+  {
+    auto lock = ctx.server.store().lock_for_read();
+    seen = ctx.server.store().change_count();
+    batch = c->stream->next(ctx.server.store(), max_docs, max_batch_bytes);
+  }
+  if (!batch) {
+    ctx.server.cursors().unpin(id, true);  // errors are fatal to a change stream cursor
+    return batch.error();
+  }
+  const auto deadline =
+      ctx.started +
+      (max_time->value_or(0) > 0 ? std::chrono::milliseconds(**max_time) : default_await_time);
+  if (batch->events.empty() && !batch->invalidated && std::chrono::steady_clock::now() < deadline) {
+    ctx.server.cursors().unpin(id, false);
+    return command_result{{}, await_changes{deadline, seen}};
+  }
+  ctx.server.cursors().unpin(id, batch->invalidated);
+  return command_result{cursor_reply(batch->invalidated ? 0 : id, ns, std::move(batch->events),
+                                     false, &batch->post_batch_resume_token),
+                        {}};
+}
+
+command_outcome kill_cursors(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto ids = array_arg(ctx.body, "cursors");
+  if (!ids) return ids.error();
+  if (*ids == nullptr)
+    return fail("BSON field 'killCursors.cursors' is missing but a required field", 40414);
+  bson::array killed;
+  bson::array not_found;
+  for (const auto& v : **ids) {
+    if (!v.is<std::int64_t>())
+      return fail("Field 'cursors' contains an element that is not of type long",
+                  codes::failed_to_parse);
+    (ctx.server.cursors().kill(v.as<std::int64_t>()) ? killed : not_found).push_back(v);
+  }
+  bson::document r;
+  r.append("cursorsKilled", std::move(killed));
+  r.append("cursorsNotFound", std::move(not_found));
+  r.append("cursorsAlive", bson::array{});
+  r.append("cursorsUnknown", bson::array{});
+  r.append("ok", 1.0);
+  return command_result{std::move(r), {}};
+}
+
+command_outcome count(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto query = document_arg(ctx.body, "query");
+  if (!query) return query.error();
+  auto skip = count_arg(ctx.body, "skip");
+  if (!skip) return skip.error();
+  auto limit = int_arg(ctx.body, "limit");
+  if (!limit) return limit.error();
+  auto m = compile_filter(*query);
+  if (!m) return m.error();
+  std::size_t n = 0;
+  {
+    auto lock = ctx.server.store().lock_for_read();
+    const auto* c = ctx.server.store().find(ctx.db, *name);
+    if (*query == nullptr || (*query)->empty()) {
+      n = c ? c->size() : 0;
+    } else {
+      n = matching(c, *m).size();
+    }
+  }
+  n -= std::min(n, skip->value_or(0));
+  if (limit->value_or(0) != 0) {
+    n = std::min(n, static_cast<std::size_t>(std::llabs(**limit)));
+  }
+  return command_result{bson::document{{"n", count_value(n)}, {"ok", 1.0}}, {}};
+}
+
+command_outcome distinct(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto key = string_arg(ctx.body, "key");
+  if (!key) return key.error();
+  if (!*key) return fail("BSON field 'distinct.key' is missing but a required field", 40414);
+  auto query = document_arg(ctx.body, "query");
+  if (!query) return query.error();
+  auto m = compile_filter(*query);
+  if (!m) return m.error();
+  bson::array values;
+  {
+    auto lock = ctx.server.store().lock_for_read();
+    for (const auto& doc : matching(ctx.server.store().find(ctx.db, *name), *m)) {
+      denormd::query::resolve_path(*doc, **key, [&](const bson::value& v, auto) {
+        const auto add = [&](const bson::value& x) {
+          const bool seen = std::any_of(values.begin(), values.end(), [&](const bson::value& y) {
+            return bson::compare(x, y) == 0;
+          });
+          if (!seen) values.push_back(x);
+        };
+        if (v.is_array()) {
+          for (const auto& e : v.as_array())
+            add(e);
+        } else {
+          add(v);
+        }
+        return true;
+      });
+    }
+  }
+  std::sort(values.begin(), values.end(),
+            [](const bson::value& a, const bson::value& b) { return bson::compare(a, b) < 0; });
+  return command_result{bson::document{{"values", std::move(values)}, {"ok", 1.0}}, {}};
+}
+
+command_outcome open_change_stream(command_context& ctx, const std::string& coll,
+                                   const bson::array& pipeline, std::size_t batch_size) {
+  auto c = std::make_unique<cursor>();
+  change_stream::batch batch;
+  {
+    auto lock = ctx.server.store().lock_for_read();
+    auto stream = change_stream::open(ctx.server.store(), ctx.db, coll, pipeline);
+    if (!stream) return stream.error();
+    auto first = (*stream)->next(ctx.server.store(), batch_size, max_batch_bytes);
+    if (!first) return first.error();
+    batch = std::move(first).value();
+    c->ns = (*stream)->ns();
+    c->stream = std::move(stream).value();
+  }
+  const std::string ns = c->ns;
+  const std::int64_t id = batch.invalidated ? 0 : ctx.server.cursors().add(std::move(c));
+  return command_result{
+      cursor_reply(id, ns, std::move(batch.events), true, &batch.post_batch_resume_token), {}};
+}
+
+command_outcome aggregate(command_context& ctx) {
+  const auto& target = ctx.body.fields().front().val;
+  std::string coll;
+  if (target.is_string()) {
+    auto name = collection_arg(ctx.body);
+    if (!name) return name.error();
+    coll = *name;
+  } else if (!(target.is_number() && target.to_double() == 1)) {
+    return fail("Invalid {aggregate: ...} value: must be a collection name or 1",
+                codes::failed_to_parse);
+  }
+  auto pipeline = array_arg(ctx.body, "pipeline");
+  if (!pipeline) return pipeline.error();
+  if (*pipeline == nullptr)
+    return fail("BSON field 'aggregate.pipeline' is missing but a required field", 40414);
+  auto cursor_spec = document_arg(ctx.body, "cursor");
+  if (!cursor_spec) return cursor_spec.error();
+  if (*cursor_spec == nullptr)
+    return fail("The 'cursor' option is required, except for aggregate with the explain argument",
+                codes::failed_to_parse);
+  auto batch_size = count_arg(**cursor_spec, "batchSize");
+  if (!batch_size) return batch_size.error();
+  for (const auto& stage : **pipeline) {
+    if (!stage.is_document() || stage.as_document().size() != 1)
+      return fail("A pipeline stage specification object must contain exactly one field.", 40323);
+  }
+
+  const auto& stages = **pipeline;
+  if (!stages.empty() && stages.front().as_document().fields().front().name == "$changeStream")
+    return open_change_stream(ctx, coll, stages, batch_size->value_or(default_first_batch));
+  if (coll.empty())
+    return fail("{aggregate: 1} is only supported with $changeStream by mongo-emulator",
+                codes::invalid_namespace);
+
+  // A leading $match picks its input through the indexes, like MongoDB's planner.
+  std::vector<doc_ptr> input;
+  {
+    matcher m;
+    if (!stages.empty()) {
+      const auto& first = stages.front().as_document().fields().front();
+      if (first.name == "$match" && first.val.is_document()) {
+        auto compiled = compile_filter(&first.val.as_document());
+        if (!compiled) return compiled.error();
+        m = std::move(compiled).value();
+      }
+    }
+    auto lock = ctx.server.store().lock_for_read();
+    input = matching(ctx.server.store().find(ctx.db, coll), m);
+  }
+  auto out = run_pipeline(stages, input);
+  if (!out) return out.error();
+  std::vector<doc_ptr> docs;
+  docs.reserve(out->size());
+  for (auto& d : *out)
+    docs.push_back(std::make_shared<const bson::document>(std::move(d)));
+  auto results = std::make_unique<query_cursor>(std::move(docs));
+  return command_result{first_batch(ctx, ctx.db + "." + coll, std::move(results),
+                                    batch_size->value_or(default_first_batch), false),
+                        {}};
+}
+
+}  // namespace
+
+void register_read_commands(command_table& table) {
+  table["find"] = {find};
+  table["getMore"] = {get_more};
+  table["killCursors"] = {kill_cursors};
+  table["count"] = {count};
+  table["distinct"] = {distinct};
+  table["aggregate"] = {aggregate};
+}
+
+}  // namespace mongo_emulator

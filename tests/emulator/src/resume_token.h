@@ -1,0 +1,45 @@
+#pragma once
+// Change-stream resume tokens. `_data` is an opaque upper-case hex string encoding
+// (clusterTime, kind) so that tokens compare in event order as strings and as values.
+// Value type; thread-compatible.
+
+#include <compare>
+#include <cstdint>
+#include <string>
+
+#include "bson/value.h"
+#include "common/expected.h"
+
+namespace mongo_emulator {
+
+namespace bson = denormd::bson;
+
+class resume_token {
+ public:
+  // Within one clusterTime an event sorts before the invalidate it causes; a high-water mark
+  // sorts after everything at its time ("all changes up to here were seen").
+  enum class kind : std::uint8_t { event = 0, invalidate = 1, high_water = 2 };
+
+  resume_token() = default;
+  resume_token(bson::timestamp ts, kind k) : ts_(ts), kind_(k) {}
+
+  // A high-water mark just before `ts`: resuming from it yields the changes at `ts` onwards.
+  static resume_token before(bson::timestamp ts);
+
+  // Parses `{_data: "<hex>"}`; errors carry code 40647.
+  static denormd::expected<resume_token> parse(const bson::value& token);
+
+  bson::timestamp ts() const { return ts_; }
+  kind token_kind() const { return kind_; }
+  std::string data() const;
+  bson::document to_document() const;
+
+  auto operator<=>(const resume_token&) const = default;
+  bool operator==(const resume_token&) const = default;
+
+ private:
+  bson::timestamp ts_;
+  kind kind_ = kind::event;
+};
+
+}  // namespace mongo_emulator

@@ -1,0 +1,58 @@
+#pragma once
+// Everything the connections of one server share: options, storage, cursors, the failCommand
+// fail point and the retryable-write results. Lifecycle: created by main before listening,
+// outlives every connection. Thread-safe (each member synchronizes itself).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "cursor_registry.h"
+#include "fail_point.h"
+#include "retry_cache.h"
+#include "storage.h"
+
+namespace mongo_emulator {
+
+struct server_options {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 27017;
+  std::string rs_name = "rs0";
+  std::size_t oplog_max_events = 1000000;
+  unsigned threads = 0;  // 0: one per core, at least two
+};
+
+class server_state {
+ public:
+  explicit server_state(server_options options)
+      : options_(std::move(options)), store_(options_.oplog_max_events) {}
+
+  const server_options& options() const { return options_; }
+  storage& store() { return store_; }
+  cursor_registry& cursors() { return cursors_; }
+  fail_point& fail_command() { return fail_command_; }
+  retry_cache& retries() { return retries_; }
+
+  // "host:port" exactly as clients dial it (hello's me/primary/hosts); set once listening.
+  const std::string& address() const { return address_; }
+  void set_address(std::string a) { address_ = std::move(a); }
+
+  std::int32_t next_connection_id() { return ++connection_ids_; }
+  std::int32_t open_connections() const { return open_connections_.load(); }
+  std::atomic<std::int32_t>& open_connections_counter() { return open_connections_; }
+  std::chrono::steady_clock::time_point started() const { return started_; }
+
+ private:
+  server_options options_;
+  storage store_;
+  cursor_registry cursors_;
+  fail_point fail_command_;
+  retry_cache retries_;
+  std::string address_;
+  std::atomic<std::int32_t> connection_ids_{0};
+  std::atomic<std::int32_t> open_connections_{0};
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace mongo_emulator

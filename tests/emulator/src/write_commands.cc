@@ -1,0 +1,408 @@
+// insert, update, delete, findAndModify. Write errors are per statement and keep ok: 1;
+// ordered batches stop at the first one. Every change goes through storage, which records its
+// change event; no-op updates record nothing.
+
+#include <algorithm>
+
+#include "command_args.h"
+#include "command_table.h"
+#include "engine_adapter.h"
+#include "error_codes.h"
+#include "query/matcher.h"
+
+namespace mongo_emulator {
+
+namespace {
+
+using denormd::query::match_details;
+using denormd::query::matcher;
+
+struct match {
+  std::uint64_t record;
+  match_details details;
+};
+
+// Matching records in natural order, at most `limit` (0: all).
+std::vector<match> find_matches(const collection& c, const matcher& m, std::size_t limit) {
+  std::vector<match> out;
+  for (auto record : c.candidates(m)) {
+    match_details details;
+    if (!m.matches(*c.get(record), &details)) continue;
+    out.push_back({record, details});
+    if (limit != 0 && out.size() >= limit) break;
+  }
+  return out;
+}
+
+expected<matcher> compile_query(const bson::value* q) {
+  if (q == nullptr || q->is_null()) return matcher();
+  if (!q->is_document()) return fail("query must be an object", codes::type_mismatch);
+  auto m = matcher::compile(q->as_document());
+  if (!m) return fail(m.error().message, m.error().code);
+  return std::move(m).value();
+}
+
+// The _id a stored document must have: the given one (validated), or a new ObjectId first.
+expected<bson::document> with_id(bson::document doc) {
+  if (const auto* id = doc.get("_id")) {
+    if (id->is_array() || id->is<bson::regex>() || id->is<bson::undefined_t>())
+      return fail("The '_id' value cannot be of type " + std::string(bson::type_name(id->kind())),
+                  codes::invalid_id_field);
+    return doc;
+  }
+  bson::document out;
+  out.fields().reserve(doc.size() + 1);
+  out.append("_id", bson::oid::generate());
+  for (auto& f : doc.fields())
+    out.append(std::move(f.name), std::move(f.val));
+  return out;
+}
+
+// Accumulates per-statement write errors in MongoDB's reply shape.
+class write_errors {
+ public:
+  void add(std::size_t index, const denormd::error& e) {
+    bson::document d;
+    d.append("index", count_value(index));
+    d.append("code", std::int32_t{e.code});
+    d.append("errmsg", e.message);
+    errors_.emplace_back(std::move(d));
+  }
+  bool empty() const { return errors_.empty(); }
+  void append_to(bson::document& reply) {
+    if (!errors_.empty()) reply.append("writeErrors", std::move(errors_));
+  }
+
+ private:
+  bson::array errors_;
+};
+
+struct statement_list {
+  const bson::array* items;
+  bool ordered;
+};
+
+expected<statement_list> statements(const bson::document& body, std::string_view field) {
+  auto items = array_arg(body, field);
+  if (!items) return items.error();
+  if (*items == nullptr)
+    return fail("BSON field '" + body.fields().front().name + "." + std::string(field) +
+                    "' is missing but a required field",
+                40414);
+  auto ordered = bool_arg(body, "ordered");
+  if (!ordered) return ordered.error();
+  return statement_list{*items, ordered->value_or(true)};
+}
+
+command_outcome insert(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto list = statements(ctx.body, "documents");
+  if (!list) return list.error();
+  std::size_t n = 0;
+  write_errors errors;
+  {
+    auto lock = ctx.server.store().lock_for_write();
+    auto& c = ctx.server.store().obtain(ctx.db, *name);
+    for (std::size_t i = 0; i < list->items->size(); ++i) {
+      const auto& item = (*list->items)[i];
+      auto doc = item.is_document()
+                     ? with_id(item.as_document())
+                     : expected<bson::document>(
+                           fail("document to insert must be an object", codes::type_mismatch));
+      if (doc) {
+        auto inserted = ctx.server.store().insert(
+            c, std::make_shared<const bson::document>(std::move(doc).value()));
+        if (inserted) {
+          ++n;
+          continue;
+        }
+        errors.add(i, inserted.error());
+      } else {
+        errors.add(i, doc.error());
+      }
+      if (list->ordered) break;
+    }
+  }
+  bson::document r;
+  r.append("n", count_value(n));
+  errors.append_to(r);
+  return command_result{std::move(r), {}};
+}
+
+struct update_counts {
+  std::size_t matched = 0;
+  std::size_t modified = 0;
+  std::optional<bson::value> upserted_id;
+};
+
+// One update statement: apply to the matches (first only unless `multi`), or upsert.
+expected<update_counts> run_update(storage& store, collection& c, const matcher& m,
+                                   const prepared_update& u, bool multi, bool upsert) {
+  update_counts counts;
+  for (const auto& [record, details] : find_matches(c, m, multi ? 0 : 1)) {
+    auto before = c.get(record);
+    auto result = u.apply(*before, m, details);
+    if (!result) return result.error();
+    ++counts.matched;
+    if (!result->changed) continue;
+    auto doc = std::make_shared<const bson::document>(std::move(result->doc));
+    auto ok = result->replaced
+                  ? store.replace(c, record, std::move(doc))
+                  : store.update(c, record, std::move(doc), std::move(result->update_description));
+    if (!ok) return ok.error();
+    ++counts.modified;
+  }
+  if (counts.matched == 0 && upsert) {
+    auto doc = u.upsert(m);
+    if (!doc) return doc.error();
+    auto checked = with_id(std::move(doc).value());
+    if (!checked) return checked.error();
+    bson::value id = *checked->get("_id");
+    auto inserted =
+        store.insert(c, std::make_shared<const bson::document>(std::move(checked).value()));
+    if (!inserted) return inserted.error();
+    counts.upserted_id = std::move(id);
+  }
+  return counts;
+}
+
+// Parses the pieces of one update statement shared by `update` and `findAndModify`.
+expected<prepared_update> parse_update_spec(const bson::value* u, const bson::value* filters) {
+  if (u == nullptr) return fail("BSON field 'u' is missing but a required field", 40414);
+  if (u->is_array())
+    return fail("pipeline-style updates are not supported by mongo-emulator",
+                codes::failed_to_parse);
+  if (!u->is_document())
+    return fail("Update argument must be either an object or an array", codes::failed_to_parse);
+  const bson::array* array_filters = nullptr;
+  if (filters != nullptr) {
+    if (!filters->is_array())
+      return fail("BSON field 'arrayFilters' is the wrong type", codes::type_mismatch);
+    array_filters = &filters->as_array();
+  }
+  return prepared_update::parse(u->as_document(), array_filters);
+}
+
+command_outcome update(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto list = statements(ctx.body, "updates");
+  if (!list) return list.error();
+  std::size_t matched = 0;
+  std::size_t modified = 0;
+  bson::array upserted;
+  write_errors errors;
+  {
+    auto lock = ctx.server.store().lock_for_write();
+    collection* c = ctx.server.store().find(ctx.db, *name);
+    for (std::size_t i = 0; i < list->items->size(); ++i) {
+      const auto& item = (*list->items)[i];
+      auto counts = [&]() -> expected<update_counts> {
+        if (!item.is_document())
+          return fail("update statement must be an object", codes::type_mismatch);
+        const auto& s = item.as_document();
+        auto m = compile_query(s.get("q"));
+        if (!m) return m.error();
+        auto u = parse_update_spec(s.get("u"), s.get("arrayFilters"));
+        if (!u) return u.error();
+        auto multi = bool_arg(s, "multi");
+        if (!multi) return multi.error();
+        auto upsert = bool_arg(s, "upsert");
+        if (!upsert) return upsert.error();
+        if (multi->value_or(false) && u->is_replacement())
+          return fail("multi update is not supported for replacement-style update",
+                      codes::failed_to_parse);
+        if (c == nullptr) {
+          if (!upsert->value_or(false)) return update_counts{};
+          c = &ctx.server.store().obtain(ctx.db, *name);
+        }
+        return run_update(ctx.server.store(), *c, *m, *u, multi->value_or(false),
+                          upsert->value_or(false));
+      }();
+      if (!counts) {
+        errors.add(i, counts.error());
+        if (list->ordered) break;
+        continue;
+      }
+      matched += counts->matched;
+      modified += counts->modified;
+      if (counts->upserted_id) {
+        upserted.emplace_back(
+            bson::document{{"index", count_value(i)}, {"_id", std::move(*counts->upserted_id)}});
+      }
+    }
+  }
+  bson::document r;
+  r.append("n", count_value(matched + upserted.size()));
+  r.append("nModified", count_value(modified));
+  if (!upserted.empty()) r.append("upserted", std::move(upserted));
+  errors.append_to(r);
+  return command_result{std::move(r), {}};
+}
+
+command_outcome remove(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto list = statements(ctx.body, "deletes");
+  if (!list) return list.error();
+  std::size_t n = 0;
+  write_errors errors;
+  {
+    auto lock = ctx.server.store().lock_for_write();
+    collection* c = ctx.server.store().find(ctx.db, *name);
+    for (std::size_t i = 0; i < list->items->size(); ++i) {
+      const auto& item = (*list->items)[i];
+      auto removed = [&]() -> expected<std::size_t> {
+        if (!item.is_document())
+          return fail("delete statement must be an object", codes::type_mismatch);
+        const auto& s = item.as_document();
+        auto m = compile_query(s.get("q"));
+        if (!m) return m.error();
+        auto limit = int_arg(s, "limit");
+        if (!limit) return limit.error();
+        if (limit->value_or(0) != 0 && **limit != 1)
+          return fail(
+              "The limit field in delete objects must be 0 or 1. Got " + std::to_string(**limit),
+              codes::failed_to_parse);
+        if (c == nullptr) return std::size_t{0};
+        const auto matches = find_matches(*c, *m, static_cast<std::size_t>(limit->value_or(0)));
+        for (const auto& mt : matches)
+          ctx.server.store().remove(*c, mt.record);
+        return matches.size();
+      }();
+      if (!removed) {
+        errors.add(i, removed.error());
+        if (list->ordered) break;
+        continue;
+      }
+      n += *removed;
+    }
+  }
+  bson::document r;
+  r.append("n", count_value(n));
+  errors.append_to(r);
+  return command_result{std::move(r), {}};
+}
+
+command_outcome find_and_modify(command_context& ctx) {
+  auto name = collection_arg(ctx.body);
+  if (!name) return name.error();
+  auto sort_spec = document_arg(ctx.body, "sort");
+  if (!sort_spec) return sort_spec.error();
+  auto fields = document_arg(ctx.body, "fields");
+  if (!fields) return fields.error();
+  auto remove_flag = bool_arg(ctx.body, "remove");
+  if (!remove_flag) return remove_flag.error();
+  auto return_new = bool_arg(ctx.body, "new");
+  if (!return_new) return return_new.error();
+  auto upsert = bool_arg(ctx.body, "upsert");
+  if (!upsert) return upsert.error();
+  const bool removing = remove_flag->value_or(false);
+  const auto* update_value = ctx.body.get("update");
+  if (removing && update_value != nullptr)
+    return fail("Cannot specify both an update and remove=true", codes::failed_to_parse);
+  if (!removing && update_value == nullptr)
+    return fail("Either an update or remove=true must be specified", codes::failed_to_parse);
+  if (removing && upsert->value_or(false))
+    return fail("Cannot specify both upsert=true and remove=true", codes::failed_to_parse);
+  if (removing && return_new->value_or(false))
+    return fail(
+        "Cannot specify both new=true and remove=true; 'remove' always returns the "
+        "deleted document",
+        codes::failed_to_parse);
+
+  auto m = compile_query(ctx.body.get("query"));
+  if (!m) return m.error();
+  std::optional<prepared_update> u;
+  if (!removing) {
+    auto parsed = parse_update_spec(update_value, ctx.body.get("arrayFilters"));
+    if (!parsed) return parsed.error();
+    u = std::move(parsed).value();
+  }
+  projection_fn project;
+  if (*fields != nullptr) {
+    auto p = compile_projection(**fields);
+    if (!p) return p.error();
+    project = std::move(p).value();
+  }
+  sort_less less;
+  if (*sort_spec != nullptr) {
+    auto s = compile_sort(**sort_spec);
+    if (!s) return s.error();
+    less = std::move(s).value();
+  }
+
+  bson::document last_error;
+  bson::value value{bson::null_t{}};
+  const auto shown = [&](const bson::document& d) { return bson::value(project ? project(d) : d); };
+  {
+    auto lock = ctx.server.store().lock_for_write();
+    auto& store = ctx.server.store();
+    collection* c = store.find(ctx.db, *name);
+    std::optional<match> target;
+    if (c != nullptr) {
+      auto matches = find_matches(*c, *m, less ? 0 : 1);
+      if (!matches.empty()) {
+        auto best = matches.begin();
+        for (auto it = matches.begin(); it != matches.end(); ++it) {
+          if (less && less(*c->get(it->record), *c->get(best->record))) best = it;
+        }
+        target = *best;
+      }
+    }
+    if (target && removing) {
+      auto before = c->get(target->record);
+      store.remove(*c, target->record);
+      last_error.append("n", std::int32_t{1});
+      value = shown(*before);
+    } else if (target) {
+      auto before = c->get(target->record);
+      auto result = u->apply(*before, *m, target->details);
+      if (!result) return result.error();
+      doc_ptr after = before;
+      if (result->changed) {
+        after = std::make_shared<const bson::document>(std::move(result->doc));
+        auto ok = result->replaced ? store.replace(*c, target->record, after)
+                                   : store.update(*c, target->record, after,
+                                                  std::move(result->update_description));
+        if (!ok) return ok.error();
+      }
+      last_error.append("n", std::int32_t{1});
+      last_error.append("updatedExisting", true);
+      value = shown(return_new->value_or(false) ? *after : *before);
+    } else if (!removing && upsert->value_or(false)) {
+      if (c == nullptr) c = &store.obtain(ctx.db, *name);
+      auto doc = u->upsert(*m);
+      if (!doc) return doc.error();
+      auto checked = with_id(std::move(doc).value());
+      if (!checked) return checked.error();
+      auto stored = std::make_shared<const bson::document>(std::move(checked).value());
+      auto inserted = store.insert(*c, stored);
+      if (!inserted) return inserted.error();
+      last_error.append("n", std::int32_t{1});
+      last_error.append("updatedExisting", false);
+      last_error.append("upserted", *stored->get("_id"));
+      if (return_new->value_or(false)) value = shown(*stored);
+    } else {
+      last_error.append("n", std::int32_t{0});
+      if (!removing) last_error.append("updatedExisting", false);
+    }
+  }
+  bson::document r;
+  r.append("lastErrorObject", std::move(last_error));
+  r.append("value", std::move(value));
+  return command_result{std::move(r), {}};
+}
+
+}  // namespace
+
+void register_write_commands(command_table& table) {
+  table["insert"] = {insert, true};
+  table["update"] = {update, true};
+  table["delete"] = {remove, true};
+  table["findAndModify"] = {find_and_modify, true};
+  table["findandmodify"] = {find_and_modify, true};
+}
+
+}  // namespace mongo_emulator

@@ -47,8 +47,9 @@ COPY --from=build /out/denormd /usr/local/bin/denormd
 RUN ! ldd /usr/local/bin/denormd | grep 'not found'
 
 # An unprivileged user with a fixed numeric id (runAsNonRoot-friendly) and no home or shell.
-RUN groupadd --system --gid 10001 denormd \
- && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+# (Not --system: system ids end at 999, and a fixed id above the host's users is the point.)
+RUN groupadd --gid 10001 denormd \
+ && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin denormd
 USER 10001:10001
 

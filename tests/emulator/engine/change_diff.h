@@ -1,0 +1,65 @@
+#pragma once
+// The change an operator update made, recorded the way MongoDB's $v:2 oplog diff records it
+// (mongo::v2_log_builder) and turned into a change stream's updateDescription the way
+// mongo::change_stream_document_diff_parser does. Keeping MongoDB's intermediate form is what
+// makes the reported paths match: a field created under a new parent is reported as the new
+// parent (`"a": {b: 1}`), appended array elements as `"arr.N"`, a rewritten array whole.
+// Lifecycle: one per applied update. Not thread-safe.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bson/value.h"
+
+namespace mongo_emulator::engine {
+
+// One component of a path in the document being updated.
+struct path_component {
+  std::string name;
+  bool array_index = false;  // the parent is an array
+};
+using runtime_path = std::vector<path_component>;
+
+std::string dotted(const runtime_path& path);
+
+struct update_description {
+  denormd::bson::document updated_fields;
+  std::vector<std::string> removed_fields;
+  // {field, newSize} documents; operator updates never produce them (MongoDB logs a shrunk
+  // array whole), kept for the change event's shape.
+  std::vector<denormd::bson::document> truncated_arrays;
+  // A replacement-style update changed the document: the server reports a `replace` event.
+  bool replaced = false;
+
+  bool empty() const {
+    return !replaced && updated_fields.empty() && removed_fields.empty() &&
+           truncated_arrays.empty();
+  }
+  // {updatedFields, removedFields, truncatedArrays} as a change event carries it.
+  denormd::bson::document to_document() const;
+};
+
+class change_diff {
+ public:
+  change_diff();
+  ~change_diff();
+  change_diff(const change_diff&) = delete;
+  change_diff& operator=(const change_diff&) = delete;
+
+  // An existing field got a new value.
+  void updated(const runtime_path& path, denormd::bson::value v);
+  // A field was created; components from `first_new` on did not exist before.
+  void created(const runtime_path& path, std::size_t first_new, denormd::bson::value v);
+  void deleted(const runtime_path& path);
+
+  update_description describe() const;
+
+  struct node;
+
+ private:
+  std::unique_ptr<node> root_;
+};
+
+}  // namespace mongo_emulator::engine

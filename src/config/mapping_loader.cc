@@ -482,7 +482,7 @@ load_result parse_mapping(const std::string& file, const std::string& text,
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
     // nlohmann's message includes the line and column.
     std::string what = e.what();
     if (auto pos = what.find("parse error"); pos != std::string::npos) what = what.substr(pos);
@@ -495,32 +495,38 @@ load_result parse_mapping(const std::string& file, const std::string& text,
   return out;
 }
 
-load_result load_mappings(const std::filesystem::path& dir, const std::string& default_db) {
-  std::vector<load_error> errors;
-  std::vector<std::filesystem::path> files;
+load_result load_mappings(const std::filesystem::path& path, const std::string& default_db) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    errors.push_back({dir.string(), "", "is not a folder of mapping files"});
-    return unexpected<std::vector<load_error>>{std::move(errors)};
+  if (std::filesystem::is_regular_file(path, ec)) return load_mapping_files({path}, default_db);
+  if (!std::filesystem::is_directory(path, ec)) {
+    return unexpected<std::vector<load_error>>{
+        {{path.string(), "", "is neither a mapping file nor a folder of them"}}};
   }
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
     if (entry.path().extension() == ".json" && entry.is_regular_file())
       files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) {
-    errors.push_back({dir.string(), "", "holds no mapping files (*.json)"});
-    return unexpected<std::vector<load_error>>{std::move(errors)};
+    return unexpected<std::vector<load_error>>{
+        {{path.string(), "", "holds no mapping files (*.json)"}}};
   }
+  return load_mapping_files(files, default_db);
+}
+
+load_result load_mapping_files(const std::vector<std::filesystem::path>& files,
+                               const std::string& default_db) {
+  std::vector<load_error> errors;
   std::vector<mapping::mapping> all;
   for (const auto& path : files) {
     std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in && !in.eof()) {
+    if (!in) {
       errors.push_back({path.string(), "", "cannot be read"});
       continue;
     }
+    std::stringstream text;
+    text << in.rdbuf();
     auto parsed = parse_mapping(path.string(), text.str(), default_db);
     if (!parsed) {
       errors.insert(errors.end(), parsed.error().begin(), parsed.error().end());

@@ -21,8 +21,13 @@ struct load_error {
 
 using load_result = expected<std::vector<mapping::mapping>, std::vector<load_error>>;
 
-// `default_db` fills a missing "db" in source and target.
-load_result load_mappings(const std::filesystem::path& dir, const std::string& default_db);
+// `default_db` fills a missing "db" in source and target. `path` is a folder (every *.json
+// in it, in name order) or a single mapping file.
+load_result load_mappings(const std::filesystem::path& path, const std::string& default_db);
+
+// Loads exactly these files, with the cross-file checks.
+load_result load_mapping_files(const std::vector<std::filesystem::path>& files,
+                               const std::string& default_db);
 
 // Parses one file's text (exposed for tests and fuzzing); cross-file checks are not applied.
 load_result parse_mapping(const std::string& file, const std::string& text,

@@ -1,0 +1,69 @@
+#include "app/options.h"
+
+#include <gtest/gtest.h>
+
+namespace denormd::app {
+namespace {
+
+TEST(options_test, parses_flags_in_both_forms) {
+  auto o = parse_options({"run", "--uri", "mongodb://h/", "--db=shop", "--mappings", "m",
+                          "--dry-run", "--mapping", "a", "--mapping=b", "--log-format", "json"},
+                         "");
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_EQ(o->cmd, command::run);
+  EXPECT_EQ(o->uri, "mongodb://h/");
+  EXPECT_EQ(o->db, "shop");
+  EXPECT_EQ(o->mappings_dir, "m");
+  EXPECT_TRUE(o->dry_run);
+  EXPECT_EQ(o->only_mappings, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(o->log_format, "json");
+}
+
+TEST(options_test, uri_comes_from_the_environment_unless_given) {
+  EXPECT_EQ(parse_options({"status"}, "mongodb://env/")->uri, "mongodb://env/");
+  EXPECT_EQ(parse_options({"status", "--uri", "mongodb://flag/"}, "mongodb://env/")->uri,
+            "mongodb://flag/");
+}
+
+TEST(options_test, usage_errors_say_what_is_wrong) {
+  struct bad {
+    std::vector<std::string> args;
+    const char* reason;
+  };
+  const bad cases[] = {
+      {{"frobnicate"}, "unknown command \"frobnicate\""},
+      {{"check", "--mapings", "x"}, "unknown flag \"--mapings\""},
+      {{"check", "--mappings"}, "--mappings needs a value"},
+      {{"run", "--log-format", "xml"}, "--log-format must be text or json"},
+      {{"run", "--log-level", "loud"}, "--log-level must be"},
+      {{"run", "--resume-after", "x", "--start-at", "y"}, "cannot be used together"},
+      {{"plan", "--mappings", "m"}, "plan needs --events"},
+      {{"check", "--dry-run=yes"}, "unknown flag"},
+  };
+  for (const auto& c : cases) {
+    auto o = parse_options(c.args, "");
+    ASSERT_FALSE(o.has_value()) << c.args[0];
+    EXPECT_NE(o.error().message.find(c.reason), std::string::npos) << o.error().message;
+  }
+}
+
+TEST(options_test, help_and_version) {
+  EXPECT_EQ(parse_options({}, "")->cmd, command::help);
+  auto h = parse_options({"plan", "--help"}, "");
+  EXPECT_EQ(h->cmd, command::help);
+  EXPECT_EQ(h->help_topic, "plan");
+  EXPECT_NE(help_text("plan").find("--events"), std::string::npos);
+  EXPECT_NE(help_text("").find("backfill"), std::string::npos);
+  EXPECT_EQ(parse_options({"--version"}, "")->cmd, command::version);
+}
+
+TEST(options_test, passwords_never_show) {
+  EXPECT_EQ(redact_uri("mongodb://user:s3cret@h1,h2/db?tls=true"),
+            "mongodb://user:****@h1,h2/db?tls=true");
+  EXPECT_EQ(redact_uri("mongodb://h1/db"), "mongodb://h1/db");
+  EXPECT_EQ(redact_uri("mongodb://user@h1/"), "mongodb://user@h1/");
+  EXPECT_EQ(redact_uri("mongodb+srv://u:p%40ss@cluster/x"), "mongodb+srv://u:****@cluster/x");
+}
+
+}  // namespace
+}  // namespace denormd::app

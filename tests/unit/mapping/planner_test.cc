@@ -1,0 +1,126 @@
+#include "mapping/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "mapping/coalescer.h"
+#include "test_helpers.h"
+
+namespace denormd::mapping {
+namespace {
+
+using testing::event;
+using testing::load;
+
+TEST(planner_test, lists_source_namespaces_once) {
+  auto ms = load(testing::customer_mapping);
+  auto more = load(R"({"name":"x","kind":"copy","source":{"collection":"customers"},
+    "target":{"collection":"invoices","key":"c"},"fields":{"n":"name"}})");
+  ms.push_back(std::move(more.front()));
+  const planner p(std::move(ms));
+  EXPECT_EQ(p.source_namespaces(), (std::vector<ns>{{"shop", "customers"}}));
+}
+
+TEST(planner_test, element_uses_projection_names_and_nests_dotted_ones) {
+  auto ms = load(testing::review_mapping);
+  auto child = bson::parse_json(R"({"_id":1,"at":2,"stars":5,"other":0})");
+  EXPECT_EQ(bson::to_json(planner::make_element(ms.front(), *child)),
+            R"({"id":1,"at":2,"meta":{"stars":5}})");
+  auto partial = bson::parse_json(R"({"_id":1})");
+  EXPECT_EQ(bson::to_json(planner::make_element(ms.front(), *partial)), R"({"id":1})");
+  EXPECT_EQ(bson::to_json(planner::child_sort(ms.front())), R"({"at":-1,"_id":1})");
+}
+
+TEST(planner_test, a_delete_without_the_key_explains_itself) {
+  const planner p(load(R"({"name":"k","kind":"copy","source":{"collection":"p","key":"sku"},
+    "target":{"collection":"l","key":"sku"},"fields":{"t":"t"},"onSourceDelete":"unset"})"));
+  std::vector<write_op> ops;
+  std::vector<std::string> notes;
+  p.plan(event(R"({"_id":{"_data":"1"},"operationType":"delete","ns":{"db":"shop","coll":"p"},
+    "documentKey":{"_id":1}})"),
+         ops, &notes);
+  EXPECT_TRUE(ops.empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("pre-images"), std::string::npos);
+}
+
+TEST(planner_test, events_of_other_namespaces_plan_nothing) {
+  const planner p(load(testing::customer_mapping));
+  std::vector<write_op> ops;
+  p.plan(
+      event(R"({"_id":{"_data":"1"},"operationType":"insert","ns":{"db":"other","coll":"customers"},
+    "documentKey":{"_id":1},"fullDocument":{"_id":1,"name":"x"}})"),
+      ops);
+  EXPECT_TRUE(ops.empty());
+}
+
+TEST(set_path_test, creates_and_replaces_intermediate_documents) {
+  bson::document d{{"a", 1}};
+  set_path(d, "b.c.d", 2);
+  set_path(d, "a.x", 3);  // a scalar in the way is replaced by a document
+  EXPECT_EQ(bson::to_json(d), R"({"a":{"x":3},"b":{"c":{"d":2}}})");
+}
+
+// The batch step must not change the result: copy ops for one key collapse to the last,
+// pushes merge only while nothing else touched that parent, other mappings are untouched.
+TEST(coalescer_test, keeps_order_between_barriers) {
+  auto ms = load(testing::review_mapping);
+  auto cs = load(testing::customer_mapping);
+  ms.push_back(std::move(cs.front()));
+  const planner p(std::move(ms));
+  std::vector<write_op> ops;
+  auto insert = [&](int id, int parent, int at) {
+    p.plan(
+        event(R"({"_id":{"_data":"1"},"operationType":"insert","ns":{"db":"shop","coll":"reviews"},
+      "documentKey":{"_id":)" +
+              std::to_string(id) + R"(},"fullDocument":{"_id":)" + std::to_string(id) +
+              R"(,"productId":)" + std::to_string(parent) + R"(,"at":)" + std::to_string(at) +
+              "}}"),
+        ops);
+  };
+  insert(1, 10, 1);
+  insert(2, 10, 2);
+  p.plan(event(R"({"_id":{"_data":"2"},"operationType":"delete","ns":{"db":"shop","coll":"reviews"},
+      "documentKey":{"_id":9}})"),
+         ops);  // a refill of unknown parents: a barrier for every parent of the mapping
+  insert(3, 10, 3);
+  insert(4, 11, 4);
+  insert(5, 10, 5);
+  ASSERT_EQ(ops.size(), 6u);
+  auto merged = coalesce(std::move(ops));
+  std::vector<std::string> shape;
+  for (const auto& op : merged) {
+    shape.push_back(std::string(kind_name(op.kind)) + ":" +
+                    (op.update.empty() ? "" : op.update.fields().front().name) + ":" +
+                    (op.push ? std::to_string(op.push->ids.size()) : "-"));
+  }
+  EXPECT_EQ(shape, (std::vector<std::string>{"updateOne:$pull:-", "updateOne:$push:2", "refill::-",
+                                             "updateOne:$pull:-", "updateOne:$push:2",
+                                             "updateOne:$push:1"}));
+}
+
+TEST(coalescer_test, copy_ops_collapse_per_source_document_only) {
+  const planner p(load(testing::customer_mapping));
+  std::vector<write_op> ops;
+  for (const char* name : {"a", "b", "c"}) {
+    p.plan(
+        event(
+            std::string(
+                R"({"_id":{"_data":"1"},"operationType":"update","ns":{"db":"shop","coll":"customers"},
+      "documentKey":{"_id":1},"updateDescription":{"updatedFields":{"name":"x"}},
+      "fullDocument":{"_id":1,"name":")") +
+            name + "\"}}"),
+        ops);
+  }
+  p.plan(
+      event(R"({"_id":{"_data":"1"},"operationType":"update","ns":{"db":"shop","coll":"customers"},
+      "documentKey":{"_id":1.0},"updateDescription":{"updatedFields":{"name":"x"}},
+      "fullDocument":{"_id":1.0,"name":"d"}})"),
+      ops);
+  auto merged = coalesce(std::move(ops));
+  ASSERT_EQ(merged.size(), 2u);  // 1 and 1.0 are kept apart: fewer merges, never a wrong one
+  EXPECT_EQ(bson::to_json(merged[0].update),
+            R"({"$set":{"customer.name":"c"},"$unset":{"customer.city":""}})");
+}
+
+}  // namespace
+}  // namespace denormd::mapping

@@ -10,7 +10,7 @@ constexpr int max_depth = 200;  // MongoDB nests documents at most 100 deep; be 
 
 expected<document> read_document(bson_iter_t& it, int depth);
 
-expected<value> read_value(bson_iter_t& it, int depth) {
+expected<value> read_value_at(bson_iter_t& it, int depth) {
   switch (bson_iter_type(&it)) {
     case BSON_TYPE_DOUBLE:
       return value(bson_iter_double(&it));
@@ -100,8 +100,16 @@ expected<value> read_value(bson_iter_t& it, int depth) {
 expected<document> read_document(bson_iter_t& it, int depth) {
   if (depth > max_depth) return fail("BSON nested too deeply");
   document doc;
+  {
+    // Counting first is cheaper than regrowing the field vector.
+    bson_iter_t counter = it;
+    std::size_t n = 0;
+    while (bson_iter_next(&counter))
+      ++n;
+    doc.fields().reserve(n);
+  }
   while (bson_iter_next(&it)) {
-    auto v = read_value(it, depth);
+    auto v = read_value_at(it, depth);
     if (!v) return v.error();
     doc.append(std::string(bson_iter_key(&it), bson_iter_key_len(&it)), std::move(v).value());
   }
@@ -110,6 +118,10 @@ expected<document> read_document(bson_iter_t& it, int depth) {
 }
 
 }  // namespace
+
+expected<value> read_value(bson_iter_t& it) {
+  return read_value_at(it, 0);
+}
 
 expected<document> from_bson(std::span<const std::uint8_t> bytes) {
   // bson_init_static asserts on a null pointer; refuse anything shorter than an empty document.

@@ -23,6 +23,9 @@ using bson_ptr = c_handle<bson_t, bson_destroy>;
 expected<document> from_bson(std::span<const std::uint8_t> bytes);
 expected<document> from_bson(const bson_t& doc);
 
+// Converts the element an iterator points at (for callers that pick fields themselves).
+expected<value> read_value(bson_iter_t& it);
+
 // Builds a new bson_t from a document.
 bson_ptr to_bson(const document& doc);
 // Appends one value under `key` to an existing bson_t.

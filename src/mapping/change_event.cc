@@ -1,7 +1,10 @@
 #include "mapping/change_event.h"
 
+#include <bson/bson.h>
+
 #include <algorithm>
 
+#include "bson/convert.h"
 #include "query/matcher.h"
 
 namespace denormd::mapping {
@@ -24,90 +27,154 @@ operation operation_from(std::string_view name) {
   return operation::other;
 }
 
-// Moves a sub-document out of `doc`; nullopt when absent or null.
-expected<std::optional<bson::document>> take_document(bson::document& doc, std::string_view key) {
-  bson::value* v = doc.get(key);
-  if (v == nullptr || v->is_null()) return std::optional<bson::document>{};
-  if (!v->is_document()) return fail(std::string(key) + " must be a document");
-  return std::optional<bson::document>(std::move(v->as_document()));
+std::string_view key_of(const bson_iter_t& it) {
+  return {bson_iter_key(&it), bson_iter_key_len(&it)};
+}
+
+std::string string_of(const bson_iter_t& it) {
+  std::uint32_t len = 0;
+  const char* s = bson_iter_utf8(&it, &len);
+  return {s, len};
+}
+
+// Converts a (sub-)document, keeping only `keep` top-level fields when given.
+expected<bson::document> read_picked(const bson_iter_t& it, const std::vector<std::string>* keep,
+                                     std::string_view what) {
+  bson_iter_t child;
+  if (!bson_iter_recurse(&it, &child)) return fail("corrupt BSON in " + std::string(what));
+  bson::document out;
+  if (keep != nullptr) out.fields().reserve(keep->size());
+  while (bson_iter_next(&child)) {
+    const std::string_view name = key_of(child);
+    if (keep != nullptr && std::find(keep->begin(), keep->end(), name) == keep->end()) continue;
+    auto v = bson::read_value(child);
+    if (!v) return v.error();
+    out.append(std::string(name), std::move(v).value());
+  }
+  if (child.err_off != 0) return fail("corrupt BSON in " + std::string(what));
+  return out;
+}
+
+// The part of the event that only names paths: updatedFields keys (values are not needed,
+// fullDocument has the current state), removedFields, truncatedArrays[].field.
+status read_update_description(const bson_iter_t& it, std::vector<std::string>& touched) {
+  bson_iter_t desc;
+  if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &desc)) {
+    return fail("update event has no updateDescription");
+  }
+  while (bson_iter_next(&desc)) {
+    const std::string_view key = key_of(desc);
+    bson_iter_t list;
+    if (key == "updatedFields") {
+      if (!BSON_ITER_HOLDS_DOCUMENT(&desc) || !bson_iter_recurse(&desc, &list)) {
+        return fail("updateDescription.updatedFields must be a document");
+      }
+      while (bson_iter_next(&list))
+        touched.emplace_back(key_of(list));
+    } else if (key == "removedFields") {
+      if (!BSON_ITER_HOLDS_ARRAY(&desc) || !bson_iter_recurse(&desc, &list)) {
+        return fail("updateDescription.removedFields must be an array");
+      }
+      while (bson_iter_next(&list)) {
+        if (!BSON_ITER_HOLDS_UTF8(&list))
+          return fail("updateDescription.removedFields must hold strings");
+        touched.push_back(string_of(list));
+      }
+    } else if (key == "truncatedArrays" && BSON_ITER_HOLDS_ARRAY(&desc)) {
+      if (!bson_iter_recurse(&desc, &list)) return fail("corrupt BSON in truncatedArrays");
+      while (bson_iter_next(&list)) {
+        bson_iter_t entry;
+        bson_iter_t field;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&list) || !bson_iter_recurse(&list, &entry) ||
+            !bson_iter_find(&entry, "field") || !BSON_ITER_HOLDS_UTF8(&entry)) {
+          return fail("updateDescription.truncatedArrays entries need a field string");
+        }
+        field = entry;
+        touched.push_back(string_of(field));
+      }
+    }
+    if (list.err_off != 0) return fail("corrupt BSON in updateDescription");
+  }
+  return {};
 }
 
 }  // namespace
 
 expected<change_event> change_event::parse(bson::document raw) {
-  change_event ev;
-  const bson::value* type = raw.get("operationType");
-  if (type == nullptr || !type->is_string())
-    return fail("change event has no operationType string");
-  ev.op_name = type->as_string();
-  ev.op = operation_from(ev.op_name);
+  const bson::bson_ptr b = bson::to_bson(raw);
+  return parse_bson({bson_get_data(b.get()), b->len});
+}
 
-  if (bson::value* id = raw.get("_id"); id != nullptr && id->is_document()) {
-    ev.token = std::move(id->as_document());
-  } else {
-    return fail("change event has no _id (resume token) document");
+expected<change_event> change_event::parse_bson(std::span<const std::uint8_t> bytes,
+                                                const std::vector<std::string>* keep) {
+  if (bytes.size() < 5) return fail("corrupt BSON: shorter than 5 bytes");
+  bson_t b;
+  bson_iter_t it;
+  if (!bson_init_static(&b, bytes.data(), bytes.size()) || !bson_iter_init(&it, &b)) {
+    return fail("corrupt BSON: bad header");
   }
-  if (const bson::value* ct = raw.get("clusterTime"); ct != nullptr && ct->is<bson::timestamp>()) {
-    ev.cluster_time = ct->as<bson::timestamp>();
+  change_event ev;
+  bool has_type = false;
+  bool has_token = false;
+  bool has_key = false;
+  bool has_description = false;
+  while (bson_iter_next(&it)) {
+    const std::string_view key = key_of(it);
+    if (key == "operationType" && BSON_ITER_HOLDS_UTF8(&it)) {
+      ev.op_name = string_of(it);
+      ev.op = operation_from(ev.op_name);
+      has_type = true;
+    } else if (key == "_id" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      auto token = read_picked(it, nullptr, "_id");
+      if (!token) return token.error();
+      ev.token = std::move(token).value();
+      has_token = true;
+    } else if (key == "clusterTime" && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+      bson_iter_timestamp(&it, &ev.cluster_time.t, &ev.cluster_time.i);
+    } else if (key == "wallTime" && BSON_ITER_HOLDS_DATE_TIME(&it)) {
+      ev.wall_time = bson::date_time{bson_iter_date_time(&it)};
+    } else if (key == "ns" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      bson_iter_t n;
+      if (!bson_iter_recurse(&it, &n)) return fail("corrupt BSON in ns");
+      while (bson_iter_next(&n)) {
+        if (!BSON_ITER_HOLDS_UTF8(&n)) continue;
+        if (key_of(n) == "db") ev.source.db = string_of(n);
+        if (key_of(n) == "coll") ev.source.coll = string_of(n);
+      }
+    } else if (key == "documentKey" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      bson_iter_t id;
+      if (bson_iter_recurse(&it, &id) && bson_iter_find(&id, "_id")) {
+        auto v = bson::read_value(id);
+        if (!v) return v.error();
+        ev.id = std::move(v).value();
+        has_key = true;
+      }
+    } else if (key == "updateDescription") {
+      if (auto st = read_update_description(it, ev.touched); !st) return st.error();
+      has_description = true;
+    } else if (key == "fullDocument" || key == "fullDocumentBeforeChange") {
+      auto& slot = key == "fullDocument" ? ev.full_document : ev.full_document_before_change;
+      if (BSON_ITER_HOLDS_NULL(&it)) continue;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return fail(std::string(key) + " must be a document");
+      auto doc = read_picked(it, keep, key);
+      if (!doc) return doc.error();
+      slot = std::move(doc).value();
+    }
   }
-  if (const bson::value* wt = raw.get("wallTime"); wt != nullptr && wt->is<bson::date_time>()) {
-    ev.wall_time = wt->as<bson::date_time>();
-  }
-  if (const bson::value* n = raw.get("ns"); n != nullptr && n->is_document()) {
-    const bson::value* db = n->as_document().get("db");
-    const bson::value* coll = n->as_document().get("coll");
-    if (db != nullptr && db->is_string()) ev.source.db = db->as_string();
-    if (coll != nullptr && coll->is_string()) ev.source.coll = coll->as_string();
-  }
+  if (it.err_off != 0) return fail("corrupt BSON at byte " + std::to_string(it.err_off));
+
+  if (!has_type) return fail("change event has no operationType string");
+  if (!has_token) return fail("change event has no _id (resume token) document");
   if (!ev.is_document_event()) return ev;
   if (ev.source.db.empty() || ev.source.coll.empty()) {
     return fail(ev.op_name + " event has no ns {db, coll}");
   }
-
-  const bson::value* key = raw.get("documentKey");
-  if (key == nullptr || !key->is_document() || key->as_document().get("_id") == nullptr) {
-    return fail(ev.op_name + " event has no documentKey._id");
-  }
-  ev.id = *key->as_document().get("_id");
-
-  auto full = take_document(raw, "fullDocument");
-  if (!full) return full.error();
-  ev.full_document = std::move(*full);
-  auto before = take_document(raw, "fullDocumentBeforeChange");
-  if (!before) return before.error();
-  ev.full_document_before_change = std::move(*before);
+  if (!has_key) return fail(ev.op_name + " event has no documentKey._id");
   if ((ev.op == operation::insert || ev.op == operation::replace) && !ev.full_document) {
     return fail(ev.op_name + " event has no fullDocument");
   }
-
-  if (ev.op == operation::update) {
-    const bson::value* desc = raw.get("updateDescription");
-    if (desc == nullptr || !desc->is_document())
-      return fail("update event has no updateDescription");
-    const auto& d = desc->as_document();
-    if (const bson::value* updated = d.get("updatedFields")) {
-      if (!updated->is_document())
-        return fail("updateDescription.updatedFields must be a document");
-      for (const auto& f : updated->as_document())
-        ev.touched.push_back(f.name);
-    }
-    if (const bson::value* removed = d.get("removedFields")) {
-      if (!removed->is_array()) return fail("updateDescription.removedFields must be an array");
-      for (const auto& r : removed->as_array()) {
-        if (!r.is_string()) return fail("updateDescription.removedFields must hold strings");
-        ev.touched.push_back(r.as_string());
-      }
-    }
-    if (const bson::value* truncated = d.get("truncatedArrays");
-        truncated && truncated->is_array()) {
-      for (const auto& t : truncated->as_array()) {
-        const bson::value* field = t.is_document() ? t.as_document().get("field") : nullptr;
-        if (field == nullptr || !field->is_string()) {
-          return fail("updateDescription.truncatedArrays entries need a field string");
-        }
-        ev.touched.push_back(field->as_string());
-      }
-    }
+  if (ev.op == operation::update && !has_description) {
+    return fail("update event has no updateDescription");
   }
   return ev;
 }

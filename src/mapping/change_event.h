@@ -2,7 +2,9 @@
 // One change-stream event, parsed from the server's document into the fields the planner
 // uses. A plain value; thread-compatible.
 
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,11 @@ struct change_event {
 
   // Validates and takes apart a change event; errors say which field is wrong.
   static expected<change_event> parse(bson::document raw);
+  // The same, straight from wire BSON (the daemon's path; parse() goes through it). With
+  // `keep`, only those top-level fields of fullDocument and fullDocumentBeforeChange are
+  // converted: the planner reads a few fields of documents that may be large.
+  static expected<change_event> parse_bson(std::span<const std::uint8_t> bytes,
+                                           const std::vector<std::string>* keep = nullptr);
 
   bool is_document_event() const {
     return op == operation::insert || op == operation::update || op == operation::replace ||

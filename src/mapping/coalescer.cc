@@ -40,11 +40,11 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
       case merge_rule::push: {
         const std::string id = merge_id(op);
         if (auto it = open_push.find(id); it != open_push.end()) {
-          auto& into = *slots[it->second]->push;
+          write_op& into = *slots[it->second];
           for (auto& v : op.push->ids)
-            into.ids.push_back(std::move(v));
-          for (auto& e : op.push->elements)
-            into.elements.push_back(std::move(e));
+            into.push->ids.push_back(std::move(v));
+          for (auto& e : pushed_elements(op))
+            pushed_elements(into).push_back(std::move(e));
           continue;
         }
         open_push[id] = slots.size();
@@ -69,7 +69,8 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
   for (auto& slot : slots) {
     if (!slot) continue;
     if (slot->merge == merge_rule::push && slot->push && slot->push->ids.size() > 1) {
-      append_push_ops(*slot->source_mapping, *slot->push, out);
+      append_push_ops(*slot->source_mapping, std::move(slot->push->parent),
+                      std::move(slot->push->ids), std::move(pushed_elements(*slot)), out);
     } else {
       out.push_back(std::move(*slot));
     }

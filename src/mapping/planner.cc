@@ -79,15 +79,38 @@ void set_path(bson::document& doc, std::string_view dotted, bson::value v) {
 }
 
 planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings)) {
-  for (const auto& m : mappings_)
-    by_source_[m.source].push_back(&m);
+  for (const auto& m : mappings_) {
+    compiled c{&m, m.watched_paths(), {m.parent_key}, {}, {}};
+    for (const auto& f : m.fields)
+      c.target_paths.push_back(m.target_path(f));
+    for (const auto& s : m.sort)
+      c.sort_paths.push_back(m.field_named(s.name)->source_path);
+    auto& plan = by_source_[m.source];
+    auto add_field = [&](const std::string& path) {
+      const std::string top = path.substr(0, path.find('.'));
+      if (std::find(plan.fields.begin(), plan.fields.end(), top) == plan.fields.end()) {
+        plan.fields.push_back(top);
+      }
+    };
+    add_field("_id");
+    for (const auto& p : c.watched)
+      add_field(p);
+    if (m.kind == mapping_kind::copy) add_field(m.source_key);
+    plan.mappings.push_back(std::move(c));
+  }
 }
 
 std::vector<ns> planner::source_namespaces() const {
   std::vector<ns> out;
-  for (const auto& [n, ms] : by_source_)
+  for (const auto& [n, plan] : by_source_)
     out.push_back(n);
   return out;
+}
+
+const std::vector<std::string>& planner::document_fields(const ns& source) const {
+  static const std::vector<std::string> none;
+  auto it = by_source_.find(source);
+  return it == by_source_.end() ? none : it->second.fields;
 }
 
 bson::document planner::make_element(const mapping& m, const bson::document& child) {
@@ -110,18 +133,19 @@ void planner::plan(const change_event& ev, std::vector<write_op>& out,
   if (!ev.is_document_event()) return;
   auto it = by_source_.find(ev.source);
   if (it == by_source_.end()) return;
-  for (const mapping* m : it->second) {
-    if (m->kind == mapping_kind::copy) {
-      plan_copy(*m, ev, out, notes);
+  for (const compiled& c : it->second.mappings) {
+    if (c.m->kind == mapping_kind::copy) {
+      plan_copy(c, ev, out, notes);
     } else {
-      plan_recent(*m, ev, out);
+      plan_recent(c, ev, out);
     }
   }
 }
 
-void planner::plan_copy(const mapping& m, const change_event& ev, std::vector<write_op>& out,
+void planner::plan_copy(const compiled& c, const change_event& ev, std::vector<write_op>& out,
                         std::vector<std::string>* notes) const {
-  if (ev.op == operation::update && !touches(ev.touched, m.watched_paths())) return;
+  const mapping& m = *c.m;
+  if (ev.op == operation::update && !touches(ev.touched, c.watched)) return;
   if (ev.op == operation::delete_ && m.on_source_delete == delete_policy::keep) return;
   // An update whose document is already gone: the delete event that follows handles it.
   if (ev.op != operation::delete_ && !ev.full_document) return;
@@ -159,13 +183,14 @@ void planner::plan_copy(const mapping& m, const change_event& ev, std::vector<wr
 
   bson::document set;
   bson::document unset;
-  for (const auto& f : m.fields) {
-    const bson::value* v =
-        ev.op == operation::delete_ ? nullptr : ev.full_document->find_path(f.source_path);
+  for (std::size_t i = 0; i < m.fields.size(); ++i) {
+    const bson::value* v = ev.op == operation::delete_
+                               ? nullptr
+                               : ev.full_document->find_path(m.fields[i].source_path);
     if (v != nullptr) {
-      set.append(m.target_path(f), *v);
+      set.append(c.target_paths[i], *v);
     } else {
-      unset.append(m.target_path(f), "");
+      unset.append(c.target_paths[i], "");
     }
   }
   if (!set.empty()) op.update.append("$set", std::move(set));
@@ -173,8 +198,9 @@ void planner::plan_copy(const mapping& m, const change_event& ev, std::vector<wr
   out.push_back(std::move(op));
 }
 
-void planner::plan_recent(const mapping& m, const change_event& ev,
+void planner::plan_recent(const compiled& c, const change_event& ev,
                           std::vector<write_op>& out) const {
+  const mapping& m = *c.m;
   const bson::value& id = ev.id;
   const bson::document contains_id{{element_path(m), id}};
 
@@ -182,7 +208,7 @@ void planner::plan_recent(const mapping& m, const change_event& ev,
     remove_element(m, id, contains_id, out);
     return;
   }
-  if (ev.op == operation::update && !touches(ev.touched, m.watched_paths())) return;
+  if (ev.op == operation::update && !touches(ev.touched, c.watched)) return;
   if (!ev.full_document) return;  // gone since: its delete event follows
   const bson::document& child = *ev.full_document;
 
@@ -192,17 +218,16 @@ void planner::plan_recent(const mapping& m, const change_event& ev,
 
   if (ev.op == operation::insert) {
     if (!passes || !has_parent) return;
-    append_push_ops(m, push_items{*parent, {id}, {make_element(m, child)}}, out);
+    bson::array elements;
+    elements.push_back(make_element(m, child));
+    append_push_ops(m, *parent, bson::array{id}, std::move(elements), out);
     return;
   }
 
   const bool everything = ev.op == operation::replace;
-  const bool parent_touched = everything || touches(ev.touched, {m.parent_key});
+  const bool parent_touched = everything || touches(ev.touched, c.parent);
   const bool filter_touched = everything || (m.filter && touches(ev.touched, m.filter->paths()));
-  std::vector<std::string> sort_paths;
-  for (const auto& s : m.sort)
-    sort_paths.push_back(m.field_named(s.name)->source_path);
-  const bool sort_touched = everything || touches(ev.touched, sort_paths);
+  const bool sort_touched = everything || touches(ev.touched, c.sort_paths);
 
   if (!passes || !has_parent) {
     // No longer belongs anywhere: remove it wherever it is.
@@ -221,45 +246,58 @@ void planner::plan_recent(const mapping& m, const change_event& ev,
                             merge_rule::parent_barrier, *parent));
     return;
   }
-  const bson::document element = make_element(m, child);
+  bson::document element = make_element(m, child);
+  const bool may_be_new = parent_touched || filter_touched;
   write_op in_place = recent_op(m, parent_write_kind(m),
                                 bson::document{{m.parent_field, *parent}, {element_path(m), id}},
                                 merge_rule::parent_barrier, *parent);
-  in_place.update = bson::document{
-      {"$set", bson::document{{m.into + ".$[" + std::string(array_element_id) + "]", element}}}};
+  bson::document set;
+  set.append(m.into + ".$[" + std::string(array_element_id) + "]",
+             may_be_new ? bson::value(element) : bson::value(std::move(element)));
+  in_place.update.append("$set", std::move(set));
   in_place.array_filters.push_back(
       bson::document{{std::string(array_element_id) + "." + m.id_field, id}});
   out.push_back(std::move(in_place));
-  if (parent_touched || filter_touched) {
+  if (may_be_new) {
     // It may have just started to belong here.
-    append_push_ops(m, push_items{*parent, {id}, {element}}, out);
+    bson::array elements;
+    elements.push_back(std::move(element));
+    append_push_ops(m, *parent, bson::array{id}, std::move(elements), out);
   }
 }
 
-void append_push_ops(const mapping& m, const push_items& items, std::vector<write_op>& out) {
-  bson::document each{{"$each", items.elements}};
+void append_push_ops(const mapping& m, bson::value parent, bson::array ids, bson::array elements,
+                     std::vector<write_op>& out) {
   bson::document sort;
   for (const auto& s : m.sort)
     sort.append(s.name, s.direction);
+  bson::document each;
+  each.append("$each", std::move(elements));
   each.append("$sort", std::move(sort));
   each.append("$slice", m.limit);
+  bson::document push_spec;
+  push_spec.append(m.into, std::move(each));
 
-  write_op push = recent_op(m, parent_write_kind(m), bson::document{{m.parent_field, items.parent}},
-                            merge_rule::push, items.parent);
-  push.update = bson::document{{"$push", bson::document{{m.into, std::move(each)}}}};
-  push.push = items;
-  if (items.ids.size() == 1) {
-    push.filter.append(element_path(m), bson::document{{"$ne", items.ids.front()}});
+  write_op push = recent_op(m, parent_write_kind(m), bson::document{{m.parent_field, parent}},
+                            merge_rule::push, parent);
+  push.update.append("$push", std::move(push_spec));
+  if (ids.size() == 1) {
+    push.filter.append(element_path(m), bson::document{{"$ne", ids.front()}});
   } else {
-    write_op pull =
-        recent_op(m, parent_write_kind(m), bson::document{{m.parent_field, items.parent}},
-                  merge_rule::parent_barrier, items.parent);
+    write_op pull = recent_op(m, parent_write_kind(m), bson::document{{m.parent_field, parent}},
+                              merge_rule::parent_barrier, parent);
     pull.update = bson::document{
-        {"$pull", bson::document{
-                      {m.into, bson::document{{m.id_field, bson::document{{"$in", items.ids}}}}}}}};
+        {"$pull",
+         bson::document{{m.into, bson::document{{m.id_field, bson::document{{"$in", ids}}}}}}}};
     out.push_back(std::move(pull));
   }
+  push.push = push_items{std::move(parent), std::move(ids)};
   out.push_back(std::move(push));
+}
+
+bson::array& pushed_elements(write_op& push) {
+  auto& spec = push.update.get("$push")->as_document().fields().front().val.as_document();
+  return spec.get("$each")->as_array();
 }
 
 }  // namespace denormd::mapping

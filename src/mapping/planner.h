@@ -21,6 +21,9 @@ class planner {
   const std::vector<mapping>& mappings() const { return mappings_; }
   // Every namespace some mapping reads as a source, in order.
   std::vector<ns> source_namespaces() const;
+  // The top-level fields of a source document that any mapping reading `source` needs
+  // (for change_event::parse_bson). Empty when no mapping reads it.
+  const std::vector<std::string>& document_fields(const ns& source) const;
 
   // Appends the writes one event needs. `notes` (optional) receives the reason an event
   // produced nothing where that is surprising (a key that cannot be known, for example).
@@ -34,18 +37,34 @@ class planner {
   static bson::document child_sort(const mapping& m);
 
  private:
-  void plan_copy(const mapping& m, const change_event& ev, std::vector<write_op>& out,
+  // What the planner derives from a mapping once instead of per event.
+  struct compiled {
+    const mapping* m;
+    std::vector<std::string> watched;       // paths whose change matters
+    std::vector<std::string> parent;        // recent: {parent_key}
+    std::vector<std::string> sort_paths;    // recent: source paths of the sort keys
+    std::vector<std::string> target_paths;  // copy: m.target_path() of each field
+  };
+  struct source_plan {
+    std::vector<compiled> mappings;
+    std::vector<std::string> fields;  // top-level fields any of them reads
+  };
+
+  void plan_copy(const compiled& c, const change_event& ev, std::vector<write_op>& out,
                  std::vector<std::string>* notes) const;
-  void plan_recent(const mapping& m, const change_event& ev, std::vector<write_op>& out) const;
+  void plan_recent(const compiled& c, const change_event& ev, std::vector<write_op>& out) const;
 
   std::vector<mapping> mappings_;
-  std::map<ns, std::vector<const mapping*>> by_source_;
+  std::map<ns, source_plan> by_source_;
 };
 
 // Builds the op(s) for a push of one or more elements to one parent: a single element is a
 // guarded $push; several are a $pull of their ids followed by one $push, so a replayed batch
 // neither duplicates an element nor drops one.
-void append_push_ops(const mapping& m, const push_items& items, std::vector<write_op>& out);
+void append_push_ops(const mapping& m, bson::value parent, bson::array ids, bson::array elements,
+                     std::vector<write_op>& out);
+// The $each array of a push op built by append_push_ops.
+bson::array& pushed_elements(write_op& push);
 
 // Sets `value` at a dotted path, creating sub-documents as needed.
 void set_path(bson::document& doc, std::string_view dotted, bson::value v);

@@ -25,11 +25,11 @@ struct refill_query {
   int limit = 0;
 };
 
-// A pending recent-items push, kept structured so a batch can merge several into one.
+// What a recent-items push adds, kept beside its update so a batch can merge several into
+// one (the elements themselves live only in the update's $each).
 struct push_items {
   bson::value parent;
   bson::array ids;
-  bson::array elements;
 };
 
 // How the batch step may combine this op with others of the same mapping.

@@ -1,0 +1,45 @@
+#pragma once
+// The aggregation stages mongo-emulator runs over in-memory documents: $match, $sort, $skip,
+// $limit, $project, $addFields/$set, $unset, $replaceRoot/$replaceWith, $unwind, $group
+// (_id expression; $sum $avg $min $max $first $last $push $addToSet $count) and $count.
+// Other MongoDB stages fail to parse with code 2 (unknown names: 40324, as MongoDB).
+// Lifecycle: parsed once, immutable; copies share state; safe to use from several threads.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bson/value.h"
+#include "common/expected.h"
+
+namespace mongo_emulator::engine {
+
+class pipeline_stage {
+ public:
+  // One stage, {$name: argument}.
+  static denormd::expected<pipeline_stage> parse(const denormd::bson::value& spec);
+
+  const std::string& name() const;
+  // A stage that maps each document on its own ($match, $project, $addFields, $set, $unset,
+  // $replaceRoot, $replaceWith): usable on a stream such as change events.
+  bool is_streaming() const;
+  // Streaming stages only: the document after the stage, or nullopt when $match drops it.
+  denormd::expected<std::optional<denormd::bson::document>> transform(
+      denormd::bson::document doc) const;
+  denormd::expected<std::vector<denormd::bson::document>> run(
+      std::vector<denormd::bson::document> docs) const;
+
+  struct impl;
+
+ private:
+  std::shared_ptr<const impl> impl_;
+};
+
+using stage_list = std::vector<pipeline_stage>;
+
+denormd::expected<stage_list> parse_pipeline(const denormd::bson::array& stages);
+denormd::expected<std::vector<denormd::bson::document>> run_pipeline(
+    const stage_list& stages, std::vector<denormd::bson::document> input);
+
+}  // namespace mongo_emulator::engine

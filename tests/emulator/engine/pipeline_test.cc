@@ -1,0 +1,210 @@
+#include "pipeline.h"
+
+#include "test_support.h"
+
+namespace mongo_emulator::engine::testing {
+namespace {
+
+std::string run(const char* stages, const char* input) {
+  auto p = parse_pipeline(array(stages));
+  EXPECT_TRUE(p) << stages << ": " << (p ? "" : p.error().message);
+  if (!p) return {};
+  auto out = run_pipeline(*p, documents(input));
+  EXPECT_TRUE(out) << stages << ": " << (out ? "" : out.error().message);
+  if (!out) return {};
+  denormd::bson::array items;
+  for (auto& d : *out)
+    items.emplace_back(std::move(d));
+  return json(denormd::bson::document{{"out", items}});
+}
+
+std::string out(const char* json_array) {
+  return json(doc(std::string(R"({"out": )") + json_array + "}"));
+}
+
+void expect_parse_error(const char* stages, int code, const char* message) {
+  SCOPED_TRACE(stages);
+  auto p = parse_pipeline(array(stages));
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().code, code) << p.error().message;
+  if (message != nullptr) {
+    EXPECT_EQ(p.error().message, message);
+  }
+}
+
+const char* const orders = R"([
+  {"_id": 1, "cust": "a", "qty": 2, "tags": ["x", "y"]},
+  {"_id": 2, "cust": "b", "qty": 5},
+  {"_id": 3, "cust": "a", "qty": 1.5, "tags": []},
+  {"_id": 4, "cust": "c", "qty": "n/a"},
+  {"_id": 5, "cust": "a"}
+])";
+
+TEST(pipeline, match_sort_skip_limit) {
+  EXPECT_EQ(run(R"([{"$match": {"cust": "a"}}, {"$sort": {"_id": -1}}, {"$skip": 1},
+                    {"$limit": 1}, {"$project": {"_id": 1}}])",
+                orders),
+            out(R"([{"_id": 3}])"));
+  EXPECT_EQ(run(R"([{"$sort": {"qty": 1}}, {"$project": {"_id": 1}}])", orders),
+            out(R"([{"_id": 5}, {"_id": 3}, {"_id": 1}, {"_id": 2}, {"_id": 4}])"));
+  EXPECT_EQ(run(R"([{"$limit": 100}])", "[]"), out("[]"));
+}
+
+TEST(pipeline, group) {
+  EXPECT_EQ(run(R"([{"$group": {"_id": null, "n": {"$sum": 1}}}])", orders),
+            out(R"([{"_id": null, "n": 5}])"));
+  EXPECT_EQ(run(R"([{"$group": {"_id": "$cust", "total": {"$sum": "$qty"}, "n": {"$count": {}}}}])",
+                orders),
+            out(R"([{"_id": "a", "total": 3.5, "n": 3}, {"_id": "b", "total": 5, "n": 1},
+                    {"_id": "c", "total": 0, "n": 1}])"));
+  EXPECT_EQ(run(R"([{"$group": {"_id": {"c": "$cust"}, "ids": {"$push": "$_id"},
+                                "first": {"$first": "$qty"}, "last": {"$last": "$qty"},
+                                "min": {"$min": "$qty"}, "max": {"$max": "$qty"},
+                                "avg": {"$avg": "$qty"}}},
+                    {"$match": {"_id.c": "a"}}])",
+                orders),
+            out(R"([{"_id": {"c": "a"}, "ids": [1, 3, 5], "first": 2, "last": null, "min": 1.5,
+                     "max": 2, "avg": 1.75}])"));
+  EXPECT_EQ(run(R"([{"$group": {"_id": "$k", "s": {"$addToSet": "$v"}}}])",
+                R"([{"k": 1, "v": 1}, {"k": 1.0, "v": 1.0}, {"k": 1, "v": 2}])"),
+            out(R"([{"_id": 1, "s": [1, 2]}])"));
+  // int32 sums widen to int64, then to double.
+  EXPECT_EQ(run(R"([{"$group": {"_id": null, "s": {"$sum": "$v"}}}])",
+                R"([{"v": 2147483647}, {"v": 1}])"),
+            out(R"([{"_id": null, "s": {"$numberLong": "2147483648"}}])"));
+  EXPECT_EQ(run(R"([{"$group": {"_id": null, "s": {"$sum": "$v"}}}])", "[]"), out("[]"));
+}
+
+TEST(pipeline, group_validation) {
+  expect_parse_error(R"([{"$group": {"n": {"$sum": 1}}}])", 15955,
+                     "a group specification must include an _id");
+  expect_parse_error(R"([{"$group": {"_id": null, "n": {"$foo": 1}}}])", 15952,
+                     "unknown group operator '$foo'");
+  expect_parse_error(R"([{"$group": {"_id": null, "a.b": {"$sum": 1}}}])", 40235,
+                     "the group aggregate field name 'a.b' cannot be used because $group's field "
+                     "names cannot contain '.'");
+  expect_parse_error(R"([{"$group": {"_id": null, "n": 1}}])", 40234,
+                     "The field 'n' must be an accumulator object");
+  expect_parse_error(R"([{"$group": {"_id": null, "n": {"$sum": 1, "$avg": 1}}}])", 40238,
+                     "The field 'n' must specify one accumulator");
+  expect_parse_error(R"([{"$group": 1}])", 15947,
+                     "a group's fields must be specified in an object");
+}
+
+TEST(pipeline, count) {
+  EXPECT_EQ(run(R"([{"$match": {"cust": "a"}}, {"$count": "n"}])", orders), out(R"([{"n": 3}])"));
+  EXPECT_EQ(run(R"([{"$match": {"cust": "z"}}, {"$count": "n"}])", orders), out("[]"));
+  expect_parse_error(R"([{"$count": ""}])", 40157, "the count field must be a non-empty string");
+  expect_parse_error(R"([{"$count": "$n"}])", 40158, "the count field cannot be a $-prefixed path");
+  expect_parse_error(R"([{"$count": "a.b"}])", 40160, "the count field cannot contain '.'");
+  expect_parse_error(R"([{"$count": 1}])", 40156, "the count field must be a non-empty string");
+}
+
+TEST(pipeline, project_add_fields_unset_replace_root) {
+  EXPECT_EQ(run(R"([{"$project": {"cust": 1, "q": "$qty", "_id": 0}}, {"$limit": 2}])", orders),
+            out(R"([{"cust": "a", "q": 2}, {"cust": "b", "q": 5}])"));
+  EXPECT_EQ(run(R"([{"$addFields": {"a.c": 1, "d": "$a.b", "e": "$$REMOVE"}}])",
+                R"([{"_id": 1, "a": {"b": 2}, "e": 1}])"),
+            out(R"([{"_id": 1, "a": {"b": 2, "c": 1}, "d": 2}])"));
+  EXPECT_EQ(run(R"([{"$set": {"a": {"c": 1}}}])", R"([{"_id": 1, "a": {"b": 2}}])"),
+            out(R"([{"_id": 1, "a": {"b": 2, "c": 1}}])"));
+  EXPECT_EQ(run(R"([{"$set": {"a.c": 1}}])", R"([{"_id": 1, "a": [{"b": 2}, 3]}])"),
+            out(R"([{"_id": 1, "a": [{"b": 2, "c": 1}, {"c": 1}]}])"));
+  EXPECT_EQ(run(R"([{"$unset": ["a", "b.c"]}])", R"([{"_id": 1, "a": 1, "b": {"c": 1, "d": 2}}])"),
+            out(R"([{"_id": 1, "b": {"d": 2}}])"));
+  EXPECT_EQ(run(R"([{"$unset": "a"}])", R"([{"_id": 1, "a": 1}])"), out(R"([{"_id": 1}])"));
+  EXPECT_EQ(run(R"([{"$replaceRoot": {"newRoot": "$d"}}])", R"([{"_id": 1, "d": {"x": 1}}])"),
+            out(R"([{"x": 1}])"));
+  EXPECT_EQ(run(R"([{"$replaceWith": {"k": "$_id"}}])", R"([{"_id": 1}])"), out(R"([{"k": 1}])"));
+
+  auto p = parse_pipeline(array(R"([{"$replaceRoot": {"newRoot": "$d"}}])"));
+  ASSERT_TRUE(p);
+  auto r = run_pipeline(*p, documents(R"([{"_id": 1}])"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, 40228);
+  EXPECT_EQ(r.error().message,
+            "'newRoot' expression must evaluate to an object, but resulting value was: MISSING. "
+            "Type of resulting value: 'missing'. Input document: { _id: 1 }");
+
+  expect_parse_error(R"([{"$project": {}}])", 51272,
+                     "Invalid $project :: caused by :: projection specification must have at "
+                     "least one field");
+  expect_parse_error(R"([{"$project": {"a": 1, "b": 0}}])", 31254,
+                     "Invalid $project :: caused by :: Cannot do exclusion on field b in "
+                     "inclusion projection");
+  expect_parse_error(R"([{"$project": {"a": {"$add": [1, 2]}}}])", 168,
+                     "Invalid $project :: caused by :: Unrecognized expression '$add'");
+  expect_parse_error(R"([{"$unset": []}])", 31119, nullptr);
+  expect_parse_error(R"([{"$unset": [1]}])", 31120, nullptr);
+  expect_parse_error(R"([{"$replaceRoot": {}}])", 40414, nullptr);
+}
+
+TEST(pipeline, unwind) {
+  const char* docs =
+      R"([{"_id": 1, "a": [1, 2]}, {"_id": 2, "a": []}, {"_id": 3}, {"_id": 4, "a": 5}])";
+  EXPECT_EQ(run(R"([{"$unwind": "$a"}])", docs),
+            out(R"([{"_id": 1, "a": 1}, {"_id": 1, "a": 2}, {"_id": 4, "a": 5}])"));
+  EXPECT_EQ(run(R"([{"$unwind": {"path": "$a", "includeArrayIndex": "i",
+                                 "preserveNullAndEmptyArrays": true}}])",
+                docs),
+            out(R"([{"_id": 1, "a": 1, "i": {"$numberLong": "0"}},
+                    {"_id": 1, "a": 2, "i": {"$numberLong": "1"}}, {"_id": 2, "a": [], "i": null},
+                    {"_id": 3, "i": null}, {"_id": 4, "a": 5, "i": null}])"));
+  expect_parse_error(R"([{"$unwind": "a"}])", 28818,
+                     "path option to $unwind stage should be prefixed with a '$': a");
+  expect_parse_error(R"([{"$unwind": {"path": "$a", "x": 1}}])", 28811,
+                     "unrecognized option to $unwind stage: x");
+}
+
+TEST(pipeline, stage_validation) {
+  expect_parse_error(R"([{"$foo": {}}])", 40324, "Unrecognized pipeline stage name: '$foo'");
+  expect_parse_error(R"([{"$match": {}, "$sort": {"a": 1}}])", 40323,
+                     "A pipeline stage specification object must contain exactly one field.");
+  expect_parse_error(R"([1])", 14, "Each element of the 'pipeline' array must be an object");
+  expect_parse_error(R"([{"$match": 1}])", 15959,
+                     "the match filter must be an expression in an object");
+  expect_parse_error(R"([{"$match": {"$foo": 1}}])", 2, nullptr);
+  expect_parse_error(R"([{"$sort": {}}])", 15976, "$sort stage must have at least one sort key");
+  expect_parse_error(R"([{"$sort": 1}])", 15973, "the $sort key specification must be an object");
+  expect_parse_error(R"([{"$sort": {"a": 0}}])", 15975, nullptr);
+  expect_parse_error(R"([{"$limit": 0}])", 15958, "the limit must be positive");
+  expect_parse_error(R"([{"$limit": "x"}])", 5107201,
+                     "invalid argument to $limit stage: Expected a number in: $limit: \"x\"");
+  expect_parse_error(R"([{"$skip": -1}])", 5107200,
+                     "invalid argument to $skip stage: Expected a positive number in: $skip: -1");
+  expect_parse_error(R"([{"$skip": 1.5}])", 5107200,
+                     "invalid argument to $skip stage: Expected an integer: $skip: 1.5");
+  expect_parse_error(R"([{"$lookup": {}}])", 2, nullptr);
+}
+
+TEST(pipeline, streaming_stages_transform_one_document) {
+  auto match = pipeline_stage::parse(
+      doc(R"({"s": {"$match": {"operationType": "update"}}})").fields().front().val);
+  ASSERT_TRUE(match);
+  EXPECT_TRUE(match->is_streaming());
+  auto kept = match->transform(doc(R"({"operationType": "update"})"));
+  ASSERT_TRUE(kept);
+  EXPECT_TRUE(kept->has_value());
+  auto dropped = match->transform(doc(R"({"operationType": "insert"})"));
+  ASSERT_TRUE(dropped);
+  EXPECT_FALSE(dropped->has_value());
+
+  auto project = pipeline_stage::parse(
+      doc(R"({"s": {"$project": {"operationType": 1, "documentKey": 1}}})").fields().front().val);
+  ASSERT_TRUE(project);
+  auto projected = project->transform(
+      doc(R"({"_id": {"_data": "00"}, "operationType": "insert", "documentKey": {"_id": 1},
+              "fullDocument": {"_id": 1}})"));
+  ASSERT_TRUE(projected);
+  EXPECT_EQ(json(**projected), json(doc(R"({"_id": {"_data": "00"}, "operationType": "insert",
+                         "documentKey": {"_id": 1}})")));
+
+  auto group =
+      pipeline_stage::parse(doc(R"({"s": {"$group": {"_id": null}}})").fields().front().val);
+  ASSERT_TRUE(group);
+  EXPECT_FALSE(group->is_streaming());
+  EXPECT_FALSE(group->transform(doc("{}")));
+}
+
+}  // namespace
+}  // namespace mongo_emulator::engine::testing

@@ -20,6 +20,7 @@ namespace denormd::test {
 
 using client_ptr = c_handle<mongoc_client_t, mongoc_client_destroy>;
 using collection_ptr = c_handle<mongoc_collection_t, mongoc_collection_destroy>;
+using database_ptr = c_handle<mongoc_database_t, mongoc_database_destroy>;
 using change_stream_ptr = c_handle<mongoc_change_stream_t, mongoc_change_stream_destroy>;
 using cursor_ptr = c_handle<mongoc_cursor_t, mongoc_cursor_destroy>;
 using bulk_ptr = c_handle<mongoc_bulk_operation_t, mongoc_bulk_operation_destroy>;

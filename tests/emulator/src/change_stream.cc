@@ -6,7 +6,7 @@
 #include "bson_size.h"
 #include "error_codes.h"
 #include "event_stages.h"
-#include "value_format.h"
+#include "value_text.h"
 
 namespace mongo_emulator {
 
@@ -203,7 +203,7 @@ denormd::status change_stream::check_resume_point(const storage& s,
                                  [&](const produced& p) { return p.token == token; });
   if (!found)
     return fail("cannot resume stream; the resume token was not found. " +
-                    format_document(token.to_document()),
+                    engine::document_text(token.to_document()),
                 codes::change_stream_fatal_error);
   return {};
 }
@@ -267,7 +267,8 @@ denormd::expected<bson::document> change_stream::make_event(const storage& s,
   const auto image_missing = [&](std::string_view which) {
     return fail("Change stream was configured to require a " + std::string(which) +
                     "-image for all update, delete and replace events, but the " +
-                    std::string(which) + "-image was not found for event: " + format_document(ev),
+                    std::string(which) +
+                    "-image was not found for event: " + engine::document_text(ev),
                 codes::no_matching_document);
   };
   const auto add_before_change = [&]() -> denormd::status {
@@ -374,8 +375,8 @@ denormd::expected<change_stream::batch> change_stream::next(const storage& s,
               "was modified by the pipeline. Modifying the _id field of an event makes "
               "it impossible to resume the stream from that point. Only transformations "
               "that retain the unmodified _id field are allowed. Expected: " +
-                  format_document(bson::document{{"_id", expected_id}}) +
-                  " but found: " + (id ? format_document(bson::document{{"_id", *id}}) : "{}"),
+                  engine::document_text(bson::document{{"_id", expected_id}}) + " but found: " +
+                  (id ? engine::document_text(bson::document{{"_id", *id}}) : "{}"),
               codes::change_stream_fatal_error);
         const std::size_t size = bson_size(*result);
         if (!out.events.empty() && bytes + size > max_bytes) return finish();
@@ -390,9 +391,13 @@ denormd::expected<change_stream::batch> change_stream::next(const storage& s,
       if (out.events.size() >= max_events) return finish();
     }
   }
-  // Everything up to the newest clusterTime has been seen: advance to a high-water mark.
+  // Everything up to the newest clusterTime has been seen: advance to a high-water mark. A
+  // batch with events still reports its last event's token, as MongoDB does.
   position_ = std::max(position_, resume_token(s.cluster_time(), resume_token::kind::high_water));
-  return finish();
+  finish();
+  if (!out.events.empty())
+    out.post_batch_resume_token = out.events.back().as_document().get("_id")->as_document();
+  return out;
 }
 
 }  // namespace mongo_emulator

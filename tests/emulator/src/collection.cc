@@ -5,7 +5,7 @@
 
 #include "error_codes.h"
 #include "query/matcher.h"
-#include "value_format.h"
+#include "value_text.h"
 
 namespace mongo_emulator {
 
@@ -62,7 +62,7 @@ std::string collection::duplicate_message(const index& ix, const index::key& k) 
   for (std::size_t i = 0; i < ix.fields().size() && i < k.size(); ++i)
     shown.append(ix.fields()[i], k[i]);
   return "E11000 duplicate key error collection: " + ns() + " index: " + ix.spec().name +
-         " dup key: " + format_document(shown);
+         " dup key: " + engine::document_text(shown);
 }
 
 denormd::status collection::check_unique(const bson::document& doc, std::uint64_t self,
@@ -149,8 +149,8 @@ denormd::expected<bool> collection::create_index(index_spec spec) {
           "An existing index has the same name as the requested index. "
           "When index names are not specified, they are auto generated and can "
           "cause conflicts. Please refer to our documentation. Requested index: " +
-              format_document(spec.to_document()) +
-              ", existing index: " + format_document(ix.spec().to_document()),
+              engine::document_text(spec.to_document()) +
+              ", existing index: " + engine::document_text(ix.spec().to_document()),
           codes::index_key_specs_conflict);
     }
     if (ix.spec().key == spec.key) {
@@ -158,8 +158,8 @@ denormd::expected<bool> collection::create_index(index_spec spec) {
       return denormd::fail(
           "An equivalent index already exists with a different name and "
           "options. Requested index: " +
-              format_document(spec.to_document()) +
-              ", existing index: " + format_document(ix.spec().to_document()),
+              engine::document_text(spec.to_document()) +
+              ", existing index: " + engine::document_text(ix.spec().to_document()),
           codes::index_options_conflict);
     }
   }

@@ -1,95 +1,95 @@
-// TEMPORARY: minimal stand-in until the engine's update.h/pipeline.h exist.
 #include "engine_adapter.h"
 
 #include "error_codes.h"
+#include "pipeline.h"
+#include "projection.h"
+#include "sort_spec.h"
+#include "update.h"
 
 namespace mongo_emulator {
 
 struct prepared_update::impl {
-  bson::document update;
+  engine::update_spec spec;
 };
 
 denormd::expected<prepared_update> prepared_update::parse(const bson::document& update,
-                                                          const bson::array*) {
+                                                          const bson::array* array_filters) {
+  std::vector<bson::document> filters;
+  if (array_filters != nullptr) {
+    for (const auto& f : *array_filters) {
+      if (!f.is_document())
+        return denormd::fail("BSON field 'arrayFilters' contains an element that is not an object",
+                             codes::type_mismatch);
+      filters.push_back(f.as_document());
+    }
+  }
+  auto spec = engine::parse_update(update, filters);
+  if (!spec) return spec.error();
   prepared_update p;
-  p.impl_ = std::make_shared<impl>(impl{update});
+  p.impl_ = std::make_shared<const impl>(impl{std::move(spec).value()});
   return p;
 }
 
 bool prepared_update::is_replacement() const {
-  return impl_->update.empty() || impl_->update.fields().front().name[0] != '$';
+  return impl_->spec.is_replacement();
 }
 
 denormd::expected<prepared_update::result> prepared_update::apply(
     const bson::document& doc, const denormd::query::matcher&,
-    const denormd::query::match_details&) const {
+    const denormd::query::match_details& details) const {
   result r;
-  if (is_replacement()) {
-    r.doc.append("_id", *doc.get("_id"));
-    for (const auto& f : impl_->update) {
-      if (f.name != "_id") r.doc.append(f.name, f.val);
-    }
-    r.replaced = true;
-    r.changed = !(r.doc == doc);
-    return r;
-  }
   r.doc = doc;
-  bson::document updated;
-  for (const auto& op : impl_->update) {
-    if (op.name != "$set") return denormd::fail("stub engine: only $set", codes::bad_value);
-    for (const auto& f : op.val.as_document()) {
-      const auto* old = r.doc.get(f.name);
-      if (old != nullptr && *old == f.val) continue;
-      r.doc.set(f.name, f.val);
-      updated.append(f.name, f.val);
-      r.changed = true;
-    }
-  }
-  r.update_description.append("updatedFields", std::move(updated));
-  r.update_description.append("removedFields", bson::array{});
-  r.update_description.append("truncatedArrays", bson::array{});
+  engine::update_context ctx;
+  ctx.positional = details.array_index;
+  auto description = engine::apply_update(impl_->spec, r.doc, ctx);
+  if (!description) return description.error();
+  r.changed = !description->empty();
+  r.replaced = description->replaced;
+  if (r.changed && !r.replaced) r.update_description = description->to_document();
   return r;
 }
 
 denormd::expected<bson::document> prepared_update::upsert(
     const denormd::query::matcher& query) const {
-  bson::document seed;
-  for (const auto& [path, v] : query.equalities())
-    seed.set(path, v);
-  denormd::query::match_details none;
-  auto r = apply(seed.contains("_id") ? seed : seed, query, none);
-  if (!r) return r.error();
-  return r->doc;
+  return engine::make_upsert_document(impl_->spec, query, bson::value(bson::oid::generate()));
 }
 
-denormd::expected<projection_fn> compile_projection(const bson::document&) {
-  return projection_fn{};
+denormd::expected<projection_fn> compile_projection(const bson::document& spec) {
+  if (spec.empty()) return projection_fn{};
+  auto p = engine::parse_projection(spec);
+  if (!p) return p.error();
+  return projection_fn(
+      [p = std::move(p).value()](const bson::document& doc) { return engine::apply(p, doc); });
 }
 
 denormd::expected<sort_less> compile_sort(const bson::document& spec) {
-  return sort_less([spec](const bson::document& a, const bson::document& b) {
-    for (const auto& f : spec) {
-      const auto* x = a.find_path(f.name);
-      const auto* y = b.find_path(f.name);
-      const bson::value nx, ny;
-      int c = bson::compare(x ? *x : nx, y ? *y : ny);
-      if (c != 0) return f.val.to_double() < 0 ? c > 0 : c < 0;
-    }
-    return false;
-  });
+  auto s = engine::parse_sort(spec);
+  if (!s) return s.error();
+  if (s->empty()) return sort_less{};
+  return sort_less(std::move(s).value());
 }
 
 denormd::expected<event_transform> compile_event_stage(const std::string& name,
-                                                       const bson::value&) {
-  return denormd::fail("stub engine: " + name, codes::bad_value);
+                                                       const bson::value& spec) {
+  auto stage = engine::pipeline_stage::parse(bson::value(bson::document{{name, spec}}));
+  if (!stage) return stage.error();
+  if (!stage->is_streaming())
+    return denormd::fail(name + " is not permitted in a $changeStream pipeline",
+                         codes::illegal_operation);
+  return event_transform([stage = std::move(stage).value()](bson::document event) {
+    return stage.transform(std::move(event));
+  });
 }
 
-denormd::expected<std::vector<bson::document>> run_pipeline(const bson::array&,
+denormd::expected<std::vector<bson::document>> run_pipeline(const bson::array& stages,
                                                             const std::vector<doc_ptr>& input) {
-  std::vector<bson::document> out;
+  auto parsed = engine::parse_pipeline(stages);
+  if (!parsed) return parsed.error();
+  std::vector<bson::document> docs;
+  docs.reserve(input.size());
   for (const auto& d : input)
-    out.push_back(*d);
-  return out;
+    docs.push_back(*d);
+  return engine::run_pipeline(*parsed, std::move(docs));
 }
 
 }  // namespace mongo_emulator

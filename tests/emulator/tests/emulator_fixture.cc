@@ -2,6 +2,16 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <ostream>
+
+namespace denormd::bson {
+void PrintTo(const document& d, std::ostream* os) {
+  *os << to_json(d);
+}
+void PrintTo(const value& v, std::ostream* os) {
+  *os << to_json(v);
+}
+}  // namespace denormd::bson
 
 namespace mongo_emulator::test {
 

@@ -13,6 +13,12 @@
 #include "emulator_process.h"
 #include "mongo_test_client.h"
 
+// gtest prints documents and values as Extended JSON in failure messages.
+namespace denormd::bson {
+void PrintTo(const document& d, std::ostream* os);
+void PrintTo(const value& v, std::ostream* os);
+}  // namespace denormd::bson
+
 namespace mongo_emulator::test {
 
 namespace bson = denormd::bson;

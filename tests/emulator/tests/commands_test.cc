@@ -1,0 +1,357 @@
+// Each command through libmongoc: replies, counts as int32, errors with codes and messages.
+
+#include <gtest/gtest.h>
+
+#include "emulator_fixture.h"
+
+namespace mongo_emulator::test {
+namespace {
+
+class commands : public emulator_test {
+ protected:
+  std::vector<bson::document> find_all(std::string_view coll, std::string_view filter = "{}",
+                                       std::string_view opts = "{}") {
+    bson::document cmd;
+    cmd.append("find", std::string(coll));
+    cmd.append("filter", J(filter));
+    for (auto& f : J(opts))
+      cmd.append(f.name, f.val);
+    auto r = run_ok(cmd);
+    std::vector<bson::document> out;
+    for (const auto& d : batch(r))
+      out.push_back(d.as_document());
+    return out;
+  }
+};
+
+const bson::value i32(std::int32_t v) {
+  return bson::value(v);
+}
+
+TEST_F(commands, ping_and_build_info) {
+  EXPECT_EQ(at(run_ok(J(R"({"ping": 1})"), "admin"), "ok"), bson::value(1.0));
+  const auto info = run_ok(J(R"({"buildInfo": 1})"), "admin");
+  ASSERT_TRUE(at(info, "version").is_string());
+  EXPECT_TRUE(at(info, "version").as_string().starts_with("6.0."));
+  EXPECT_TRUE(at(info, "versionArray").is_array());
+}
+
+TEST_F(commands, unknown_command_is_59_command_not_found) {
+  const auto r = run_fail(J(R"({"frobnicate": 1})"), 59);
+  EXPECT_EQ(at(r, "errmsg"), bson::value("no such command: 'frobnicate'"));
+  EXPECT_EQ(at(r, "codeName"), bson::value("CommandNotFound"));
+  EXPECT_EQ(at(r, "ok"), bson::value(0.0));
+  EXPECT_TRUE(at(r, "code").is<std::int32_t>());
+  EXPECT_TRUE(at(r, "operationTime").is<bson::timestamp>());
+  EXPECT_TRUE(at(r, "$clusterTime.clusterTime").is<bson::timestamp>());
+}
+
+TEST_F(commands, sessions_and_server_status) {
+  run_ok(J(R"({"endSessions": []})"), "admin");
+  run_ok(J(R"({"killAllSessions": []})"), "admin");
+  const auto s = run_ok(J(R"({"serverStatus": 1})"), "admin");
+  EXPECT_TRUE(at(s, "connections.current").is<std::int32_t>());
+}
+
+TEST_F(commands, create_list_and_drop_collections) {
+  run_ok(J(R"({"create": "a"})"));
+  run_fail(J(R"({"create": "a"})"), 48);
+  insert("b", R"([{"_id": 1}])");  // implicit creation
+  auto r = run_ok(J(R"({"listCollections": 1})"));
+  std::vector<std::string> names;
+  for (const auto& c : batch(r))
+    names.push_back(at(c.as_document(), "name").as_string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(at(r, "cursor.ns"), bson::value(db() + ".$cmd.listCollections"));
+  EXPECT_TRUE(at(batch(r)[0].as_document(), "info.uuid").is<bson::binary>());
+  r = run_ok(J(R"({"listCollections": 1, "filter": {"name": "b"}, "nameOnly": true})"));
+  ASSERT_EQ(batch(r).size(), 1U);
+  EXPECT_EQ(at(batch(r)[0].as_document(), "name"), bson::value("b"));
+
+  r = run_ok(J(R"({"drop": "a"})"));
+  EXPECT_EQ(at(r, "ns"), bson::value(db() + ".a"));
+  run_fail(J(R"({"drop": "a"})"), 26);
+
+  const auto dbs = run_ok(J(R"({"listDatabases": 1})"), "admin");
+  bool found = false;
+  for (const auto& d : at(dbs, "databases").as_array())
+    found = found || at(d.as_document(), "name") == bson::value(db());
+  EXPECT_TRUE(found);
+  run_ok(J(R"({"dropDatabase": 1})"));
+  r = run_ok(J(R"({"listCollections": 1})"));
+  EXPECT_TRUE(batch(r).empty());
+}
+
+TEST_F(commands, rename_collection) {
+  insert("from", R"([{"_id": 1}])");
+  bson::document cmd;
+  cmd.append("renameCollection", db() + ".from");
+  cmd.append("to", db() + ".to");
+  run_ok(cmd, "admin");
+  EXPECT_EQ(find_all("to").size(), 1U);
+  EXPECT_TRUE(find_all("from").empty());
+  run_fail(cmd, 26, "admin");
+}
+
+TEST_F(commands, coll_mod_change_stream_pre_and_post_images) {
+  run_fail(J(R"({"collMod": "nope", "changeStreamPreAndPostImages": {"enabled": true}})"), 26);
+  run_ok(J(R"({"create": "c"})"));
+  run_ok(J(R"({"collMod": "c", "changeStreamPreAndPostImages": {"enabled": true}})"));
+  const auto r = run_ok(J(R"({"listCollections": 1, "filter": {"name": "c"}})"));
+  ASSERT_EQ(batch(r).size(), 1U);
+  EXPECT_EQ(at(batch(r)[0].as_document(), "options.changeStreamPreAndPostImages.enabled"),
+            bson::value(true));
+}
+
+TEST_F(commands, indexes_create_list_drop_and_unique) {
+  insert("c", R"([{"_id": 1, "a": 1, "b": "x"}, {"_id": 2, "a": 2, "b": "x"}])");
+  auto r = run_ok(J(R"({"createIndexes": "c", "indexes": [
+      {"key": {"a": 1}, "name": "a_1", "unique": true}, {"key": {"b": 1, "a": -1}}]})"));
+  EXPECT_EQ(at(r, "numIndexesBefore"), i32(1));
+  EXPECT_EQ(at(r, "numIndexesAfter"), i32(3));
+  r = run_ok(J(R"({"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1",
+                                                       "unique": true}]})"));
+  EXPECT_EQ(at(r, "numIndexesAfter"), i32(3));
+  run_fail(J(R"({"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}]})"), 86);
+  run_fail(J(R"({"createIndexes": "c", "indexes": [{"key": {"b": 1}, "unique": true}]})"), 11000);
+
+  r = run_ok(J(R"({"listIndexes": "c"})"));
+  std::vector<std::string> names;
+  for (const auto& ix : batch(r))
+    names.push_back(at(ix.as_document(), "name").as_string());
+  EXPECT_EQ(names, (std::vector<std::string>{"_id_", "a_1", "b_1_a_-1"}));
+  EXPECT_EQ(at(batch(r)[1].as_document(), "unique"), bson::value(true));
+  run_fail(J(R"({"listIndexes": "missing"})"), 26);
+
+  // The unique index rejects a duplicate with MongoDB's message.
+  auto dup = run_ok(J(R"({"insert": "c", "documents": [{"_id": 3, "a": 1}]})"));
+  ASSERT_TRUE(at(dup, "writeErrors").is_array());
+  EXPECT_EQ(at(at(dup, "writeErrors").as_array()[0].as_document(), "errmsg"),
+            bson::value("E11000 duplicate key error collection: " + db() +
+                        ".c index: a_1 dup key: { a: 1 }"));
+
+  r = run_ok(J(R"({"dropIndexes": "c", "index": "a_1"})"));
+  EXPECT_EQ(at(r, "nIndexesWas"), i32(3));
+  run_fail(J(R"({"dropIndexes": "c", "index": "a_1"})"), 27);
+  run_fail(J(R"({"dropIndexes": "c", "index": "_id_"})"), 72);
+  run_ok(J(R"({"dropIndexes": "c", "index": "*"})"));
+  r = run_ok(J(R"({"listIndexes": "c"})"));
+  EXPECT_EQ(batch(r).size(), 1U);
+  // Without the unique index the insert succeeds.
+  run_ok(J(R"({"insert": "c", "documents": [{"_id": 3, "a": 1}]})"));
+}
+
+TEST_F(commands, insert_counts_and_duplicate_key_message) {
+  auto r = run_ok(J(R"({"insert": "c", "documents": [{"_id": 1}, {"_id": 2}]})"));
+  EXPECT_EQ(at(r, "n"), i32(2));
+  r = run_ok(J(R"({"insert": "c", "documents": [{"_id": 3}, {"_id": 1}, {"_id": 4}]})"));
+  EXPECT_EQ(at(r, "n"), i32(1));  // ordered: stops at the first error
+  ASSERT_TRUE(at(r, "writeErrors").is_array());
+  const auto& e = at(r, "writeErrors").as_array()[0].as_document();
+  EXPECT_EQ(at(e, "index"), i32(1));
+  EXPECT_EQ(at(e, "code"), i32(11000));
+  EXPECT_EQ(at(e, "errmsg"), bson::value("E11000 duplicate key error collection: " + db() +
+                                         ".c index: _id_ dup key: { _id: 1 }"));
+  r = run_ok(J(R"({"insert": "c", "ordered": false,
+                   "documents": [{"_id": 5}, {"_id": 1}, {"_id": 6}]})"));
+  EXPECT_EQ(at(r, "n"), i32(2));
+  EXPECT_EQ(find_all("c").size(), 5U);  // 1, 2, 3, 5, 6
+  // A generated _id is an ObjectId placed first.
+  run_ok(J(R"({"insert": "gen", "documents": [{"x": 1}]})"));
+  const auto docs = find_all("gen");
+  ASSERT_EQ(docs.size(), 1U);
+  EXPECT_EQ(docs[0].fields().front().name, "_id");
+  EXPECT_TRUE(docs[0].fields().front().val.is<bson::oid>());
+  // Arrays cannot be _id.
+  r = run_ok(J(R"({"insert": "c", "documents": [{"_id": [1]}]})"));
+  EXPECT_EQ(at(at(r, "writeErrors").as_array()[0].as_document(), "code"), i32(53));
+}
+
+TEST_F(commands, update_upsert_multi_replacement_and_no_op) {
+  insert("c", R"([{"_id": 1, "a": 1}, {"_id": 2, "a": 1}, {"_id": 3, "a": 2}])");
+  auto r = run_ok(J(R"({"update": "c", "updates": [
+      {"q": {"a": 1}, "u": {"$set": {"b": true}}, "multi": true}]})"));
+  EXPECT_EQ(at(r, "n"), i32(2));
+  EXPECT_EQ(at(r, "nModified"), i32(2));
+  // A no-op matches but modifies nothing.
+  r = run_ok(J(R"({"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"b": true}}}]})"));
+  EXPECT_EQ(at(r, "n"), i32(1));
+  EXPECT_EQ(at(r, "nModified"), i32(0));
+  // Upsert reports the new _id with its statement index.
+  r = run_ok(J(R"({"update": "c", "updates": [
+      {"q": {"_id": 1}, "u": {"$inc": {"n": 1}}},
+      {"q": {"_id": 9, "k": "v"}, "u": {"$set": {"x": 1}, "$setOnInsert": {"y": 2}},
+       "upsert": true}]})"));
+  EXPECT_EQ(at(r, "n"), i32(2));
+  EXPECT_EQ(at(r, "nModified"), i32(1));
+  ASSERT_TRUE(at(r, "upserted").is_array());
+  const auto& up = at(r, "upserted").as_array()[0].as_document();
+  EXPECT_EQ(at(up, "index"), i32(1));
+  EXPECT_EQ(at(up, "_id"), i32(9));
+  auto docs = find_all("c", R"({"_id": 9})");
+  ASSERT_EQ(docs.size(), 1U);
+  EXPECT_EQ(docs[0], J(R"({"_id": 9, "k": "v", "x": 1, "y": 2})"));
+  // Replacement keeps _id.
+  r = run_ok(J(R"({"update": "c", "updates": [{"q": {"_id": 3}, "u": {"z": 1}}]})"));
+  EXPECT_EQ(at(r, "nModified"), i32(1));
+  EXPECT_EQ(find_all("c", R"({"_id": 3})")[0], J(R"({"_id": 3, "z": 1})"));
+  // multi + replacement is refused per statement.
+  r = run_ok(J(R"({"update": "c", "updates": [{"q": {}, "u": {"z": 1}, "multi": true}]})"));
+  EXPECT_EQ(at(at(r, "writeErrors").as_array()[0].as_document(), "code"), i32(9));
+  // Changing _id is refused, and the error keeps ok: 1.
+  r = run_ok(J(R"({"update": "c", "updates": [{"q": {"_id": 3}, "u": {"$set": {"_id": 4}}}]})"));
+  EXPECT_EQ(at(at(r, "writeErrors").as_array()[0].as_document(), "code"), i32(66));
+  EXPECT_EQ(at(r, "ok"), bson::value(1.0));
+}
+
+TEST_F(commands, update_array_filters_and_positional) {
+  insert("c", R"([{"_id": 1, "items": [{"k": 1, "v": 0}, {"k": 2, "v": 0}, {"k": 1, "v": 0}]}])");
+  run_ok(J(R"({"update": "c", "updates": [{"q": {"_id": 1},
+      "u": {"$set": {"items.$[i].v": 7}}, "arrayFilters": [{"i.k": 1}]}]})"));
+  EXPECT_EQ(find_all("c")[0],
+            J(R"({"_id": 1, "items": [{"k": 1, "v": 7}, {"k": 2, "v": 0}, {"k": 1, "v": 7}]})"));
+  run_ok(J(R"({"update": "c", "updates": [{"q": {"items.k": 2},
+      "u": {"$set": {"items.$.v": 9}}}]})"));
+  EXPECT_EQ(at(find_all("c")[0], "items.1.v"), i32(9));
+  auto r = run_ok(J(R"({"update": "c", "updates": [{"q": {"_id": 1},
+      "u": {"$set": {"items.$[j].v": 1}}}]})"));
+  EXPECT_EQ(at(at(r, "writeErrors").as_array()[0].as_document(), "code"), i32(2));
+}
+
+TEST_F(commands, delete_with_limits) {
+  insert("c", R"([{"_id": 1, "a": 1}, {"_id": 2, "a": 1}, {"_id": 3, "a": 1}])");
+  auto r = run_ok(J(R"({"delete": "c", "deletes": [{"q": {"a": 1}, "limit": 1}]})"));
+  EXPECT_EQ(at(r, "n"), i32(1));
+  r = run_ok(J(R"({"delete": "c", "deletes": [{"q": {"a": 1}, "limit": 0}]})"));
+  EXPECT_EQ(at(r, "n"), i32(2));
+  r = run_ok(J(R"({"delete": "missing", "deletes": [{"q": {}, "limit": 0}]})"));
+  EXPECT_EQ(at(r, "n"), i32(0));
+}
+
+TEST_F(commands, find_and_modify) {
+  insert("c", R"([{"_id": 1, "a": 1}, {"_id": 2, "a": 2}])");
+  auto r = run_ok(J(R"({"findAndModify": "c", "query": {"_id": 1},
+                        "update": {"$inc": {"a": 10}}})"));
+  EXPECT_EQ(at(r, "value"), bson::value(J(R"({"_id": 1, "a": 1})")));
+  EXPECT_EQ(at(r, "lastErrorObject.n"), i32(1));
+  EXPECT_EQ(at(r, "lastErrorObject.updatedExisting"), bson::value(true));
+  r = run_ok(J(R"({"findAndModify": "c", "query": {"_id": 1}, "new": true,
+                   "update": {"$inc": {"a": 10}}})"));
+  EXPECT_EQ(at(r, "value"), bson::value(J(R"({"_id": 1, "a": 21})")));
+  r = run_ok(J(R"({"findAndModify": "c", "query": {}, "sort": {"a": -1}, "remove": true})"));
+  EXPECT_EQ(at(r, "value._id"), i32(1));
+  r = run_ok(J(R"({"findAndModify": "c", "query": {"_id": 5}, "upsert": true, "new": true,
+                   "update": {"$set": {"u": 1}}})"));
+  EXPECT_EQ(at(r, "value"), bson::value(J(R"({"_id": 5, "u": 1})")));
+  EXPECT_EQ(at(r, "lastErrorObject.updatedExisting"), bson::value(false));
+  EXPECT_EQ(at(r, "lastErrorObject.upserted"), i32(5));
+  r = run_ok(J(R"({"findAndModify": "c", "query": {"_id": 99}, "remove": true})"));
+  EXPECT_TRUE(at(r, "value").is_null());
+  EXPECT_EQ(at(r, "lastErrorObject.n"), i32(0));
+  run_fail(J(R"({"findAndModify": "c", "query": {}})"), 9);
+}
+
+TEST_F(commands, find_filter_sort_skip_limit_projection) {
+  insert("c", R"([{"_id": 1, "a": 3, "b": "x"}, {"_id": 2, "a": 1, "b": "y"},
+                  {"_id": 3, "a": 2, "b": "x"}, {"_id": 4, "a": 5, "b": "x"}])");
+  auto docs = find_all("c", R"({"b": "x"})", R"({"sort": {"a": -1}, "skip": 1, "limit": 2})");
+  ASSERT_EQ(docs.size(), 2U);
+  EXPECT_EQ(at(docs[0], "_id"), i32(1));
+  EXPECT_EQ(at(docs[1], "_id"), i32(3));
+  docs = find_all("c", R"({"a": {"$gte": 2}})", R"({"projection": {"a": 1}, "sort": {"_id": 1}})");
+  ASSERT_EQ(docs.size(), 3U);
+  EXPECT_EQ(docs[0], J(R"({"_id": 1, "a": 3})"));
+  docs = find_all("c", R"({"_id": 2})", R"({"projection": {"_id": 0, "b": 1}})");
+  ASSERT_EQ(docs.size(), 1U);
+  EXPECT_EQ(docs[0], J(R"({"b": "y"})"));
+  run_fail(J(R"({"find": "c", "filter": {"a": {"$bogus": 1}}})"), 2);
+  run_fail(J(R"({"find": "c", "skip": -1})"), 51024);
+}
+
+TEST_F(commands, find_batches_get_more_and_kill_cursors) {
+  bson::array docs;
+  for (int i = 0; i < 250; ++i)
+    docs.emplace_back(bson::document{{"_id", std::int32_t{i}}});
+  bson::document ins;
+  ins.append("insert", "c");
+  ins.append("documents", std::move(docs));
+  run_ok(ins);
+  auto r = run_ok(J(R"({"find": "c"})"));
+  EXPECT_EQ(batch(r).size(), 101U);  // MongoDB's default first batch
+  EXPECT_EQ(at(r, "cursor.ns"), bson::value(db() + ".c"));
+  ASSERT_NE(cursor_id(r), 0);
+  bson::document gm;
+  gm.append("getMore", cursor_id(r));
+  gm.append("collection", "c");
+  gm.append("batchSize", std::int32_t{100});
+  auto more = run_ok(gm);
+  EXPECT_EQ(batch(more).size(), 100U);
+  EXPECT_EQ(at(batch(more)[0].as_document(), "_id"), i32(101));
+  gm.set("batchSize", std::int32_t{0});
+  more = run_ok(gm);
+  EXPECT_EQ(batch(more).size(), 49U);
+  EXPECT_EQ(cursor_id(more), 0);
+  run_fail(gm, 43);
+
+  r = run_ok(J(R"({"find": "c", "batchSize": 2})"));
+  EXPECT_EQ(batch(r).size(), 2U);
+  bson::document kill;
+  kill.append("killCursors", "c");
+  kill.append("cursors", bson::array{bson::value(cursor_id(r)), bson::value(std::int64_t{12345})});
+  const auto k = run_ok(kill);
+  EXPECT_EQ(at(k, "cursorsKilled"), bson::value(bson::array{bson::value(cursor_id(r))}));
+  EXPECT_EQ(at(k, "cursorsNotFound"), bson::value(bson::array{bson::value(std::int64_t{12345})}));
+  gm.set("getMore", cursor_id(r));
+  run_fail(gm, 43);
+
+  // The driver's cursor iterates everything.
+  auto coll = collection("c");
+  auto filter = bson::to_bson(J("{}"));
+  auto opts = bson::to_bson(J(R"({"batchSize": 7})"));
+  denormd::test::cursor_ptr cursor(
+      mongoc_collection_find_with_opts(coll.get(), filter.get(), opts.get(), nullptr));
+  const bson_t* doc = nullptr;
+  int n = 0;
+  while (mongoc_cursor_next(cursor.get(), &doc))
+    ++n;
+  EXPECT_EQ(n, 250);
+}
+
+TEST_F(commands, count_and_aggregate) {
+  insert("c", R"([{"_id": 1, "g": "a", "v": 1}, {"_id": 2, "g": "b", "v": 2},
+                  {"_id": 3, "g": "a", "v": 3}])");
+  EXPECT_EQ(at(run_ok(J(R"({"count": "c"})")), "n"), i32(3));
+  EXPECT_EQ(at(run_ok(J(R"({"count": "c", "query": {"g": "a"}})")), "n"), i32(2));
+  EXPECT_EQ(at(run_ok(J(R"({"count": "missing"})")), "n"), i32(0));
+  auto r = run_ok(J(R"({"aggregate": "c", "pipeline": [
+      {"$match": {"v": {"$gte": 1}}}, {"$group": {"_id": "$g", "total": {"$sum": "$v"}}},
+      {"$sort": {"_id": 1}}], "cursor": {}})"));
+  ASSERT_EQ(batch(r).size(), 2U);
+  EXPECT_EQ(at(batch(r)[0].as_document(), "total"), i32(4));
+  EXPECT_EQ(at(batch(r)[1].as_document(), "total"), i32(2));
+  r = run_ok(J(R"({"aggregate": "c", "pipeline": [{"$sort": {"v": -1}}, {"$skip": 1},
+      {"$limit": 1}, {"$project": {"v": 1, "_id": 0}}], "cursor": {}})"));
+  ASSERT_EQ(batch(r).size(), 1U);
+  EXPECT_EQ(batch(r)[0].as_document(), J(R"({"v": 2})"));
+  // libmongoc's count_documents runs an aggregate with $group/$sum.
+  auto coll = collection("c");
+  auto filter = bson::to_bson(J(R"({"g": "a"})"));
+  bson_error_t error;
+  EXPECT_EQ(mongoc_collection_count_documents(coll.get(), filter.get(), nullptr, nullptr, nullptr,
+                                              &error),
+            2)
+      << error.message;
+  run_fail(J(R"({"aggregate": "c", "pipeline": []})"), 9);
+}
+
+TEST_F(commands, write_concern_on_one_node) {
+  auto r = run_ok(J(R"({"insert": "c", "documents": [{"_id": 1}],
+                        "writeConcern": {"w": "majority"}})"));
+  EXPECT_FALSE(r.contains("writeConcernError"));
+  auto raw = run(J(R"({"insert": "c", "documents": [{"_id": 2}], "writeConcern": {"w": 3}})"));
+  EXPECT_EQ(at(raw.reply, "writeConcernError.code"), i32(100));
+}
+
+}  // namespace
+}  // namespace mongo_emulator::test

@@ -147,7 +147,8 @@ expected<update_description> apply_replacement(const update_plan& plan, bson::do
         immutable_field);
   }
   id_first(result);
-  if (result == doc) return update_description{};
+  // MongoDB's only no-op check is the one above (the stored document equals the replacement):
+  // a replacement without `_id` rewrites the document even when nothing else differs.
   doc = std::move(result);
   update_description out;
   out.replaced = true;
@@ -173,9 +174,9 @@ expected<update_description> apply_update(const update_spec& spec, bson::documen
   if (!changed) return propagate(changed.error());
   bson::document& result = root.as_document();
   id_first(result);
-  // A change that leaves the document as it was (e.g. $push of nothing with a $sort on a
-  // sorted array) is a no-op: MongoDB writes nothing and counts nothing.
-  if (!*changed || result == doc) return update_description{};
+  // Whether anything changed is what the operators report, as in MongoDB: a $push with a $sort
+  // counts as a change even when the array was already sorted.
+  if (!*changed) return update_description{};
   doc = std::move(result);
   return diff.describe();
 }

@@ -121,11 +121,11 @@ TEST(update_push, position_sort_slice) {
            R"({"_id": 1, "a": [{"p": {"q": 2}, "r": 1}, {"p": {"q": 2}, "r": 2}, {"p": {"q": 1}, "r": 1}]})",
        .description =
            R"({"updatedFields": {"a": [{"p": {"q": 2}, "r": 1}, {"p": {"q": 2}, "r": 2}, {"p": {"q": 1}, "r": 1}]}})"},
-      {.name = "$sort of an already sorted array is a no-op",
+      {.name = "$sort always counts as a change, even of a sorted array",
        .before = R"({"_id": 1, "a": [1, 2]})",
        .update = R"({"$push": {"a": {"$each": [], "$sort": 1}}})",
        .after = R"({"_id": 1, "a": [1, 2]})",
-       .description = "noop"},
+       .description = R"({"updatedFields": {"a": [1, 2]}})"},
       {.name = "$slice 0 empties",
        .before = R"({"_id": 1, "a": [1, 2]})",
        .update = R"({"$push": {"a": {"$each": [3], "$slice": 0}}})",

@@ -121,9 +121,9 @@ TEST(update_replacement, replaces_keeping_id) {
        .before = R"({"_id": 1, "a": 1})",
        .update = R"({"a": 2, "_id": 1})",
        .after = R"({"_id": 1, "a": 2})"},
-      {.name = "same contents is a no-op",
+      {.name = "identical document with _id is a no-op",
        .before = R"({"_id": 1, "a": 1})",
-       .update = R"({"a": 1})",
+       .update = R"({"_id": 1, "a": 1})",
        .after = R"({"_id": 1, "a": 1})",
        .description = "noop"},
       {.name = "empty replacement leaves only _id",
@@ -165,6 +165,14 @@ TEST(update_replacement, replaces_keeping_id) {
   EXPECT_TRUE(r->replaced);
   EXPECT_FALSE(r->empty());
   EXPECT_TRUE(r->updated_fields.empty());
+
+  // Without `_id` the replacement differs from the stored document, so MongoDB rewrites it
+  // (nModified 1, a replace event) even though the result is the same.
+  auto same = doc(R"({"_id": 1, "a": 1})");
+  auto rewritten = apply_update(*spec, same, {});
+  ASSERT_TRUE(rewritten);
+  EXPECT_TRUE(rewritten->replaced);
+  EXPECT_EQ(json(same), json(doc(R"({"_id": 1, "a": 1})")));
 }
 
 TEST(update_replacement, moves_id_first) {

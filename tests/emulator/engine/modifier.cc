@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 
 #include "field_path.h"
 #include "numeric.h"
@@ -31,6 +32,32 @@ std::string type_of(const bson::value& v) {
 
 bool equal(const bson::value& a, const bson::value& b) {
   return bson::compare(a, b) == 0;
+}
+
+// BSONElement::binaryEqualValues: same types and bytes, so NaN equals NaN and 0.0 differs
+// from -0.0 (unlike value::operator==, which compares doubles as numbers).
+bool binary_equal(const bson::value& a, const bson::value& b) {
+  if (a.kind() != b.kind()) return false;
+  if (a.is<double>()) {
+    const double x = a.as<double>();
+    const double y = b.as<double>();
+    return std::memcmp(&x, &y, sizeof x) == 0;
+  }
+  if (a.is_document()) {
+    const auto& x = a.as_document().fields();
+    const auto& y = b.as_document().fields();
+    return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(),
+                                              [](const bson::field& f, const bson::field& g) {
+                                                return f.name == g.name &&
+                                                       binary_equal(f.val, g.val);
+                                              });
+  }
+  if (a.is_array()) {
+    const auto& x = a.as_array();
+    const auto& y = b.as_array();
+    return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), binary_equal);
+  }
+  return a == b;
 }
 
 // MatchExpressionParser::parseIntegerElementToLong, with its FailedToParse messages.
@@ -454,7 +481,7 @@ expected<modify_result> modifier::update_existing(bson::value& target,
     case op_kind::set:
     case op_kind::set_on_insert:
       // binaryEqualValues: same type and bytes; 1 and 1.0 differ.
-      if (target == arg_) return noop;
+      if (binary_equal(target, arg_)) return noop;
       target = arg_;
       return normal;
     case op_kind::unset:

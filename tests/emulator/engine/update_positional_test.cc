@@ -216,3 +216,38 @@ TEST(update_array_filters, validation) {
 
 }  // namespace
 }  // namespace mongo_emulator::engine::testing
+
+namespace mongo_emulator::engine::testing {
+namespace {
+
+TEST(update_positional, spec_reports_positional_use) {
+  EXPECT_TRUE(parse_update(doc(R"({"$set": {"a.$.b": 1}})"), {})->uses_positional());
+  EXPECT_FALSE(parse_update(doc(R"({"$set": {"a.$[].b": 1}})"), {})->uses_positional());
+  EXPECT_FALSE(parse_update(doc(R"({"a": 1})"), {})->uses_positional());
+}
+
+TEST(update_all_elements, array_operators_inside_elements) {
+  const update_case cases[] = {
+      {.name = "$push into every element's array",
+       .before = R"({"_id": 1, "a": [{"r": [1]}, {"r": []}]})",
+       .update = R"({"$push": {"a.$[].r": 2}})",
+       .after = R"({"_id": 1, "a": [{"r": [1, 2]}, {"r": [2]}]})",
+       .description = R"({"updatedFields": {"a": [{"r": [1, 2]}, {"r": [2]}]}})"},
+      {.name = "$push into the one matching element's array appends",
+       .before = R"({"_id": 1, "a": [{"k": 1, "r": [1]}, {"k": 2, "r": []}]})",
+       .update = R"({"$push": {"a.$[e].r": 2}})",
+       .after = R"({"_id": 1, "a": [{"k": 1, "r": [1, 2]}, {"k": 2, "r": []}]})",
+       .description = R"({"updatedFields": {"a.0.r.1": 2}})",
+       .filters = R"([{"e.k": 1}])"},
+      {.name = "$pull inside nested arrays",
+       .before = R"({"_id": 1, "a": [[1, 2], [2, 3]]})",
+       .update = R"({"$pull": {"a.$[]": 2}})",
+       .after = R"({"_id": 1, "a": [[1], [3]]})",
+       .description = R"({"updatedFields": {"a": [[1], [3]]}})"},
+  };
+  for (const auto& c : cases)
+    run_case(c);
+}
+
+}  // namespace
+}  // namespace mongo_emulator::engine::testing

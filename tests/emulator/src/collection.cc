@@ -34,34 +34,31 @@ bool indexable(const bson::value& v) {
 
 collection::collection(std::string db, std::string name)
     : db_(std::move(db)), name_(std::move(name)), uuid_(random_uuid()) {
-  index_spec id;
-  id.name = "_id_";
-  id.key.append("_id", std::int32_t{1});
-  id.unique = true;
-  indexes_.emplace_back(std::move(id));
-}
-
-doc_ptr collection::get(std::uint64_t record) const {
-  auto it = records_.find(record);
-  return it == records_.end() ? nullptr : it->second;
+  id_spec_.name = "_id_";
+  id_spec_.key.append("_id", std::int32_t{1});
 }
 
 std::optional<std::uint64_t> collection::find_id(const bson::value& id) const {
-  std::vector<std::uint64_t> found;
-  indexes_.front().lookup(std::span<const bson::value>(&id, 1), found);
-  for (auto record : found) {
-    // The _id index holds array elements too; only a top-level _id match counts.
-    const auto* v = records_.at(record)->get("_id");
-    if (v != nullptr && bson::compare(*v, id) == 0) return record;
-  }
-  return std::nullopt;
+  auto it = ids_.find(id);
+  if (it == ids_.end()) return std::nullopt;
+  return it->second;
 }
 
-std::string collection::duplicate_message(const index& ix, const index::key& k) const {
+std::vector<index_spec> collection::index_specs() const {
+  std::vector<index_spec> out{id_spec_};
+  for (const auto& ix : indexes_)
+    out.push_back(ix.spec());
+  return out;
+}
+
+std::string collection::duplicate_message(const index_spec& spec, const index::key& k) const {
   bson::document shown;
-  for (std::size_t i = 0; i < ix.fields().size() && i < k.size(); ++i)
-    shown.append(ix.fields()[i], k[i]);
-  return "E11000 duplicate key error collection: " + ns() + " index: " + ix.spec().name +
+  std::size_t i = 0;
+  for (const auto& f : spec.key) {
+    if (i >= k.size()) break;
+    shown.append(f.name, k[i++]);
+  }
+  return "E11000 duplicate key error collection: " + ns() + " index: " + spec.name +
          " dup key: " + engine::document_text(shown);
 }
 
@@ -72,47 +69,59 @@ denormd::status collection::check_unique(const bson::document& doc, std::uint64_
   for (const auto& ix : indexes_) {
     keys.push_back(ix.keys_for(doc));
     if (auto dup = ix.find_duplicate(keys.back(), self))
-      return denormd::fail(duplicate_message(ix, *dup), codes::duplicate_key);
+      return denormd::fail(duplicate_message(ix.spec(), *dup), codes::duplicate_key);
   }
   return {};
 }
 
 denormd::expected<std::uint64_t> collection::insert(doc_ptr doc) {
+  const bson::value* id = doc->get("_id");
+  if (id == nullptr) return denormd::fail("document has no _id", codes::internal_error);
+  if (ids_.contains(*id))
+    return denormd::fail(duplicate_message(id_spec_, index::key{*id}), codes::duplicate_key);
   std::vector<index::key_set> keys;
   if (auto ok = check_unique(*doc, 0, keys); !ok)
     return denormd::unexpected<denormd::error>{ok.error()};
-  const std::uint64_t record = next_record_++;
+  const std::uint64_t record = records_.size() + 1;
   for (std::size_t i = 0; i < indexes_.size(); ++i)
     indexes_[i].add(keys[i], record);
-  records_.emplace(record, std::move(doc));
+  ids_.emplace(*id, record);
+  records_.push_back(std::move(doc));
   return record;
 }
 
 denormd::status collection::replace(std::uint64_t record, doc_ptr doc) {
-  auto it = records_.find(record);
-  if (it == records_.end()) return denormd::fail("record not found", codes::internal_error);
+  doc_ptr& slot = records_[record - 1];
+  // `_id` is immutable (the engine refuses to change it), so the _id map stays as it is.
   std::vector<index::key_set> keys;
   if (auto ok = check_unique(*doc, record, keys); !ok) return ok;
   for (std::size_t i = 0; i < indexes_.size(); ++i) {
-    auto old_keys = indexes_[i].keys_for(*it->second);
+    auto old_keys = indexes_[i].keys_for(*slot);
     if (old_keys.keys == keys[i].keys && old_keys.aux == keys[i].aux) continue;
     indexes_[i].remove(old_keys, record);
     indexes_[i].add(keys[i], record);
   }
-  it->second = std::move(doc);
+  slot = std::move(doc);
   return {};
 }
 
 void collection::erase(std::uint64_t record) {
-  auto it = records_.find(record);
-  if (it == records_.end()) return;
+  doc_ptr& slot = records_[record - 1];
+  if (slot == nullptr) return;
   for (auto& ix : indexes_)
-    ix.remove(ix.keys_for(*it->second), record);
-  records_.erase(it);
+    ix.remove(ix.keys_for(*slot), record);
+  ids_.erase(*slot->get("_id"));
+  slot.reset();
 }
 
 std::vector<std::uint64_t> collection::candidates(const denormd::query::matcher& m) const {
   const auto equalities = m.equalities();
+  std::vector<std::uint64_t> out;
+  for (const auto& [path, v] : equalities) {
+    if (path != "_id" || !indexable(v)) continue;
+    if (auto record = find_id(v)) out.push_back(*record);
+    return out;
+  }
   const index* best = nullptr;
   std::vector<bson::value> best_prefix;
   for (const auto& ix : indexes_) {
@@ -128,11 +137,11 @@ std::vector<std::uint64_t> collection::candidates(const denormd::query::matcher&
       best_prefix = std::move(prefix);
     }
   }
-  std::vector<std::uint64_t> out;
   if (best == nullptr) {
-    out.reserve(records_.size());
-    for (const auto& [record, doc] : records_)
-      out.push_back(record);
+    out.reserve(ids_.size());
+    for (std::size_t i = 0; i < records_.size(); ++i) {
+      if (records_[i] != nullptr) out.push_back(i + 1);
+    }
     return out;
   }
   best->lookup(best_prefix, out);
@@ -142,33 +151,30 @@ std::vector<std::uint64_t> collection::candidates(const denormd::query::matcher&
 }
 
 denormd::expected<bool> collection::create_index(index_spec spec) {
-  for (const auto& ix : indexes_) {
-    if (ix.spec().name == spec.name) {
-      if (ix.spec().same_definition(spec)) return false;
+  for (const auto& existing : index_specs()) {
+    const bool same_name = existing.name == spec.name;
+    if (!same_name && !(existing.key == spec.key)) continue;
+    if (existing.same_definition(spec)) return false;
+    const std::string both = "Requested index: " + engine::document_text(spec.to_document()) +
+                             ", existing index: " + engine::document_text(existing.to_document());
+    if (same_name)
       return denormd::fail(
-          "An existing index has the same name as the requested index. "
-          "When index names are not specified, they are auto generated and can "
-          "cause conflicts. Please refer to our documentation. Requested index: " +
-              engine::document_text(spec.to_document()) +
-              ", existing index: " + engine::document_text(ix.spec().to_document()),
+          "An existing index has the same name as the requested index. When "
+          "index names are not specified, they are auto generated and can cause "
+          "conflicts. Please refer to our documentation. " +
+              both,
           codes::index_key_specs_conflict);
-    }
-    if (ix.spec().key == spec.key) {
-      if (ix.spec().same_definition(spec)) return false;
-      return denormd::fail(
-          "An equivalent index already exists with a different name and "
-          "options. Requested index: " +
-              engine::document_text(spec.to_document()) +
-              ", existing index: " + engine::document_text(ix.spec().to_document()),
-          codes::index_options_conflict);
-    }
+    return denormd::fail(
+        "An equivalent index already exists with a different name and options. " + both,
+        codes::index_options_conflict);
   }
   index built(std::move(spec));
-  for (const auto& [record, doc] : records_) {
-    auto keys = built.keys_for(*doc);
-    if (auto dup = built.find_duplicate(keys, record))
-      return denormd::fail(duplicate_message(built, *dup), codes::duplicate_key);
-    built.add(keys, record);
+  for (std::size_t i = 0; i < records_.size(); ++i) {
+    if (records_[i] == nullptr) continue;
+    auto keys = built.keys_for(*records_[i]);
+    if (auto dup = built.find_duplicate(keys, i + 1))
+      return denormd::fail(duplicate_message(built.spec(), *dup), codes::duplicate_key);
+    built.add(keys, i + 1);
   }
   indexes_.push_back(std::move(built));
   return true;

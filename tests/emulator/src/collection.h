@@ -1,18 +1,21 @@
 #pragma once
 // One collection: documents in insertion (natural) order, keyed by a record id, plus its
-// indexes (always `_id_`, unique). Documents are immutable and shared: an update swaps in a new
-// version, so cursors and change events can hold snapshots without copying.
+// indexes: `_id_` (a hash map, since `_id` lookups dominate) and ordered secondary indexes.
+// Documents are immutable and shared: an update swaps in a new version, so cursors and change
+// events can hold snapshots without copying.
 // Not synchronized: owned by storage and accessed under its lock.
 
 #include <cstdint>
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "bson/value.h"
 #include "common/expected.h"
 #include "index.h"
+#include "value_hash.h"
 
 namespace denormd::query {
 class matcher;
@@ -41,9 +44,9 @@ class collection {
   const bson::document& options() const { return options_; }
   bson::document& options() { return options_; }
 
-  std::size_t size() const { return records_.size(); }
-  const std::map<std::uint64_t, doc_ptr>& records() const { return records_; }
-  doc_ptr get(std::uint64_t record) const;
+  std::size_t size() const { return ids_.size(); }
+  // The document of a live record (nullptr once erased).
+  const doc_ptr& get(std::uint64_t record) const { return records_[record - 1]; }
   std::optional<std::uint64_t> find_id(const bson::value& id) const;
 
   // Mutations keep every index in step; unique violations fail with code 11000 and
@@ -56,7 +59,8 @@ class collection {
   // pins an indexed key prefix, otherwise every record.
   std::vector<std::uint64_t> candidates(const denormd::query::matcher& m) const;
 
-  const std::vector<index>& indexes() const { return indexes_; }
+  // `_id_` first, then the secondary indexes in creation order.
+  std::vector<index_spec> index_specs() const;
   // Builds an index over the existing documents. Returns false when an identical index already
   // exists; fails on a name or key-pattern conflict or on duplicate keys.
   denormd::expected<bool> create_index(index_spec spec);
@@ -65,16 +69,17 @@ class collection {
  private:
   denormd::status check_unique(const bson::document& doc, std::uint64_t self,
                                std::vector<index::key_set>& keys) const;
-  std::string duplicate_message(const index& ix, const index::key& k) const;
+  std::string duplicate_message(const index_spec& spec, const index::key& k) const;
 
   std::string db_;
   std::string name_;
   bson::binary uuid_;
   bool record_images_ = false;
   bson::document options_;
-  std::uint64_t next_record_ = 1;
-  std::map<std::uint64_t, doc_ptr> records_;
-  std::vector<index> indexes_;  // [0] is _id_
+  std::vector<doc_ptr> records_;  // record id r lives at r - 1; erased records stay null
+  std::unordered_map<bson::value, std::uint64_t, value_hash, value_equal> ids_;
+  index_spec id_spec_;
+  std::vector<index> indexes_;  // secondary indexes
 };
 
 }  // namespace mongo_emulator

@@ -55,7 +55,7 @@ command_outcome drop(command_context& ctx) {
   if (!name) return name.error();
   auto lock = ctx.server.store().lock_for_write();
   const auto* c = ctx.server.store().find(ctx.db, *name);
-  const auto indexes = c ? static_cast<std::int32_t>(c->indexes().size()) : 0;
+  const auto indexes = c ? static_cast<std::int32_t>(c->index_specs().size()) : 0;
   if (auto ok = ctx.server.store().drop(ctx.db, *name); !ok) return ok.error();
   bson::document r;
   r.append("nIndexesWas", indexes);
@@ -193,16 +193,16 @@ command_outcome create_indexes(command_context& ctx) {
   auto lock = ctx.server.store().lock_for_write();
   const bool existed = ctx.server.store().find(ctx.db, *name) != nullptr;
   auto& c = ctx.server.store().obtain(ctx.db, *name);
-  const auto before = static_cast<std::int32_t>(c.indexes().size());
+  const auto before = static_cast<std::int32_t>(c.index_specs().size());
   for (auto& spec : specs) {
     auto created = c.create_index(std::move(spec));
     if (!created) return created.error();
   }
   bson::document r;
   r.append("numIndexesBefore", before);
-  r.append("numIndexesAfter", static_cast<std::int32_t>(c.indexes().size()));
+  r.append("numIndexesAfter", static_cast<std::int32_t>(c.index_specs().size()));
   r.append("createdCollectionAutomatically", !existed);
-  if (static_cast<std::int32_t>(c.indexes().size()) == before)
+  if (static_cast<std::int32_t>(c.index_specs().size()) == before)
     r.append("note", "all indexes already exist");
   return ok_reply(std::move(r));
 }
@@ -216,8 +216,8 @@ command_outcome list_indexes(command_context& ctx) {
     const auto* c = ctx.server.store().find(ctx.db, *name);
     if (c == nullptr)
       return fail("ns does not exist: " + ctx.db + "." + *name, codes::namespace_not_found);
-    for (const auto& ix : c->indexes())
-      batch.emplace_back(ix.spec().to_document());
+    for (const auto& spec : c->index_specs())
+      batch.emplace_back(spec.to_document());
   }
   return command_result{
       cursor_reply(0, ctx.db + ".$cmd.listIndexes." + *name, std::move(batch), true), {}};
@@ -231,11 +231,11 @@ command_outcome drop_indexes(command_context& ctx) {
   auto lock = ctx.server.store().lock_for_write();
   auto* c = ctx.server.store().find(ctx.db, *name);
   if (c == nullptr) return fail("ns not found " + ctx.db + "." + *name, codes::namespace_not_found);
-  const auto before = static_cast<std::int32_t>(c->indexes().size());
+  const auto before = static_cast<std::int32_t>(c->index_specs().size());
   std::vector<std::string> names;
   if (target->is_string() && target->as_string() == "*") {
-    for (const auto& ix : c->indexes()) {
-      if (ix.spec().name != "_id_") names.push_back(ix.spec().name);
+    for (const auto& spec : c->index_specs()) {
+      if (spec.name != "_id_") names.push_back(spec.name);
     }
   } else if (target->is_string()) {
     names.push_back(target->as_string());
@@ -247,8 +247,8 @@ command_outcome drop_indexes(command_context& ctx) {
   } else if (target->is_document()) {
     const auto& key = target->as_document();
     std::string found;
-    for (const auto& ix : c->indexes()) {
-      if (ix.spec().key == key) found = ix.spec().name;
+    for (const auto& spec : c->index_specs()) {
+      if (spec.key == key) found = spec.name;
     }
     if (found.empty())
       return fail("can't find index with key: " + std::to_string(key.size()) + " fields",
@@ -284,7 +284,7 @@ command_outcome list_collections(command_context& ctx) {
       if (!name_only->value_or(false)) {
         d.append("options", c->options());
         d.append("info", bson::document{{"readOnly", false}, {"uuid", c->uuid()}});
-        d.append("idIndex", c->indexes().front().spec().to_document());
+        d.append("idIndex", c->index_specs().front().to_document());
       }
       if (m.matches(d)) batch.emplace_back(std::move(d));
     }

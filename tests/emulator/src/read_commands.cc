@@ -187,8 +187,9 @@ command_outcome get_more(command_context& ctx) {
 }
 
 command_outcome kill_cursors(command_context& ctx) {
-  auto name = collection_arg(ctx.body);
-  if (!name) return name.error();
+  // Not collection_arg: cursors of database-level streams live on "$cmd.aggregate".
+  if (!ctx.body.fields().front().val.is_string())
+    return fail("collection name has invalid type", codes::invalid_namespace);
   auto ids = array_arg(ctx.body, "cursors");
   if (!ids) return ids.error();
   if (*ids == nullptr)

@@ -3,8 +3,11 @@
 #include <fstream>
 #include <iostream>
 
+#include "app/daemon.h"
 #include "app/describe.h"
+#include "app/version.h"
 #include "bson/json.h"
+#include "common/log.h"
 #include "config/mapping_loader.h"
 #include "mapping/coalescer.h"
 #include "mapping/planner.h"
@@ -12,8 +15,6 @@
 namespace denormd::app {
 
 namespace {
-
-constexpr const char* version = "0.1.0";
 
 // Loads the mappings or prints every error; nullopt means exit 2.
 std::optional<std::vector<mapping::mapping>> load(const options& o, std::ostream& err) {
@@ -38,13 +39,14 @@ int application::run() {
       out_ << help_text(opts_.help_topic);
       return exit_ok;
     case command::version:
-      out_ << "denormd " << version << "\n";
+      out_ << "denormd " << denormd_version << "\n";
       return exit_ok;
     case command::check:
       return check();
     case command::plan:
       return plan();
     case command::run:
+      return run_daemon();
     case command::backfill:
     case command::verify:
     case command::status:
@@ -52,6 +54,14 @@ int application::run() {
       return exit_failure;
   }
   return exit_failure;
+}
+
+int application::run_daemon() {
+  log::configure(*log::parse_format(opts_.log_format), *log::parse_level(opts_.log_level), &err_);
+  auto mappings = load(opts_, err_);
+  if (!mappings) return exit_usage;
+  daemon d(opts_, std::move(*mappings));
+  return d.run();
 }
 
 int application::check() {

@@ -16,6 +16,7 @@ class application {
   int run();
 
  private:
+  int run_daemon();
   int check();
   int plan();
 

@@ -1,5 +1,6 @@
 #include "mapping/coalescer.h"
 
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 
@@ -32,6 +33,9 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
       case merge_rule::last_wins: {
         auto [it, fresh] = last_copy.try_emplace(merge_id(op), slots.size());
         if (!fresh) {
+          // The earlier event is applied by this op too: it keeps the older wall time.
+          const std::int64_t earlier = slots[it->second]->event_ms;
+          if (earlier != 0 && (op.event_ms == 0 || earlier < op.event_ms)) op.event_ms = earlier;
           slots[it->second].reset();
           it->second = slots.size();
         }
@@ -41,6 +45,10 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
         const std::string id = merge_id(op);
         if (auto it = open_push.find(id); it != open_push.end()) {
           write_op& into = *slots[it->second];
+          into.event = std::max(into.event, op.event);
+          if (op.event_ms != 0 && (into.event_ms == 0 || op.event_ms < into.event_ms)) {
+            into.event_ms = op.event_ms;
+          }
           for (auto& v : op.push->ids)
             into.push->ids.push_back(std::move(v));
           for (auto& e : pushed_elements(op))
@@ -69,8 +77,13 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
   for (auto& slot : slots) {
     if (!slot) continue;
     if (slot->merge == merge_rule::push && slot->push && slot->push->ids.size() > 1) {
+      const std::size_t first = out.size();
       append_push_ops(*slot->source_mapping, std::move(slot->push->parent),
                       std::move(slot->push->ids), std::move(pushed_elements(*slot)), out);
+      for (std::size_t i = first; i < out.size(); ++i) {
+        out[i].event = slot->event;
+        out[i].event_ms = slot->event_ms;
+      }
     } else {
       out.push_back(std::move(*slot));
     }

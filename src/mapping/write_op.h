@@ -53,6 +53,11 @@ struct write_op {
   std::optional<push_items> push;
   merge_rule merge = merge_rule::none;
   bson::value merge_key;  // source key (copy) or parent key (recent)
+
+  // Set by whoever plans a batch: the index of the (last) event this op came from, and the
+  // wall time of the earliest one (for apply latency). The planner leaves them 0.
+  std::size_t event = 0;
+  std::int64_t event_ms = 0;
 };
 
 // One line of `denormd plan` output (relaxed Extended JSON).

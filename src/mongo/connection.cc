@@ -1,0 +1,376 @@
+#include "mongo/connection.h"
+
+#include <mongoc/mongoc.h>
+
+#include <mutex>
+
+#include "bson/convert.h"
+#include "common/handle.h"
+
+namespace denormd::mongo {
+
+namespace {
+
+// bson_t carries an alignment attribute GCC warns about in template arguments.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+using uri_ptr = c_handle<mongoc_uri_t, mongoc_uri_destroy>;
+using pool_ptr = c_handle<mongoc_client_pool_t, mongoc_client_pool_destroy>;
+using collection_ptr = c_handle<mongoc_collection_t, mongoc_collection_destroy>;
+using stream_ptr = c_handle<mongoc_change_stream_t, mongoc_change_stream_destroy>;
+using cursor_ptr = c_handle<mongoc_cursor_t, mongoc_cursor_destroy>;
+using bulk_ptr = c_handle<mongoc_bulk_operation_t, mongoc_bulk_operation_destroy>;
+using write_concern_ptr = c_handle<mongoc_write_concern_t, mongoc_write_concern_destroy>;
+#pragma GCC diagnostic pop
+
+// A reply the driver initializes in caller storage (its out-parameters want a bson_t it can
+// bson_init); destroyed with the scope.
+struct scoped_reply {
+  bson_t doc = BSON_INITIALIZER;
+  scoped_reply() = default;
+  scoped_reply(const scoped_reply&) = delete;
+  scoped_reply& operator=(const scoped_reply&) = delete;
+  ~scoped_reply() { bson_destroy(&doc); }
+};
+
+// mongoc_init/mongoc_cleanup once per process.
+void init_driver() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mongoc_init();
+    std::atexit(mongoc_cleanup);
+  });
+}
+
+std::vector<std::string> labels_of(const bson_t* reply) {
+  std::vector<std::string> labels;
+  bson_iter_t it;
+  bson_iter_t child;
+  if (reply != nullptr && bson_iter_init_find(&it, reply, "errorLabels") &&
+      BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &child)) {
+    while (bson_iter_next(&child)) {
+      if (BSON_ITER_HOLDS_UTF8(&child)) labels.emplace_back(bson_iter_utf8(&child, nullptr));
+    }
+  }
+  return labels;
+}
+
+driver_error to_error(const bson_error_t& e, const bson_t* reply) {
+  driver_error d;
+  d.code = e.code;
+  d.message = e.message;
+  switch (e.domain) {
+    case MONGOC_ERROR_SERVER:
+    case MONGOC_ERROR_WRITE_CONCERN:
+    case MONGOC_ERROR_QUERY:
+      d.from = driver_error::origin::server;
+      break;
+    case MONGOC_ERROR_STREAM:
+    case MONGOC_ERROR_SERVER_SELECTION:
+    case MONGOC_ERROR_PROTOCOL:
+      d.from = driver_error::origin::network;
+      break;
+    default:
+      d.from = driver_error::origin::client;
+  }
+  d.labels = labels_of(reply);
+  return d;
+}
+
+driver_error client_error(std::string message) {
+  return driver_error{driver_error::origin::client, 0, std::move(message), {}};
+}
+
+// Returns a pooled client to its pool (a deleter that needs the pool, so not c_deleter).
+struct pool_return {
+  mongoc_client_pool_t* pool = nullptr;
+  void operator()(mongoc_client_t* c) const noexcept {
+    if (c != nullptr) mongoc_client_pool_push(pool, c);
+  }
+};
+using lease = std::unique_ptr<mongoc_client_t, pool_return>;
+
+std::int64_t int_field(const bson_t& doc, const char* key) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &doc, key)) return 0;
+  return BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
+}
+
+}  // namespace
+
+struct connection::impl {
+  uri_ptr uri;
+  pool_ptr pool;
+  std::string default_db;
+  write_concern_ptr majority;
+
+  lease acquire() { return lease(mongoc_client_pool_pop(pool.get()), pool_return{pool.get()}); }
+
+  collection_ptr collection(mongoc_client_t* client, const std::string& db,
+                            const std::string& coll) const {
+    return collection_ptr(mongoc_client_get_collection(client, db.c_str(), coll.c_str()));
+  }
+
+  // {writeConcern: {w: "majority", wtimeout}} plus `extra`.
+  bson::bson_ptr write_opts(const bson::document& extra = {}) const {
+    bson::bson_ptr opts = bson::to_bson(extra);
+    mongoc_write_concern_append(majority.get(), opts.get());
+    return opts;
+  }
+};
+
+struct change_stream::impl {
+  lease client;
+  collection_ptr coll;
+  stream_ptr stream;
+};
+
+connection::connection(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
+connection::~connection() = default;
+
+result<std::unique_ptr<connection>> connection::open(const std::string& uri,
+                                                     const std::string& app_name) {
+  init_driver();
+  auto i = std::make_unique<impl>();
+  bson_error_t err;
+  i->uri.reset(mongoc_uri_new_with_error(uri.c_str(), &err));
+  if (!i->uri) return failure(client_error(std::string("invalid MongoDB URI: ") + err.message));
+  if (const char* db = mongoc_uri_get_database(i->uri.get())) i->default_db = db;
+  i->pool.reset(mongoc_client_pool_new(i->uri.get()));
+  if (!i->pool) return failure(client_error("cannot create a client pool for this URI"));
+  mongoc_client_pool_set_error_api(i->pool.get(), MONGOC_ERROR_API_VERSION_2);
+  mongoc_client_pool_set_appname(i->pool.get(), app_name.c_str());
+  i->majority.reset(mongoc_write_concern_new());
+  mongoc_write_concern_set_wmajority(i->majority.get(), 30000);
+  return std::unique_ptr<connection>(new connection(std::move(i)));
+}
+
+const std::string& connection::default_database() const {
+  return impl_->default_db;
+}
+
+result<bson::document> connection::command(const std::string& db, const bson::document& cmd) {
+  lease client = impl_->acquire();
+  const bson::bson_ptr c = bson::to_bson(cmd);
+  scoped_reply reply;
+  bson_error_t err;
+  if (!mongoc_client_command_simple(client.get(), db.c_str(), c.get(), nullptr, &reply.doc, &err)) {
+    return failure(to_error(err, &reply.doc));
+  }
+  auto doc = bson::from_bson(reply.doc);
+  if (!doc) return failure(client_error(doc.error().message));
+  return std::move(doc).value();
+}
+
+result<bson::timestamp> connection::operation_time() {
+  auto reply = command("admin", bson::document{{"ping", 1}});
+  if (!reply) return reply.error();
+  const bson::value* t = reply->get("operationTime");
+  if (t == nullptr || !t->is<bson::timestamp>()) {
+    return failure(
+        client_error("the server's ping reply has no operationTime (not a replica set?)"));
+  }
+  return t->as<bson::timestamp>();
+}
+
+result<bulk_outcome> connection::update_bulk(const std::string& db, const std::string& coll,
+                                             std::span<const write_request> requests,
+                                             bool ordered) {
+  bulk_outcome out;
+  if (requests.empty()) return out;
+  lease client = impl_->acquire();
+  const collection_ptr c = impl_->collection(client.get(), db, coll);
+  const bson::bson_ptr opts = impl_->write_opts(bson::document{{"ordered", ordered}});
+  bulk_ptr bulk(mongoc_collection_create_bulk_operation_with_opts(c.get(), opts.get()));
+  bson_error_t err;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    const bson::bson_ptr filter = bson::to_bson(*r.filter);
+    const bson::bson_ptr update = bson::to_bson(*r.update);
+    bson::document statement_opts;
+    if (r.array_filters != nullptr && !r.array_filters->empty()) {
+      statement_opts.append("arrayFilters", *r.array_filters);
+    }
+    if (r.upsert) statement_opts.append("upsert", true);
+    const bson::bson_ptr sopts = bson::to_bson(statement_opts);
+    const bool added = r.multi ? mongoc_bulk_operation_update_many_with_opts(
+                                     bulk.get(), filter.get(), update.get(), sopts.get(), &err)
+                               : mongoc_bulk_operation_update_one_with_opts(
+                                     bulk.get(), filter.get(), update.get(), sopts.get(), &err);
+    if (!added) {
+      // Nothing was sent: report the statement so the caller can set it aside and go on.
+      out.failed_index = i;
+      out.write_error = to_error(err, nullptr);
+      return out;
+    }
+  }
+  scoped_reply reply;
+  const bool ok = mongoc_bulk_operation_execute(bulk.get(), &reply.doc, &err) != 0;
+  out.matched = int_field(reply.doc, "nMatched");
+  out.modified = int_field(reply.doc, "nModified");
+  out.upserted = int_field(reply.doc, "nUpserted");
+  if (ok) return out;
+
+  // A statement the server rejected is an outcome; anything else fails the whole bulk.
+  bson_iter_t it;
+  bson_iter_t errors;
+  bson_iter_t first;
+  if (bson_iter_init_find(&it, &reply.doc, "writeErrors") && BSON_ITER_HOLDS_ARRAY(&it) &&
+      bson_iter_recurse(&it, &errors) && bson_iter_next(&errors) &&
+      BSON_ITER_HOLDS_DOCUMENT(&errors) && bson_iter_recurse(&errors, &first)) {
+    driver_error e{driver_error::origin::server, 0, "write error", {}};
+    while (bson_iter_next(&first)) {
+      const std::string_view key = bson_iter_key(&first);
+      if (key == "index" && BSON_ITER_HOLDS_NUMBER(&first)) {
+        out.failed_index = static_cast<std::size_t>(bson_iter_as_int64(&first));
+      } else if (key == "code" && BSON_ITER_HOLDS_NUMBER(&first)) {
+        e.code = static_cast<std::uint32_t>(bson_iter_as_int64(&first));
+      } else if (key == "errmsg" && BSON_ITER_HOLDS_UTF8(&first)) {
+        e.message = bson_iter_utf8(&first, nullptr);
+      }
+    }
+    e.labels = labels_of(&reply.doc);
+    if (!out.failed_index) out.failed_index = 0;
+    out.write_error = std::move(e);
+    return out;
+  }
+  return failure(to_error(err, &reply.doc));
+}
+
+status connection::replace_one(const std::string& db, const std::string& coll,
+                               const bson::document& filter, const bson::document& replacement,
+                               bool upsert) {
+  lease client = impl_->acquire();
+  const collection_ptr c = impl_->collection(client.get(), db, coll);
+  const bson::bson_ptr f = bson::to_bson(filter);
+  const bson::bson_ptr r = bson::to_bson(replacement);
+  const bson::bson_ptr opts = impl_->write_opts(bson::document{{"upsert", upsert}});
+  scoped_reply reply;
+  bson_error_t err;
+  if (!mongoc_collection_replace_one(c.get(), f.get(), r.get(), opts.get(), &reply.doc, &err)) {
+    return failure(to_error(err, &reply.doc));
+  }
+  return {};
+}
+
+status connection::insert_one(const std::string& db, const std::string& coll,
+                              const bson::document& doc) {
+  lease client = impl_->acquire();
+  const collection_ptr c = impl_->collection(client.get(), db, coll);
+  const bson::bson_ptr d = bson::to_bson(doc);
+  const bson::bson_ptr opts = impl_->write_opts();
+  scoped_reply reply;
+  bson_error_t err;
+  if (!mongoc_collection_insert_one(c.get(), d.get(), opts.get(), &reply.doc, &err)) {
+    return failure(to_error(err, &reply.doc));
+  }
+  return {};
+}
+
+status connection::find_each(const std::string& db, const std::string& coll,
+                             const bson::document& filter, const find_options& opts,
+                             const std::function<bool(bson::document&&)>& each) {
+  lease client = impl_->acquire();
+  const collection_ptr c = impl_->collection(client.get(), db, coll);
+  bson::document o;
+  if (!opts.sort.empty()) o.append("sort", opts.sort);
+  if (!opts.projection.empty()) o.append("projection", opts.projection);
+  if (opts.limit > 0) o.append("limit", opts.limit);
+  if (opts.batch_size > 0) o.append("batchSize", opts.batch_size);
+  const bson::bson_ptr f = bson::to_bson(filter);
+  const bson::bson_ptr find_opts = bson::to_bson(o);
+  cursor_ptr cursor(mongoc_collection_find_with_opts(c.get(), f.get(), find_opts.get(), nullptr));
+  const bson_t* doc = nullptr;
+  while (mongoc_cursor_next(cursor.get(), &doc)) {
+    auto d = bson::from_bson(*doc);
+    if (!d) return failure(client_error(d.error().message));
+    if (!each(std::move(d).value())) return {};
+  }
+  bson_error_t err;
+  const bson_t* reply = nullptr;
+  if (mongoc_cursor_error_document(cursor.get(), &err, &reply))
+    return failure(to_error(err, reply));
+  return {};
+}
+
+result<std::vector<bson::document>> connection::find(const std::string& db, const std::string& coll,
+                                                     const bson::document& filter,
+                                                     const find_options& opts) {
+  std::vector<bson::document> out;
+  auto st = find_each(db, coll, filter, opts, [&](bson::document&& d) {
+    out.push_back(std::move(d));
+    return true;
+  });
+  if (!st) return st.error();
+  return out;
+}
+
+result<std::optional<bson::document>> connection::find_one(const std::string& db,
+                                                           const std::string& coll,
+                                                           const bson::document& filter) {
+  find_options opts;
+  opts.limit = 1;
+  auto docs = find(db, coll, filter, opts);
+  if (!docs) return docs.error();
+  if (docs->empty()) return std::optional<bson::document>{};
+  return std::optional<bson::document>(std::move(docs->front()));
+}
+
+result<std::unique_ptr<change_stream>> connection::watch(const std::string& db,
+                                                         const std::string& coll,
+                                                         const watch_options& opts) {
+  auto s = std::make_unique<change_stream::impl>();
+  s->client = impl_->acquire();
+  s->coll = impl_->collection(s->client.get(), db, coll);
+  bson::document o;
+  if (opts.update_lookup) o.append("fullDocument", "updateLookup");
+  if (opts.resume_after) o.append("resumeAfter", *opts.resume_after);
+  if (opts.start_after) o.append("startAfter", *opts.start_after);
+  if (opts.start_at_operation_time) o.append("startAtOperationTime", *opts.start_at_operation_time);
+  o.append("maxAwaitTimeMS", static_cast<std::int64_t>(opts.max_await_ms));
+  if (opts.batch_size > 0) o.append("batchSize", opts.batch_size);
+  const bson::bson_ptr pipeline = bson::to_bson(bson::document{{"pipeline", opts.pipeline}});
+  const bson::bson_ptr watch_opts = bson::to_bson(o);
+  s->stream.reset(mongoc_collection_watch(s->coll.get(), pipeline.get(), watch_opts.get()));
+  bson_error_t err;
+  const bson_t* reply = nullptr;
+  if (mongoc_change_stream_error_document(s->stream.get(), &err, &reply)) {
+    return failure(to_error(err, reply));
+  }
+  return std::make_unique<change_stream>(std::move(s));
+}
+
+change_stream::change_stream(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
+
+change_stream::~change_stream() {
+  // The stream goes before the collection and the client it came from.
+  if (impl_) {
+    impl_->stream.reset();
+    impl_->coll.reset();
+  }
+}
+
+result<std::optional<std::vector<std::uint8_t>>> change_stream::next() {
+  const bson_t* doc = nullptr;
+  if (mongoc_change_stream_next(impl_->stream.get(), &doc)) {
+    const std::uint8_t* data = bson_get_data(doc);
+    return std::optional<std::vector<std::uint8_t>>(
+        std::vector<std::uint8_t>(data, data + doc->len));
+  }
+  bson_error_t err;
+  const bson_t* reply = nullptr;
+  if (mongoc_change_stream_error_document(impl_->stream.get(), &err, &reply)) {
+    return failure(to_error(err, reply));
+  }
+  return std::optional<std::vector<std::uint8_t>>{};
+}
+
+std::optional<bson::document> change_stream::resume_token() const {
+  const bson_t* token = mongoc_change_stream_get_resume_token(impl_->stream.get());
+  if (token == nullptr) return std::nullopt;
+  auto d = bson::from_bson(*token);
+  if (!d) return std::nullopt;
+  return std::move(d).value();
+}
+
+}  // namespace denormd::mongo

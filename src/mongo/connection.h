@@ -1,0 +1,122 @@
+#pragma once
+// The process's connection to MongoDB: a libmongoc client pool (error API v2) and the few
+// operations denormd performs. Created once at start-up, destroyed last. Thread-safe: every
+// operation leases its own client from the pool for its duration, and a change stream keeps
+// its lease for as long as it lives.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bson/value.h"
+#include "mongo/driver_error.h"
+
+namespace denormd::mongo {
+
+class change_stream;
+
+// One update statement of a bulk write; refers to documents the caller keeps alive.
+struct write_request {
+  bool multi = false;
+  const bson::document* filter = nullptr;
+  const bson::document* update = nullptr;
+  const bson::array* array_filters = nullptr;  // optional
+  bool upsert = false;
+};
+
+struct bulk_outcome {
+  std::int64_t matched = 0;
+  std::int64_t modified = 0;
+  std::int64_t upserted = 0;
+  // Ordered bulks stop at the first failing statement; the ones after it did not run. The
+  // driver's own refusal of a statement (an invalid update document) is reported the same way.
+  std::optional<std::size_t> failed_index;
+  std::optional<driver_error> write_error;
+};
+
+struct find_options {
+  bson::document sort;
+  bson::document projection;
+  std::int64_t limit = 0;  // 0: no limit
+  std::int32_t batch_size = 0;
+};
+
+struct watch_options {
+  std::optional<bson::document> resume_after;
+  std::optional<bson::document> start_after;
+  std::optional<bson::timestamp> start_at_operation_time;
+  bool update_lookup = true;
+  std::int32_t max_await_ms = 1000;
+  std::int32_t batch_size = 0;
+  bson::array pipeline;  // stages after $changeStream
+};
+
+class connection {
+ public:
+  // Parses the URI and creates the pool; does not contact the server yet.
+  static result<std::unique_ptr<connection>> open(const std::string& uri,
+                                                  const std::string& app_name);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  // The database named in the URI path ("" when none).
+  const std::string& default_database() const;
+
+  result<bson::document> command(const std::string& db, const bson::document& cmd);
+  // The server's current operation time (from a ping's operationTime).
+  result<bson::timestamp> operation_time();
+
+  // Bulk update with w:"majority". A write error is reported in the outcome, not as a
+  // failure; failures are errors of the whole command (network, election, write concern).
+  result<bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
+                                   std::span<const write_request> requests, bool ordered);
+  status replace_one(const std::string& db, const std::string& coll, const bson::document& filter,
+                     const bson::document& replacement, bool upsert);
+  status insert_one(const std::string& db, const std::string& coll, const bson::document& doc);
+
+  // Streams the matching documents to `each` (return false to stop early).
+  status find_each(const std::string& db, const std::string& coll, const bson::document& filter,
+                   const find_options& opts, const std::function<bool(bson::document&&)>& each);
+  result<std::vector<bson::document>> find(const std::string& db, const std::string& coll,
+                                           const bson::document& filter, const find_options& opts);
+  result<std::optional<bson::document>> find_one(const std::string& db, const std::string& coll,
+                                                 const bson::document& filter);
+
+  // Opens a collection change stream; the stream keeps a pooled client until destroyed.
+  result<std::unique_ptr<change_stream>> watch(const std::string& db, const std::string& coll,
+                                               const watch_options& opts);
+
+  struct impl;
+
+ private:
+  explicit connection(std::unique_ptr<impl> i);
+  std::unique_ptr<impl> impl_;
+};
+
+// A change stream opened by connection::watch. Used by one thread; destroy it before the
+// connection.
+class change_stream {
+ public:
+  ~change_stream();
+  change_stream(const change_stream&) = delete;
+  change_stream& operator=(const change_stream&) = delete;
+
+  // The next event as wire BSON, or nullopt when the server had nothing within
+  // max_await_ms (resume_token() is then the post-batch token).
+  result<std::optional<std::vector<std::uint8_t>>> next();
+  // Where to resume: after the last event returned, or the post-batch token when idle.
+  std::optional<bson::document> resume_token() const;
+
+  struct impl;
+  explicit change_stream(std::unique_ptr<impl> i);
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace denormd::mongo

@@ -1,0 +1,157 @@
+"""Processes and checks shared by the integration suites.
+
+The suites start `mongo-emulator` (or use DENORMD_TEST_URI, a real replica set) and run the
+real `denormd` binary against it. Everything is bounded in time and cleaned up.
+"""
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pymongo
+
+BUILD_DIR = os.environ.get("DENORMD_BUILD_DIR", "")
+DENORMD = os.environ.get("DENORMD_BIN", os.path.join(BUILD_DIR, "bin", "denormd"))
+EMULATOR = os.environ.get("DENORMD_EMULATOR", os.path.join(BUILD_DIR, "tests", "emulator", "mongo-emulator"))
+SOURCE_DIR = os.environ.get("DENORMD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+REAL_URI = os.environ.get("DENORMD_TEST_URI", "")
+
+
+def emulator_only():
+    """True when emulator-only knobs (restarts, --oplog-max-events) are available."""
+    return not REAL_URI
+
+
+class Emulator:
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([EMULATOR, "--port", "0", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        m = re.match(r"listening on (\S+):(\d+)", line)
+        if not m:
+            self.stop()
+            raise RuntimeError("mongo-emulator did not start: %r" % line)
+        self.host, self.port = m.group(1), int(m.group(2))
+        self.uri = "mongodb://%s:%d/?replicaSet=rs0" % (self.host, self.port)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Denormd:
+    """A `denormd run` child process; its log is kept for assertions and failure output."""
+
+    def __init__(self, uri, db, mappings_dir, *extra, env=None):
+        self.log_path = tempfile.mktemp(prefix="denormd-", suffix=".log")
+        self.log_file = open(self.log_path, "w")
+        cmd = [DENORMD, "run", "--uri", uri, "--db", db, "--mappings", mappings_dir,
+               "--metrics-addr", "127.0.0.1:0", "--log-level", "debug", *extra]
+        self.proc = subprocess.Popen(cmd, stdout=self.log_file, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, **(env or {})))
+        self.port = None
+        deadline = time.time() + 15
+        while time.time() < deadline and self.port is None:
+            m = re.search(r"metrics listening .*port=(\d+)", self.log())
+            if m:
+                self.port = int(m.group(1))
+            elif self.proc.poll() is not None:
+                raise RuntimeError("denormd exited at start:\n" + self.log())
+            else:
+                time.sleep(0.05)
+        if self.port is None:
+            self.kill9()
+            raise RuntimeError("denormd did not report its metrics port:\n" + self.log())
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path), timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def metrics(self):
+        """{(name, frozenset(labels.items())): value} from /metrics."""
+        status, text = self.get("/metrics")
+        assert status == 200, status
+        out = {}
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            m = re.match(r"(\w+)(?:\{(.*)\})? (\S+)", line)
+            if not m:
+                continue
+            labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+            out[(m.group(1), labels)] = float(m.group(3))
+        return out
+
+    def metric_sum(self, name, **labels):
+        want = set(labels.items())
+        return sum(v for (n, ls), v in self.metrics().items() if n == name and want <= set(ls))
+
+    def stop(self, timeout=15):
+        """SIGTERM and wait; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout)
+        self.log_file.close()
+        return self.proc.returncode
+
+    def kill9(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log_file.close()
+
+    def rss_kib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+
+def write_mappings(db, names=None, directory=None):
+    """The sample mappings with "shop" replaced by `db`, in a new folder."""
+    directory = directory or tempfile.mkdtemp(prefix="denormd-mappings-")
+    src = os.path.join(SOURCE_DIR, "mappings")
+    for name in sorted(os.listdir(src)):
+        if names and name[:-5] not in names:
+            continue
+        with open(os.path.join(src, name)) as f:
+            m = json.load(f)
+        m.pop("$schema", None)
+        for part in ("source", "target"):
+            if m[part].get("db") == "shop":
+                m[part]["db"] = db
+        with open(os.path.join(directory, name), "w") as f:
+            json.dump(m, f)
+    return directory
+
+
+def wait_until(predicate, timeout=30, interval=0.1, message="condition"):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = predicate()
+        if last is True or (last is not None and not isinstance(last, bool) and not last):
+            return
+        time.sleep(interval)
+    raise AssertionError("timed out waiting for %s; last result: %r" % (message, last))

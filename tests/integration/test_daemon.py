@@ -1,0 +1,213 @@
+"""denormd run, end to end: the real binary against the test server (or DENORMD_TEST_URI)."""
+import json
+import os
+import tempfile
+import threading
+import time
+import unittest
+import uuid
+
+import pymongo
+from bson import ObjectId
+
+from harness import Denormd, Emulator, REAL_URI, emulator_only, wait_until, write_mappings
+from shop import Shop
+
+DESIGN_METRICS = [
+    "denormd_events_total", "denormd_writes_total", "denormd_documents_modified_total",
+    "denormd_lag_seconds", "denormd_apply_latency_seconds", "denormd_batch_events",
+    "denormd_checkpoint_age_seconds", "denormd_resumes_total", "denormd_history_lost_total",
+    "denormd_errors_total", "denormd_deadletters_total", "denormd_watcher_ready",
+    "denormd_backfill_documents_total", "denormd_build_info",
+]
+
+
+class DaemonTest(unittest.TestCase):
+    def setUp(self):
+        self.emulator = None if REAL_URI else Emulator()
+        self.uri = REAL_URI or self.emulator.uri
+        self.client = pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=10000)
+        self.dbname = "shop_" + uuid.uuid4().hex[:8]
+        self.db = self.client[self.dbname]
+        self.mappings = write_mappings(self.dbname)
+        self.shop = Shop(self.db, seed=hash(self.id()) % 1000)
+        self.daemons = []
+
+    def tearDown(self):
+        for d in self.daemons:
+            d.kill9()
+            if self._outcome_failed():
+                print("---- denormd log (%s) ----\n%s" % (self.id(), d.log()[-20000:]))
+        self.client.drop_database(self.dbname)
+        self.client.close()
+        if self.emulator:
+            self.emulator.stop()
+
+    def _outcome_failed(self):
+        result = getattr(self, "_outcome", None)
+        errors = getattr(result, "errors", None) or getattr(getattr(result, "result", None), "errors", [])
+        return bool(errors) or bool(getattr(getattr(result, "result", None), "failures", []))
+
+    def start(self, *extra, mappings=None):
+        d = Denormd(self.uri, self.dbname, mappings or self.mappings, *extra)
+        self.daemons.append(d)
+        wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="denormd ready")
+        return d
+
+    def converge(self, timeout=60):
+        wait_until(self.shop.check, timeout=timeout, interval=0.25, message="dependents in line with sources")
+
+    def fail_point(self, **data):
+        mode = data.pop("mode", {"times": 1})
+        try:
+            self.client.admin.command({"configureFailPoint": "failCommand", "mode": mode,
+                                       "data": dict(data, appName="denormd")})
+        except pymongo.errors.OperationFailure as e:
+            self.skipTest("the server does not allow fail points (enableTestCommands): %s" % e)
+
+    # -----------------------------------------------------------------------------------------
+    def test_converges_after_a_mixed_workload(self):
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        d = self.start()
+        for _ in range(1500):
+            self.shop.random_change()
+        self.converge()
+        wait_until(lambda: d.metric_sum("denormd_lag_seconds") == 0, timeout=10, message="lag back to 0")
+        self.assertGreater(d.metric_sum("denormd_events_total"), 1000)
+        self.assertGreater(d.metric_sum("denormd_writes_total", result="ok"), 100)
+        self.assertEqual(d.stop(), 0)
+
+    def test_kill9_mid_workload_and_restart_loses_nothing(self):
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        d = self.start()
+        worker = threading.Thread(target=lambda: [self.shop.random_change() for _ in range(600)])
+        worker.start()
+        time.sleep(0.5)
+        d.kill9()  # mid-workload: some events read, some applied, some not
+        worker.join()
+        for _ in range(400):  # and more while it is down
+            self.shop.random_change()
+        self.assertTrue(self.shop.check(), "the workload should leave work for the restart")
+        d2 = self.start()
+        self.converge()
+        self.assertGreaterEqual(d2.metric_sum("denormd_resumes_total", reason="checkpoint"), 1)
+        self.assertEqual(d2.stop(), 0)
+
+    def test_fail_points_on_update_getmore_and_connection_converge(self):
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        d = self.start()
+        self.fail_point(mode={"times": 3}, failCommands=["update"], errorCode=91,
+                        errorLabels=["RetryableWriteError"])
+        for _ in range(300):
+            self.shop.random_change()
+        self.converge()
+        self.fail_point(mode={"times": 2}, failCommands=["getMore"], closeConnection=True)
+        for _ in range(300):
+            self.shop.random_change()
+        self.converge()
+        self.fail_point(mode={"times": 2}, failCommands=["update"], closeConnection=True)
+        self.fail_point(mode={"times": 1}, failCommands=["getMore"], errorCode=10107)
+        for _ in range(300):
+            self.shop.random_change()
+        self.converge()
+        self.assertGreater(d.metric_sum("denormd_errors_total"), 0)
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_rejected_write_goes_to_dead_letters_and_the_stream_goes_on(self):
+        # A copy that would make each order larger than 16 MB.
+        mdir = tempfile.mkdtemp(prefix="denormd-mappings-")
+        with open(os.path.join(mdir, "bio.json"), "w") as f:
+            json.dump({"name": "orders-customer-bio", "kind": "copy",
+                       "source": {"db": self.dbname, "collection": "customers"},
+                       "target": {"db": self.dbname, "collection": "orders", "key": "customerId"},
+                       "into": "customer", "fields": {"bio": "bio", "name": "name"}}, f)
+        self.db.customers.insert_one({"_id": 1, "name": "Ann"})
+        self.db.orders.insert_one({"_id": 10, "customerId": 1, "blob": "x" * (9 * 1024 * 1024)})
+        self.db.orders.insert_one({"_id": 11, "customerId": 2})
+        self.db.customers.insert_one({"_id": 2, "name": "Bob"})
+        d = self.start(mappings=mdir)
+        self.db.customers.update_one({"_id": 1}, {"$set": {"bio": "y" * (9 * 1024 * 1024)}})
+        self.db.customers.update_one({"_id": 2}, {"$set": {"name": "Bob B"}})
+        wait_until(lambda: self.db.orders.find_one({"_id": 11}).get("customer", {}).get("name") == "Bob B",
+                   message="the next event applied")
+        letters = list(self.db.denormd_deadletters.find())
+        self.assertEqual(len(letters), 1, letters and {k: v for k, v in letters[0].items() if k != "update"})
+        self.assertEqual(letters[0]["mapping"], "orders-customer-bio")
+        self.assertIn("_data", letters[0]["token"])
+        self.assertIn(letters[0]["error"]["code"], (10334, 17419, 17420))
+        self.assertEqual(d.metric_sum("denormd_deadletters_total", mapping="orders-customer-bio"), 1)
+        self.assertNotIn("bio", self.db.orders.find_one({"_id": 10}).get("customer", {}))
+        self.assertEqual(d.stop(), 0)
+
+    def test_sigterm_stores_the_checkpoint_and_exits_0(self):
+        self.shop.seed(customers=5, products=5, orders=10, hosts=2, logs=10, reviews=10)
+        self.shop.fill_recent_arrays()
+        d = self.start()
+        for _ in range(100):
+            self.shop.random_change()
+        self.converge()
+        started = time.time()
+        self.assertEqual(d.stop(timeout=10), 0)
+        self.assertLess(time.time() - started, 5)
+        self.assertIn("stopped", d.log())
+        stored = {c["_id"]: c for c in self.db.denormd_checkpoints.find()}
+        for source in ("customers", "products", "hosts", "reviews", "logmsgs", "orders"):
+            self.assertIn("%s.%s" % (self.dbname, source), stored)
+            self.assertIn("_data", stored["%s.%s" % (self.dbname, source)]["token"])
+        # Nothing happens while it is down; a restart resumes and sees no work.
+        d2 = self.start()
+        self.shop.random_change()
+        self.converge()
+        self.assertEqual(d2.stop(), 0)
+
+    def test_metrics_and_readiness(self):
+        self.shop.seed(customers=5, products=5, orders=10, hosts=2, logs=10, reviews=10)
+        self.shop.fill_recent_arrays()
+        d = self.start()
+        for _ in range(50):
+            self.shop.random_change()
+        self.converge()
+        status, text = d.get("/metrics")
+        self.assertEqual(status, 200)
+        for name in DESIGN_METRICS:
+            self.assertIn("# TYPE " + name + " ", text)
+        self.assertEqual(d.metric_sum("denormd_build_info"), 1)
+        self.assertEqual(d.metric_sum("denormd_watcher_ready"), 6)
+        wait_until(lambda: d.metric_sum("denormd_lag_seconds") == 0, timeout=10, message="lag 0 when idle")
+        self.assertGreater(d.metric_sum("denormd_apply_latency_seconds_count"), 0)
+        self.assertEqual(d.get("/healthz")[0], 200)
+        self.assertEqual(d.get("/readyz")[0], 200)
+        self.db.customers.drop()
+        wait_until(lambda: d.get("/readyz")[0] == 503, timeout=10, message="/readyz not ready after a drop")
+        body = d.get("/readyz")[1]
+        self.assertIn("%s.customers" % self.dbname, body)
+        self.assertEqual(d.metric_sum("denormd_watcher_ready", source="%s.customers" % self.dbname), 0)
+        self.assertEqual(d.get("/healthz")[0], 200)
+        self.assertEqual(d.stop(), 0)
+
+    def test_memory_stays_bounded_while_writes_are_blocked(self):
+        if not emulator_only():
+            self.skipTest("needs the emulator's fail points without side effects on a shared server")
+        self.shop.seed(customers=5, products=5, orders=10, hosts=2, logs=10, reviews=10)
+        self.shop.fill_recent_arrays()
+        d = self.start()
+        baseline = d.rss_kib()
+        self.fail_point(mode="alwaysOn", failCommands=["update"], blockConnection=True, blockTimeMS=2000)
+        payload = "m" * 1000
+        peak = baseline
+        for batch in range(30):
+            self.db.logmsgs.insert_many([{"_id": "b%d-%d" % (batch, i), "hostId": "h1",
+                                          "time": self.shop._tick(), "message": payload} for i in range(2000)])
+            peak = max(peak, d.rss_kib())
+        # 60k events of about 1.2 KB each arrived while writes were blocked.
+        self.assertLess(peak - baseline, 96 * 1024, "RSS grew by %d KiB" % (peak - baseline))
+        self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+        self.converge(timeout=120)
+        self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -38,6 +38,11 @@ collection::collection(std::string db, std::string name)
   id_spec_.key.append("_id", std::int32_t{1});
 }
 
+const doc_ptr& collection::get(std::uint64_t record) const {
+  static const doc_ptr none;
+  return record >= 1 && record <= records_.size() ? records_[record - 1] : none;
+}
+
 std::optional<std::uint64_t> collection::find_id(const bson::value& id) const {
   auto it = ids_.find(id);
   if (it == ids_.end()) return std::nullopt;
@@ -91,6 +96,7 @@ denormd::expected<std::uint64_t> collection::insert(doc_ptr doc) {
 }
 
 denormd::status collection::replace(std::uint64_t record, doc_ptr doc) {
+  if (get(record) == nullptr) return denormd::fail("no such record", codes::internal_error);
   doc_ptr& slot = records_[record - 1];
   // `_id` is immutable (the engine refuses to change it), so the _id map stays as it is.
   std::vector<index::key_set> keys;
@@ -106,8 +112,8 @@ denormd::status collection::replace(std::uint64_t record, doc_ptr doc) {
 }
 
 void collection::erase(std::uint64_t record) {
+  if (get(record) == nullptr) return;
   doc_ptr& slot = records_[record - 1];
-  if (slot == nullptr) return;
   for (auto& ix : indexes_)
     ix.remove(ix.keys_for(*slot), record);
   ids_.erase(*slot->get("_id"));

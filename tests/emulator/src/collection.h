@@ -45,8 +45,8 @@ class collection {
   bson::document& options() { return options_; }
 
   std::size_t size() const { return ids_.size(); }
-  // The document of a live record (nullptr once erased).
-  const doc_ptr& get(std::uint64_t record) const { return records_[record - 1]; }
+  // The document of a record (nullptr once erased or when unknown).
+  const doc_ptr& get(std::uint64_t record) const;
   std::optional<std::uint64_t> find_id(const bson::value& id) const;
 
   // Mutations keep every index in step; unique violations fail with code 11000 and

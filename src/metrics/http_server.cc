@@ -1,0 +1,374 @@
+#include "metrics/http_server.h"
+
+#include <array>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace denormd::metrics {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+
+namespace {
+
+constexpr beast::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
+constexpr beast::string_view text_content_type = "text/plain; charset=utf-8";
+// After an error response the rest of the request is read and dropped for a short while, so
+// that closing with unread data does not reset the connection before the client has read
+// the response.
+constexpr auto linger_timeout = std::chrono::seconds(2);
+constexpr std::size_t linger_max_bytes = 64 * 1024;
+
+denormd::unexpected<denormd::error> bad_address(std::string_view text, std::string_view why) {
+  return fail("invalid listen address \"" + std::string(text) + "\": " + std::string(why) +
+              " (expected HOST:PORT, for example 127.0.0.1:9464 or 0.0.0.0:9464)");
+}
+
+}  // namespace
+
+expected<listen_address> parse_listen_address(std::string_view text) {
+  std::string_view host;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return bad_address(text, "missing ']'");
+    host = text.substr(1, close - 1);
+    if (close + 1 >= text.size() || text[close + 1] != ':')
+      return bad_address(text, "missing ':PORT' after ']'");
+    port = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) return bad_address(text, "missing ':PORT'");
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos)
+      return bad_address(text, "an IPv6 address must be written in brackets, as [::1]:9464");
+  }
+  if (host.empty()) return bad_address(text, "missing host (use 0.0.0.0 for every interface)");
+  if (port.empty()) return bad_address(text, "missing port");
+  if (port.size() > 5) return bad_address(text, "port out of range 0-65535");
+  unsigned value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return bad_address(text, "port is not a number");
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (value > 65535) return bad_address(text, "port out of range 0-65535");
+  if (host != "localhost") {
+    error_code ec;
+    net::ip::make_address(std::string(host), ec);
+    if (ec) return bad_address(text, "host is not an IP address or localhost");
+  }
+  return listen_address{std::string(host), static_cast<std::uint16_t>(value)};
+}
+
+struct http_server::state : std::enable_shared_from_this<state> {
+  state(net::io_context& context, const options& o, metrics_callback m, readiness_callback r)
+      : io(context),
+        acceptor(net::make_strand(context)),
+        opts(o),
+        metrics(std::move(m)),
+        ready(std::move(r)) {}
+
+  void do_accept();
+  void on_accept(error_code ec, tcp::socket socket);
+  void stop();
+  void remove(session* s);
+
+  net::io_context& io;
+  tcp::acceptor acceptor;  // used only on its strand
+  const options opts;
+  const metrics_callback metrics;
+  const readiness_callback ready;
+  std::uint16_t port = 0;
+
+  std::mutex mutex;  // guards the members below
+  bool started = false;
+  bool stopped = false;
+  std::unordered_map<session*, std::weak_ptr<session>> sessions;
+};
+
+// One connection: read a request, answer it, repeat while keep-alive. Every handler runs on
+// the connection's strand; close() may be called from any thread.
+class http_server::session : public std::enable_shared_from_this<session> {
+ public:
+  session(tcp::socket&& socket, std::shared_ptr<state> owner)
+      : stream_(std::move(socket)),
+        owner_(std::move(owner)),
+        buffer_(static_cast<std::size_t>(owner_->opts.header_limit + owner_->opts.body_limit) +
+                4096) {}
+  ~session() { owner_->remove(this); }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  void run() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+  }
+
+  void close() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->closed_ = true;
+      self->stream_.close();  // also cancels the timer; pending handlers see operation_aborted
+    });
+  }
+
+ private:
+  void read() {
+    if (closed_) return;
+    parser_.emplace();
+    parser_->header_limit(owner_->opts.header_limit);
+    parser_->body_limit(owner_->opts.body_limit);
+    stream_.expires_after(owner_->opts.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&session::on_read, shared_from_this()));
+  }
+
+  void on_read(error_code ec, std::size_t /*bytes*/) {
+    if (closed_) return;
+    if (!ec) return respond(parser_->get());
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
+      return respond_error(http::status::request_header_fields_too_large,
+                           "request header too large\n");
+    if (ec == http::error::body_limit)
+      return respond_error(http::status::payload_too_large, "request body too large\n");
+    if (ec.category() == beast::http::make_error_code(http::error::bad_method).category() &&
+        ec != http::error::end_of_stream && ec != http::error::partial_message)
+      return respond_error(http::status::bad_request, "bad request\n");
+    // The client closed, timed out (tcp_stream has closed the socket) or the socket failed.
+    shutdown();
+  }
+
+  void respond(const http::request<http::string_body>& req) {
+    res_ = {};
+    res_.version(req.version());
+    res_.keep_alive(req.keep_alive());
+    const bool head = req.method() == http::verb::head;
+    // Beast 1.74 uses boost::string_view.
+    std::string_view target(req.target().data(), req.target().size());
+    target = target.substr(0, target.find('?'));
+
+    if (req.method() != http::verb::get && !head) {
+      set(http::status::method_not_allowed, text_content_type, "method not allowed\n");
+      res_.set(http::field::allow, "GET, HEAD");
+    } else if (target == "/metrics") {
+      call([&] { set(http::status::ok, metrics_content_type, owner_->metrics()); });
+    } else if (target == "/healthz") {
+      set(http::status::ok, text_content_type, "ok\n");
+    } else if (target == "/readyz") {
+      call([&] {
+        readiness r = owner_->ready();
+        if (r.ready) {
+          set(http::status::ok, text_content_type, "ready\n");
+        } else {
+          std::string body = "not ready\n" + r.detail;
+          if (body.back() != '\n') body += '\n';
+          set(http::status::service_unavailable, text_content_type, std::move(body));
+        }
+      });
+    } else {
+      set(http::status::not_found, text_content_type, "not found\n");
+    }
+    res_.prepare_payload();
+    if (head) res_.body().clear();  // Content-Length stays that of the GET
+    write(false);
+  }
+
+  // A callback that throws must not take down the io_context's thread: answer 500.
+  template <class F>
+  void call(F&& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      set(http::status::internal_server_error, text_content_type,
+          std::string("internal error: ") + e.what() + "\n");
+    } catch (...) {
+      set(http::status::internal_server_error, text_content_type, "internal error\n");
+    }
+  }
+
+  void set(http::status status, beast::string_view content_type, std::string body) {
+    res_.result(status);
+    res_.set(http::field::content_type, content_type);
+    res_.body() = std::move(body);
+  }
+
+  void respond_error(http::status status, std::string body) {
+    res_ = {};
+    res_.version(11);
+    res_.keep_alive(false);
+    set(status, text_content_type, std::move(body));
+    res_.prepare_payload();
+    write(true);
+  }
+
+  void write(bool linger) {
+    stream_.expires_after(owner_->opts.write_timeout);
+    http::async_write(stream_, res_,
+                      [self = shared_from_this(), linger](error_code ec, std::size_t) {
+                        self->on_write(ec, linger);
+                      });
+  }
+
+  void on_write(error_code ec, bool linger) {
+    if (closed_) return;
+    if (ec) return shutdown();
+    if (linger) return start_linger();
+    if (!res_.keep_alive()) return shutdown();
+    read();
+  }
+
+  void start_linger() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(linger_timeout);
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(net::buffer(drain_),
+                            [self = shared_from_this()](error_code ec, std::size_t n) {
+                              if (self->closed_) return;
+                              self->drained_ += n;
+                              if (ec || self->drained_ > linger_max_bytes) return self->shutdown();
+                              self->drain();
+                            });
+  }
+
+  void shutdown() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.close();
+    closed_ = true;
+  }
+
+  beast::tcp_stream stream_;
+  const std::shared_ptr<state> owner_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+  std::array<char, 4096> drain_{};
+  std::size_t drained_ = 0;
+  bool closed_ = false;
+};
+
+void http_server::state::do_accept() {
+  acceptor.async_accept(net::make_strand(io),
+                        beast::bind_front_handler(&state::on_accept, shared_from_this()));
+}
+
+void http_server::state::on_accept(error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted) return;
+  std::shared_ptr<session> accepted;
+  {
+    std::lock_guard lock(mutex);
+    if (stopped) return;  // the socket closes as it goes out of scope
+    if (!ec) {
+      if (sessions.size() >= opts.max_connections) {
+        error_code ignored;
+        socket.close(ignored);
+      } else {
+        accepted = std::make_shared<session>(std::move(socket), shared_from_this());
+        sessions.emplace(accepted.get(), accepted);
+      }
+    }
+  }
+  if (accepted) accepted->run();
+  // Accept errors such as running out of descriptors are transient: keep accepting.
+  do_accept();
+}
+
+void http_server::state::stop() {
+  std::vector<std::shared_ptr<session>> open;
+  {
+    std::lock_guard lock(mutex);
+    if (stopped) return;
+    stopped = true;
+    for (auto& [ptr, weak] : sessions)
+      if (auto s = weak.lock()) open.push_back(std::move(s));
+  }
+  net::post(acceptor.get_executor(), [self = shared_from_this()] {
+    error_code ignored;
+    self->acceptor.close(ignored);
+  });
+  for (auto& s : open)
+    s->close();
+}
+
+void http_server::state::remove(session* s) {
+  std::lock_guard lock(mutex);
+  sessions.erase(s);
+}
+
+expected<std::unique_ptr<http_server>> http_server::create(net::io_context& io,
+                                                           std::string_view address,
+                                                           metrics_callback metrics,
+                                                           readiness_callback ready) {
+  return create(io, address, std::move(metrics), std::move(ready), options{});
+}
+
+expected<std::unique_ptr<http_server>> http_server::create(net::io_context& io,
+                                                           std::string_view address,
+                                                           metrics_callback metrics,
+                                                           readiness_callback ready,
+                                                           const options& opts) {
+  auto parsed = parse_listen_address(address);
+  if (!parsed) return parsed.error();
+  error_code ec;
+  const auto ip = parsed->host == "localhost" ? net::ip::address(net::ip::address_v4::loopback())
+                                              : net::ip::make_address(parsed->host, ec);
+  if (ec) return bad_address(address, ec.message());
+  const tcp::endpoint endpoint(ip, parsed->port);
+
+  auto s = std::make_shared<state>(io, opts, std::move(metrics), std::move(ready));
+  auto failed = [&](std::string_view what) {
+    return fail("cannot listen on " + std::string(address) + ": " + std::string(what) + ": " +
+                ec.message());
+  };
+  if (s->acceptor.open(endpoint.protocol(), ec); ec) return failed("open");
+  if (s->acceptor.set_option(net::socket_base::reuse_address(true), ec); ec)
+    return failed("SO_REUSEADDR");
+  if (s->acceptor.bind(endpoint, ec); ec) return failed("bind");
+  if (s->acceptor.listen(net::socket_base::max_listen_connections, ec); ec) return failed("listen");
+  const auto local = s->acceptor.local_endpoint(ec);
+  if (ec) return failed("local address");
+  s->port = local.port();
+  return std::unique_ptr<http_server>(new http_server(std::move(s)));
+}
+
+http_server::http_server(std::shared_ptr<state> s) : state_(std::move(s)) {}
+
+http_server::~http_server() {
+  stop();
+}
+
+void http_server::start() {
+  {
+    std::lock_guard lock(state_->mutex);
+    if (state_->started || state_->stopped) return;
+    state_->started = true;
+  }
+  net::post(state_->acceptor.get_executor(), [s = state_] { s->do_accept(); });
+}
+
+void http_server::stop() {
+  state_->stop();
+}
+
+std::uint16_t http_server::port() const {
+  return state_->port;
+}
+
+}  // namespace denormd::metrics

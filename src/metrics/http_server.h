@@ -1,0 +1,85 @@
+#pragma once
+// The HTTP endpoint beside the daemon: GET /metrics, /healthz and /readyz (DESIGN §5), on
+// Boost.Beast over whatever threads run the given io_context.
+//
+// Lifecycle: create() parses the address and binds and listens (so a bad address or a port in
+// use is reported at start-up), start() begins accepting, stop() closes the listener and every
+// open connection. The destructor stops. Thread-safety: start(), stop() and port() may be
+// called from any thread; each connection runs on its own strand, and the callbacks are called
+// concurrently from the io_context's threads, so they must be thread-safe.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/expected.h"
+
+namespace denormd::metrics {
+
+// What /readyz reports; `detail` lists what is not ready (one item per line works best).
+struct readiness {
+  bool ready = false;
+  std::string detail;
+};
+
+// A parsed "host:port"; host is an IPv4 or IPv6 address (IPv6 in brackets) or "localhost".
+struct listen_address {
+  std::string host;
+  std::uint16_t port = 0;
+};
+expected<listen_address> parse_listen_address(std::string_view text);
+
+class http_server {
+ public:
+  using metrics_callback = std::function<std::string()>;
+  using readiness_callback = std::function<readiness()>;
+
+  struct options {
+    // Longest wait for a whole request (and between keep-alive requests) before the
+    // connection is closed, so a slow or idle client cannot hold a connection forever.
+    std::chrono::milliseconds read_timeout{std::chrono::seconds(10)};
+    // Longest wait for a response to be written.
+    std::chrono::milliseconds write_timeout{std::chrono::seconds(10)};
+    std::uint32_t header_limit = 8 * 1024;
+    std::uint64_t body_limit = 8 * 1024;
+    // Open connections beyond this are closed as soon as they are accepted.
+    std::size_t max_connections = 64;
+  };
+
+  // `address` is "host:port"; port 0 picks a free port (see port()).
+  static expected<std::unique_ptr<http_server>> create(boost::asio::io_context& io,
+                                                       std::string_view address,
+                                                       metrics_callback metrics,
+                                                       readiness_callback ready);
+  static expected<std::unique_ptr<http_server>> create(boost::asio::io_context& io,
+                                                       std::string_view address,
+                                                       metrics_callback metrics,
+                                                       readiness_callback ready,
+                                                       const options& opts);
+  ~http_server();
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  // Begins accepting connections; has no effect after stop().
+  void start();
+  // Closes the listener and every connection; returns at once, the closes run on the
+  // io_context. Idempotent.
+  void stop();
+  // The bound port, also when the address asked for port 0.
+  std::uint16_t port() const;
+
+ private:
+  // Shared with the io_context's pending handlers, which may outlive this object.
+  struct state;
+  class session;
+  explicit http_server(std::shared_ptr<state> s);
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace denormd::metrics

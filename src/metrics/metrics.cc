@@ -1,0 +1,235 @@
+#include "metrics/metrics.h"
+
+#include <array>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace denormd::metrics {
+
+namespace {
+
+template <std::size_t N>
+using label_names = std::array<const char*, N>;
+template <std::size_t N>
+using label_values = std::array<std::string_view, N>;
+
+// Hash and equality over label values that accept both the stored std::string keys and the
+// callers' string_views, so a cache hit allocates nothing.
+template <std::size_t N>
+struct values_hash {
+  using is_transparent = void;
+  template <class S>
+  std::size_t operator()(const std::array<S, N>& values) const noexcept {
+    std::size_t h = 0;
+    for (const auto& v : values)
+      h = h * 1000003u ^ std::hash<std::string_view>{}(std::string_view(v));
+    return h;
+  }
+};
+template <std::size_t N>
+struct values_equal {
+  using is_transparent = void;
+  template <class A, class B>
+  bool operator()(const std::array<A, N>& a, const std::array<B, N>& b) const noexcept {
+    for (std::size_t i = 0; i < N; ++i)
+      if (std::string_view(a[i]) != std::string_view(b[i])) return false;
+    return true;
+  }
+};
+
+// One family with a cache from label values to its child metric. prometheus-cpp's own
+// Family::Add builds a std::map of labels and hashes it on every call; hot paths (one call
+// per event or write) should pay a hash of two short strings instead. Children are never
+// removed, so the cached references stay valid for the registry's lifetime.
+template <class T, std::size_t N>
+class labelled {
+ public:
+  labelled(prometheus::Family<T>& family, label_names<N> names,
+           prometheus::Histogram::BucketBoundaries buckets = {})
+      : family_(family), names_(names), buckets_(std::move(buckets)) {}
+
+  T& get(const label_values<N>& values) {
+    std::lock_guard lock(mutex_);
+    if (auto it = children_.find(values); it != children_.end()) return *it->second;
+    prometheus::Labels labels;
+    std::array<std::string, N> key;
+    for (std::size_t i = 0; i < N; ++i) {
+      key[i] = std::string(values[i]);
+      labels.emplace(names_[i], key[i]);
+    }
+    T* child = nullptr;
+    if constexpr (std::is_same_v<T, prometheus::Histogram>)
+      child = &family_.Add(labels, buckets_);
+    else
+      child = &family_.Add(labels);
+    children_.emplace(std::move(key), child);
+    return *child;
+  }
+
+ private:
+  prometheus::Family<T>& family_;
+  const label_names<N> names_;
+  const prometheus::Histogram::BucketBoundaries buckets_;
+  std::mutex mutex_;
+  std::unordered_map<std::array<std::string, N>, T*, values_hash<N>, values_equal<N>> children_;
+};
+
+prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& r, const char* name,
+                                                 const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
+}
+prometheus::Family<prometheus::Gauge>& gauge(prometheus::Registry& r, const char* name,
+                                             const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
+prometheus::Family<prometheus::Histogram>& histogram(prometheus::Registry& r, const char* name,
+                                                     const char* help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(r);
+}
+
+}  // namespace
+
+// Help strings are the meanings in docs/metrics.md, verbatim without backticks, so that
+// /metrics and the monitoring contract say the same; metrics_test compares the two.
+struct metrics::impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+
+  labelled<prometheus::Counter, 2> events{
+      counter(*registry, "denormd_events_total",
+              "Change events read from a source's change stream, by operation type (insert, "
+              "update, replace, delete, ...)."),
+      {"source", "op"}};
+  labelled<prometheus::Counter, 2> writes{
+      counter(
+          *registry, "denormd_writes_total",
+          "Write operations sent for a mapping, by outcome (for example ok, retried, rejected)."),
+      {"mapping", "result"}};
+  labelled<prometheus::Counter, 1> modified{
+      counter(*registry, "denormd_documents_modified_total",
+              "Dependent documents actually changed by a mapping's writes (nModified), so copies "
+              "that were already current do not count."),
+      {"mapping"}};
+  labelled<prometheus::Gauge, 1> lag{
+      gauge(*registry, "denormd_lag_seconds",
+            "Now minus the cluster time of the oldest event not yet applied; 0 when caught up."),
+      {"source"}};
+  labelled<prometheus::Histogram, 1> apply_latency{
+      histogram(*registry, "denormd_apply_latency_seconds",
+                "Time from an event's cluster time to the acknowledgement of the write it caused."),
+      {"mapping"},
+      {.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}};
+  labelled<prometheus::Histogram, 1> batch{
+      histogram(*registry, "denormd_batch_events", "Number of change events per applied batch."),
+      {"source"},
+      {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}};
+  labelled<prometheus::Gauge, 1> checkpoint_age{
+      gauge(*registry, "denormd_checkpoint_age_seconds",
+            "Seconds since the resume token of a watched namespace was last stored in "
+            "denormd_checkpoints."),
+      {"source"}};
+  labelled<prometheus::Counter, 2> resumes{
+      counter(*registry, "denormd_resumes_total",
+              "Times a change stream was reopened from its stored token, by reason (transient "
+              "error, step-down, restart, ...)."),
+      {"source", "reason"}};
+  labelled<prometheus::Counter, 1> history_lost{
+      counter(*registry, "denormd_history_lost_total",
+              "Times the stored token had fallen off the oplog (error 286) and the affected "
+              "mappings were re-synced by a backfill."),
+      {"source"}};
+  labelled<prometheus::Counter, 2> errors{
+      counter(*registry, "denormd_errors_total",
+              "Errors by pipeline stage (stream, plan, write, checkpoint, ...) and server or "
+              "internal error code, retried ones included."),
+      {"stage", "code"}};
+  labelled<prometheus::Counter, 1> deadletters{
+      counter(*registry, "denormd_deadletters_total",
+              "Writes the server rejected for good (document too large, validation) and stored in "
+              "denormd_deadletters."),
+      {"mapping"}};
+  labelled<prometheus::Gauge, 1> watcher_ready{
+      gauge(*registry, "denormd_watcher_ready",
+            "1 while the source's change stream is streaming, 0 while it is stopped, resyncing or "
+            "retrying."),
+      {"source"}};
+  labelled<prometheus::Counter, 1> backfill{
+      counter(*registry, "denormd_backfill_documents_total",
+              "Source documents processed by a backfill (denormd backfill, fillNewTargets or a "
+              "history-lost re-sync)."),
+      {"mapping"}};
+  prometheus::Family<prometheus::Gauge>& build_info = gauge(
+      *registry, "denormd_build_info", "Always 1; the label carries the running denormd version.");
+};
+
+metrics::metrics(std::string_view version) : impl_(std::make_unique<impl>()) {
+  impl_->build_info.Add({{"version", std::string(version)}}).Set(1);
+}
+
+metrics::~metrics() = default;
+
+void metrics::count_events(std::string_view source, std::string_view op, std::uint64_t n) {
+  impl_->events.get({source, op}).Increment(static_cast<double>(n));
+}
+
+void metrics::count_writes(std::string_view mapping, std::string_view result, std::uint64_t n) {
+  impl_->writes.get({mapping, result}).Increment(static_cast<double>(n));
+}
+
+void metrics::count_modified(std::string_view mapping, std::uint64_t n) {
+  impl_->modified.get({mapping}).Increment(static_cast<double>(n));
+}
+
+void metrics::set_lag(std::string_view source, double seconds) {
+  impl_->lag.get({source}).Set(seconds);
+}
+
+void metrics::observe_apply_latency(std::string_view mapping, double seconds) {
+  impl_->apply_latency.get({mapping}).Observe(seconds);
+}
+
+void metrics::observe_batch(std::string_view source, std::size_t events) {
+  impl_->batch.get({source}).Observe(static_cast<double>(events));
+}
+
+void metrics::set_checkpoint_age(std::string_view source, double seconds) {
+  impl_->checkpoint_age.get({source}).Set(seconds);
+}
+
+void metrics::count_resume(std::string_view source, std::string_view reason) {
+  impl_->resumes.get({source, reason}).Increment();
+}
+
+void metrics::count_history_lost(std::string_view source) {
+  impl_->history_lost.get({source}).Increment();
+}
+
+void metrics::count_error(std::string_view stage, std::string_view code) {
+  impl_->errors.get({stage, code}).Increment();
+}
+
+void metrics::count_deadletter(std::string_view mapping) {
+  impl_->deadletters.get({mapping}).Increment();
+}
+
+void metrics::set_watcher_ready(std::string_view source, bool ready) {
+  impl_->watcher_ready.get({source}).Set(ready ? 1 : 0);
+}
+
+void metrics::count_backfill(std::string_view mapping, std::uint64_t n) {
+  impl_->backfill.get({mapping}).Increment(static_cast<double>(n));
+}
+
+std::string metrics::serialize() const {
+  return prometheus::TextSerializer{}.Serialize(impl_->registry->Collect());
+}
+
+}  // namespace denormd::metrics

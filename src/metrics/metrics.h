@@ -1,0 +1,56 @@
+#pragma once
+// The Prometheus metrics of DESIGN §5, named and labelled exactly as documented. One
+// instance per process, created at start-up and shared by every stage; all methods are
+// thread-safe (prometheus-cpp's metrics are atomic; label lookups go through a small
+// mutex-guarded cache per family).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace denormd::metrics {
+
+class metrics {
+ public:
+  explicit metrics(std::string_view version);
+  ~metrics();
+  metrics(const metrics&) = delete;
+  metrics& operator=(const metrics&) = delete;
+
+  // denormd_events_total{source, op}
+  void count_events(std::string_view source, std::string_view op, std::uint64_t n = 1);
+  // denormd_writes_total{mapping, result}: result is "ok", "retried", "rejected", "dry_run"
+  void count_writes(std::string_view mapping, std::string_view result, std::uint64_t n = 1);
+  // denormd_documents_modified_total{mapping}
+  void count_modified(std::string_view mapping, std::uint64_t n);
+  // denormd_lag_seconds{source}: now minus the cluster time of the oldest unapplied event
+  void set_lag(std::string_view source, double seconds);
+  // denormd_apply_latency_seconds{mapping}: event cluster time to write acknowledged
+  void observe_apply_latency(std::string_view mapping, double seconds);
+  // denormd_batch_events{source}
+  void observe_batch(std::string_view source, std::size_t events);
+  // denormd_checkpoint_age_seconds{source}
+  void set_checkpoint_age(std::string_view source, double seconds);
+  // denormd_resumes_total{source, reason}
+  void count_resume(std::string_view source, std::string_view reason);
+  // denormd_history_lost_total{source}
+  void count_history_lost(std::string_view source);
+  // denormd_errors_total{stage, code}
+  void count_error(std::string_view stage, std::string_view code);
+  // denormd_deadletters_total{mapping}
+  void count_deadletter(std::string_view mapping);
+  // denormd_watcher_ready{source}
+  void set_watcher_ready(std::string_view source, bool ready);
+  // denormd_backfill_documents_total{mapping}
+  void count_backfill(std::string_view mapping, std::uint64_t n);
+
+  // Every family in the Prometheus text exposition format.
+  std::string serialize() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace denormd::metrics

@@ -1,0 +1,456 @@
+#include "metrics/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+// GCC 12 with the sanitizers reports a false maybe-uninitialized inside Beast's response
+// parser (a boost::optional it reads only once set); the server uses only the request parser.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#pragma GCC diagnostic pop
+
+namespace denormd::metrics {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+using namespace std::chrono_literals;
+
+constexpr auto client_limit = 5s;  // no client call in these tests may take longer
+
+// A blocking-style test client whose every call is bounded in time: it runs its own
+// io_context with run_for, so a server that never answers fails the test instead of hanging.
+class client {
+ public:
+  explicit client(std::uint16_t port) {
+    socket_.connect(tcp::endpoint(net::ip::address_v4::loopback(), port));
+  }
+
+  struct reply {
+    error_code ec;
+    http::response<http::string_body> res;
+  };
+
+  reply request(http::verb verb, std::string target, bool keep_alive = true,
+                unsigned version = 11) {
+    http::request<http::string_body> req{verb, target, static_cast<int>(version)};
+    req.set(http::field::host, "localhost");
+    req.keep_alive(keep_alive);
+    req.prepare_payload();
+    reply r;
+    http::async_write(socket_, req, [&](error_code ec, std::size_t) { r.ec = ec; });
+    finish();
+    if (r.ec) return r;
+    return read_reply(verb == http::verb::head);
+  }
+
+  reply read_reply(bool head = false) {
+    reply r;
+    http::response_parser<http::string_body> parser;
+    parser.skip(head);  // a HEAD response has a Content-Length but no body
+    http::async_read(socket_, buffer_, parser, [&](error_code ec, std::size_t) { r.ec = ec; });
+    if (!finish()) r.ec = net::error::timed_out;
+    if (!r.ec) r.res = parser.release();
+    return r;
+  }
+
+  error_code send_raw(const std::string& bytes) {
+    error_code result;
+    net::async_write(socket_, net::buffer(bytes), [&](error_code ec, std::size_t) { result = ec; });
+    if (!finish()) return net::error::timed_out;
+    return result;
+  }
+
+  // Waits until the server closes the connection: eof (or a reset) is the expected result.
+  error_code wait_closed(std::chrono::steady_clock::duration limit = client_limit) {
+    error_code result;
+    std::array<char, 256> scratch{};
+    std::function<void(error_code, std::size_t)> on_read;
+    on_read = [&](error_code ec, std::size_t) {
+      if (ec) {
+        result = ec;
+        return;
+      }
+      socket_.async_read_some(net::buffer(scratch), on_read);  // ignore leftover bytes
+    };
+    socket_.async_read_some(net::buffer(scratch), on_read);
+    if (!finish(limit)) return net::error::timed_out;
+    return result;
+  }
+
+ private:
+  // Runs the pending operation; on timeout cancels it and returns false.
+  bool finish(std::chrono::steady_clock::duration limit = client_limit) {
+    io_.restart();
+    io_.run_for(limit);
+    if (io_.stopped()) return true;
+    error_code ignored;
+    socket_.cancel(ignored);
+    io_.restart();
+    io_.run();
+    return false;
+  }
+
+  net::io_context io_;
+  tcp::socket socket_{io_};
+  beast::flat_buffer buffer_;
+};
+
+bool closed_by_server(const error_code& ec) {
+  return ec == net::error::eof || ec == net::error::connection_reset ||
+         ec == http::error::end_of_stream;
+}
+
+class http_server_test : public ::testing::Test {
+ protected:
+  void start(http_server::options opts = {}, int threads = 2) {
+    auto created = http_server::create(
+        io_, "127.0.0.1:0",
+        [this] {
+          ++scrapes_;
+          if (throw_) throw std::runtime_error("scrape failed");
+          return std::string(metrics_text);
+        },
+        [this] {
+          if (ready_) return readiness{true, ""};
+          return readiness{false, "shop.customers: resyncing\nshop.products: retrying"};
+        },
+        opts);
+    ASSERT_TRUE(created) << created.error().message;
+    server_ = std::move(created).value();
+    ASSERT_NE(server_->port(), 0);
+    server_->start();
+    for (int i = 0; i < threads; ++i)
+      threads_.emplace_back([this] { io_.run(); });
+  }
+
+  // Stops the server and returns how long the io_context took to run out of work.
+  std::chrono::steady_clock::duration stop_and_join() {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (server_) server_->stop();
+    for (auto& t : threads_)
+      t.join();
+    threads_.clear();
+    return std::chrono::steady_clock::now() - t0;
+  }
+
+  void TearDown() override {
+    stop_and_join();
+    server_.reset();
+  }
+
+  static constexpr const char* metrics_text =
+      "# HELP denormd_build_info Always 1.\n# TYPE denormd_build_info gauge\n"
+      "denormd_build_info{version=\"0.1.0\"} 1\n";
+
+  net::io_context io_;
+  std::unique_ptr<http_server> server_;
+  std::vector<std::thread> threads_;
+  std::atomic<int> scrapes_{0};
+  std::atomic<bool> ready_{true};
+  std::atomic<bool> throw_{false};
+};
+
+TEST_F(http_server_test, metrics_returns_the_callback_text_in_the_prometheus_format) {
+  start();
+  client c(server_->port());
+  auto r = c.request(http::verb::get, "/metrics");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+  EXPECT_EQ(r.res[http::field::content_type], "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(r.res.body(), metrics_text);
+  EXPECT_EQ(scrapes_, 1);
+
+  auto q = c.request(http::verb::get, "/metrics?name[]=x");  // query strings are ignored
+  ASSERT_FALSE(q.ec) << q.ec.message();
+  EXPECT_EQ(q.res.result(), http::status::ok);
+}
+
+TEST_F(http_server_test, head_has_the_headers_of_get_and_no_body) {
+  start();
+  client c(server_->port());
+  auto r = c.request(http::verb::head, "/metrics");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+  EXPECT_EQ(r.res[http::field::content_length], std::to_string(std::string(metrics_text).size()));
+  EXPECT_TRUE(r.res.body().empty());
+  // The connection is still in step: the next response parses.
+  auto h = c.request(http::verb::get, "/healthz");
+  ASSERT_FALSE(h.ec) << h.ec.message();
+  EXPECT_EQ(h.res.body(), "ok\n");
+}
+
+TEST_F(http_server_test, healthz_is_ok) {
+  start();
+  client c(server_->port());
+  auto r = c.request(http::verb::get, "/healthz");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+  EXPECT_EQ(r.res.body(), "ok\n");
+  EXPECT_EQ(r.res[http::field::content_type], "text/plain; charset=utf-8");
+}
+
+TEST_F(http_server_test, readyz_follows_the_callback) {
+  start();
+  client c(server_->port());
+  auto r = c.request(http::verb::get, "/readyz");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+  EXPECT_EQ(r.res.body(), "ready\n");
+
+  ready_ = false;
+  r = c.request(http::verb::get, "/readyz");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::service_unavailable);
+  EXPECT_EQ(r.res.body(), "not ready\nshop.customers: resyncing\nshop.products: retrying\n");
+
+  ready_ = true;
+  r = c.request(http::verb::get, "/readyz");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+}
+
+TEST_F(http_server_test, unknown_paths_are_404_and_other_methods_405) {
+  start();
+  client c(server_->port());
+  auto r = c.request(http::verb::get, "/nope");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::not_found);
+
+  r = c.request(http::verb::post, "/metrics");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::method_not_allowed);
+  EXPECT_EQ(r.res[http::field::allow], "GET, HEAD");
+  r = c.request(http::verb::delete_, "/readyz");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::method_not_allowed);
+  EXPECT_EQ(scrapes_, 0);
+}
+
+TEST_F(http_server_test, keep_alive_serves_several_requests_on_one_connection) {
+  start();
+  client c(server_->port());
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.request(http::verb::get, i % 2 == 0 ? "/metrics" : "/healthz");
+    ASSERT_FALSE(r.ec) << i << ": " << r.ec.message();
+    EXPECT_EQ(r.res.result(), http::status::ok);
+    EXPECT_TRUE(r.res.keep_alive());
+  }
+  EXPECT_EQ(scrapes_, 2);
+}
+
+TEST_F(http_server_test, connection_close_and_http_1_0_close_after_the_response) {
+  start();
+  {
+    client c(server_->port());
+    auto r = c.request(http::verb::get, "/healthz", /*keep_alive=*/false);
+    ASSERT_FALSE(r.ec) << r.ec.message();
+    EXPECT_FALSE(r.res.keep_alive());
+    EXPECT_TRUE(closed_by_server(c.wait_closed()));
+  }
+  {
+    client c(server_->port());
+    auto r = c.request(http::verb::get, "/healthz", /*keep_alive=*/false, /*version=*/10);
+    ASSERT_FALSE(r.ec) << r.ec.message();
+    EXPECT_EQ(r.res.version(), 10);
+    EXPECT_TRUE(closed_by_server(c.wait_closed()));
+  }
+}
+
+TEST_F(http_server_test, an_oversized_header_gets_431_and_a_closed_connection) {
+  start();
+  client big(server_->port());
+  const std::string request =
+      "GET /metrics HTTP/1.1\r\nHost: localhost\r\nX-Padding: " + std::string(16 * 1024, 'a') +
+      "\r\n\r\n";
+  ASSERT_FALSE(big.send_raw(request));
+  auto r = big.read_reply();
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::request_header_fields_too_large);
+  EXPECT_FALSE(r.res.keep_alive());
+  EXPECT_TRUE(closed_by_server(big.wait_closed()));
+  EXPECT_EQ(scrapes_, 0);
+
+  // Others are still served.
+  client other(server_->port());
+  auto ok = other.request(http::verb::get, "/metrics");
+  ASSERT_FALSE(ok.ec) << ok.ec.message();
+  EXPECT_EQ(ok.res.result(), http::status::ok);
+}
+
+TEST_F(http_server_test, a_malformed_request_gets_400) {
+  start();
+  client c(server_->port());
+  ASSERT_FALSE(c.send_raw("GET /metrics HTTP/9.9 junk\r\n\r\n"));
+  auto r = c.read_reply();
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::bad_request);
+  EXPECT_TRUE(closed_by_server(c.wait_closed()));
+}
+
+TEST_F(http_server_test, an_idle_or_slow_connection_is_closed_after_the_read_timeout) {
+  http_server::options opts;
+  opts.read_timeout = 200ms;
+  start(opts);
+  client idle(server_->port());
+  client slow(server_->port());
+  ASSERT_FALSE(slow.send_raw("GET /metrics HTTP/1.1\r\nHost: local"));  // never finished
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(closed_by_server(idle.wait_closed(3s)));
+  EXPECT_TRUE(closed_by_server(slow.wait_closed(3s)));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 150ms);
+
+  // The timeout also ends a keep-alive connection that stays quiet after a response.
+  client quiet(server_->port());
+  auto r = quiet.request(http::verb::get, "/healthz");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_TRUE(closed_by_server(quiet.wait_closed(3s)));
+}
+
+TEST_F(http_server_test, concurrent_clients_are_all_served) {
+  start({}, 2);
+  constexpr int clients = 8;
+  constexpr int requests = 25;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> pool;
+  for (int i = 0; i < clients; ++i) {
+    pool.emplace_back([&, port = server_->port()] {
+      client c(port);
+      for (int k = 0; k < requests; ++k) {
+        auto r = c.request(http::verb::get, "/metrics");
+        if (!r.ec && r.res.result() == http::status::ok && r.res.body() == metrics_text) ++ok;
+      }
+    });
+  }
+  for (auto& t : pool)
+    t.join();
+  EXPECT_EQ(ok, clients * requests);
+  EXPECT_EQ(scrapes_, clients * requests);
+}
+
+TEST_F(http_server_test, connections_beyond_the_limit_are_closed_at_once) {
+  http_server::options opts;
+  opts.max_connections = 2;
+  start(opts);
+  client first(server_->port());
+  client second(server_->port());
+  ASSERT_FALSE(first.request(http::verb::get, "/healthz").ec);  // both are accepted by now
+  ASSERT_FALSE(second.request(http::verb::get, "/healthz").ec);
+  client third(server_->port());
+  EXPECT_TRUE(closed_by_server(third.wait_closed(2s)));
+  auto r = first.request(http::verb::get, "/healthz");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+}
+
+TEST_F(http_server_test, a_throwing_callback_gives_500_and_the_server_goes_on) {
+  start();
+  throw_ = true;
+  client c(server_->port());
+  auto r = c.request(http::verb::get, "/metrics");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::internal_server_error);
+  throw_ = false;
+  r = c.request(http::verb::get, "/metrics");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+}
+
+TEST_F(http_server_test, stop_returns_promptly_and_closes_open_connections) {
+  start();
+  client idle(server_->port());
+  client partial(server_->port());
+  client served(server_->port());
+  ASSERT_FALSE(partial.send_raw("GET /metrics HTTP/1.1\r\n"));
+  auto r = served.request(http::verb::get, "/healthz");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+
+  // Every connection has a 10 s read timeout pending; the io_context running out of work
+  // well before that shows stop() closed them all (and the listener).
+  const auto took = stop_and_join();
+  EXPECT_LT(took, 2s);
+  EXPECT_TRUE(closed_by_server(idle.wait_closed(2s)));
+  EXPECT_TRUE(closed_by_server(partial.wait_closed(2s)));
+  EXPECT_TRUE(closed_by_server(served.wait_closed(2s)));
+
+  server_->stop();   // idempotent
+  server_->start();  // no effect after stop
+}
+
+TEST_F(http_server_test, destroying_a_running_server_stops_it) {
+  start();
+  client c(server_->port());
+  server_.reset();
+  for (auto& t : threads_)
+    t.join();
+  threads_.clear();
+  EXPECT_TRUE(closed_by_server(c.wait_closed(2s)));
+}
+
+TEST(http_server_address_test, parses_host_and_port) {
+  auto a = parse_listen_address("0.0.0.0:9464");
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->host, "0.0.0.0");
+  EXPECT_EQ(a->port, 9464);
+  a = parse_listen_address("127.0.0.1:0");
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->port, 0);
+  a = parse_listen_address("[::1]:65535");
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->host, "::1");
+  EXPECT_EQ(a->port, 65535);
+  a = parse_listen_address("localhost:8080");
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->host, "localhost");
+}
+
+TEST(http_server_address_test, rejects_bad_addresses_with_a_clear_message) {
+  for (const char* bad :
+       {"", "9464", ":9464", "127.0.0.1", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:65536",
+        "127.0.0.1:-1", "127.0.0.1:123456", "::1:9464", "[::1]9464", "[::1", "[]:9464",
+        "example.com:9464", "1.2.3:80", "127.0.0.1:80 "}) {
+    auto a = parse_listen_address(bad);
+    EXPECT_FALSE(a) << '"' << bad << "\" parsed";
+    if (!a) {
+      EXPECT_NE(a.error().message.find(std::string("\"") + bad + "\""), std::string::npos)
+          << a.error().message;
+    }
+    net::io_context io;
+    auto s = http_server::create(
+        io, bad, [] { return std::string(); },
+        [] {
+          return readiness{true, ""};
+        });
+    EXPECT_FALSE(s) << '"' << bad << "\" created a server";
+  }
+}
+
+TEST(http_server_address_test, a_port_in_use_is_an_error_value) {
+  net::io_context io;
+  auto metrics = [] { return std::string(); };
+  auto ready = [] { return readiness{true, ""}; };
+  auto first = http_server::create(io, "127.0.0.1:0", metrics, ready);
+  ASSERT_TRUE(first) << first.error().message;
+  const std::string taken = "127.0.0.1:" + std::to_string((*first)->port());
+  auto second = http_server::create(io, taken, metrics, ready);
+  ASSERT_FALSE(second);
+  EXPECT_NE(second.error().message.find("cannot listen on " + taken), std::string::npos)
+      << second.error().message;
+}
+
+}  // namespace
+}  // namespace denormd::metrics

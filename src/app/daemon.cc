@@ -73,6 +73,10 @@ int daemon::run() {
   }
   const mapping::planner planner(std::move(mappings_));
   metrics::metrics m(denormd_version);
+  for (const auto& src : planner.source_namespaces())
+    m.declare_source(src.full());
+  for (const auto& mp : planner.mappings())
+    m.declare_mapping(mp.name);
 
   // Signals and the endpoint run on their own thread.
   boost::asio::io_context io;

@@ -228,6 +228,30 @@ void metrics::count_backfill(std::string_view mapping, std::uint64_t n) {
   impl_->backfill.get({mapping}).Increment(static_cast<double>(n));
 }
 
+void metrics::declare_source(std::string_view source) {
+  for (const std::string_view op : {"insert", "update", "replace", "delete"}) {
+    impl_->events.get({source, op});
+  }
+  impl_->lag.get({source}).Set(0);
+  impl_->checkpoint_age.get({source}).Set(0);
+  impl_->batch.get({source});
+  for (const std::string_view reason : {"checkpoint", "error"})
+    impl_->resumes.get({source, reason});
+  impl_->history_lost.get({source});
+  impl_->watcher_ready.get({source});
+  impl_->errors.get({"stream", "network"});
+}
+
+void metrics::declare_mapping(std::string_view mapping) {
+  for (const std::string_view result : {"ok", "rejected"})
+    impl_->writes.get({mapping, result});
+  impl_->modified.get({mapping});
+  impl_->apply_latency.get({mapping});
+  impl_->deadletters.get({mapping});
+  impl_->backfill.get({mapping});
+  impl_->errors.get({"write", "network"});
+}
+
 std::string metrics::serialize() const {
   return prometheus::TextSerializer{}.Serialize(impl_->registry->Collect());
 }

@@ -45,6 +45,11 @@ class metrics {
   // denormd_backfill_documents_total{mapping}
   void count_backfill(std::string_view mapping, std::uint64_t n);
 
+  // Creates the zero-valued series of a source or a mapping, so every family is visible from
+  // start-up (dashboards and rate()/increase() alerts need a series before its first event).
+  void declare_source(std::string_view source);
+  void declare_mapping(std::string_view mapping);
+
   // Every family in the Prometheus text exposition format.
   std::string serialize() const;
 

@@ -125,7 +125,8 @@ mongo::status writer::run_refill(const mapping::write_op& op,
   const mapping::mapping& m = *op.source_mapping;
   const mapping::refill_query& r = *op.refill;
   mongo::find_options parent_opts;
-  parent_opts.projection = bson::document{{"_id", 1}, {r.parent_field, 1}};
+  parent_opts.projection = bson::document{{"_id", 1}};
+  if (r.parent_field != "_id") parent_opts.projection.append(r.parent_field, 1);
   auto parents = conn_.find(op.target.db, op.target.coll, op.filter, parent_opts);
   if (!parents) return parents.error();
   mongo::find_options child_opts;

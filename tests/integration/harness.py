@@ -154,4 +154,6 @@ def wait_until(predicate, timeout=30, interval=0.1, message="condition"):
         if last is True or (last is not None and not isinstance(last, bool) and not last):
             return
         time.sleep(interval)
-    raise AssertionError("timed out waiting for %s; last result: %r" % (message, last))
+    if isinstance(last, list) and len(last) > 5:
+        last = "%d differences, the first 5: %r" % (len(last), last[:5])
+    raise AssertionError("timed out waiting for %s; last result: %s" % (message, str(last)[:4000]))

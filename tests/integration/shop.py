@@ -102,8 +102,10 @@ class Shop:
             db.hosts.update_one({"_id": "h%d" % r.randint(1, n["hosts"])},
                                 {"$set": {"ipaddr": "10.1.%d.%d" % (r.randint(0, 255), r.randint(1, 254))}})
         elif k < 0.52:
-            db.logmsgs.insert_one({"_id": self._id(), "hostId": "h%d" % r.randint(1, n["hosts"]),
-                                   "time": self._tick(), "message": "event %d" % r.randint(1, 10**6)})
+            h = db.hosts.find_one({"_id": "h%d" % r.randint(1, n["hosts"])})
+            db.logmsgs.insert_one({"_id": self._id(), "hostId": h["_id"], "time": self._tick(),
+                                   "message": "event %d" % r.randint(1, 10**6),
+                                   "host": {"name": h["name"], "ipaddr": h["ipaddr"]}})
         elif k < 0.55:
             victim = db.logmsgs.find_one({}, sort=[("time", -1)], skip=r.randint(0, 20))
             if victim:

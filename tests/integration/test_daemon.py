@@ -198,9 +198,11 @@ class DaemonTest(unittest.TestCase):
         self.fail_point(mode="alwaysOn", failCommands=["update"], blockConnection=True, blockTimeMS=2000)
         payload = "m" * 1000
         peak = baseline
+        host = self.db.hosts.find_one({"_id": "h1"})
         for batch in range(30):
-            self.db.logmsgs.insert_many([{"_id": "b%d-%d" % (batch, i), "hostId": "h1",
-                                          "time": self.shop._tick(), "message": payload} for i in range(2000)])
+            self.db.logmsgs.insert_many([{"_id": "b%d-%d" % (batch, i), "hostId": "h1", "time": self.shop._tick(),
+                                          "message": payload, "host": {"name": host["name"], "ipaddr": host["ipaddr"]}}
+                                         for i in range(2000)])
             peak = max(peak, d.rss_kib())
         # 60k events of about 1.2 KB each arrived while writes were blocked.
         self.assertLess(peak - baseline, 96 * 1024, "RSS grew by %d KiB" % (peak - baseline))

@@ -144,7 +144,7 @@ def main():
 
         say("\n== driving changes: a customer moves and renames, a product is retitled, 40 new reviews,")
         say("   one deleted, 300 new log lines, a host IP change fanning out to every log line of")
-        say("   that host, and 5,000 random background edits")
+        say("   that host, and 3,000 random background edits elsewhere")
         t0 = time.time()
         db.customers.update_one({"_id": cid}, {"$set": {"name": "Ada Lovelace", "address.city": "London"}})
         db.products.update_one({"_id": pid}, {"$set": {"title": "Analytical Engine", "sku": "AE-1843"}})
@@ -157,16 +157,21 @@ def main():
             db.logmsgs.insert_one({"_id": 800000 + i, "hostId": hid, "time": now + datetime.timedelta(seconds=i),
                                    "message": "POST /checkout %d" % i})
         db.hosts.update_one({"_id": hid}, {"$set": {"ipaddr": "192.168.7.7"}})
-        for i in range(5000):
+        def other(limit, skip):
+            while True:
+                n = rng.randint(1, limit)
+                if n != skip:
+                    return n
+        for i in range(3000):
             k = rng.random()
-            if k < 0.4:
-                db.customers.update_one({"_id": rng.randint(1, counts["customers"])},
+            if k < 0.5:
+                db.customers.update_one({"_id": other(counts["customers"], cid)},
                                         {"$set": {"email": "new%d@example.com" % i}})
-            elif k < 0.7:
-                db.products.update_one({"_id": rng.randint(1, counts["products"])},
+            elif k < 0.6:
+                db.products.update_one({"_id": other(counts["products"], pid)},
                                        {"$set": {"title": "Product v%d" % i}})
             else:
-                db.customers.update_one({"_id": rng.randint(1, counts["customers"])},
+                db.customers.update_one({"_id": other(counts["customers"], cid)},
                                         {"$set": {"lastLogin": now}})  # touches no mapped field
         written = time.time() - t0
 
@@ -176,7 +181,7 @@ def main():
             return (o["customer"]["name"] == "Ada Lovelace"
                     and db.logmsgs.count_documents({"hostId": hid, "host.ipaddr": {"$ne": h["ipaddr"]}}) == 0
                     and denormd.metric_sum("denormd_lag_seconds") == 0
-                    and denormd.metric_sum("denormd_events_total") >= 5343)
+                    and denormd.metric_sum("denormd_events_total") >= 3343)
         wait_until(caught_up, timeout=180, interval=0.2, message="denormd to catch up")
         elapsed = time.time() - t0
 
@@ -187,9 +192,10 @@ def main():
 
         events = denormd.metric_sum("denormd_events_total")
         say("\n-- denormd metrics (http://127.0.0.1:%d/metrics)" % denormd.port)
-        say("   events read           %8d  (changes were written in %.1fs, all applied %.1fs after the first)" %
-            (events, written, elapsed))
-        say("   throughput            %8.0f events/s end to end" % (events / elapsed))
+        say("   events read           %8d  (3,343 scripted changes, plus the change events denormd's own" % events)
+        say("                                   writes cause on watched collections, recognized as no-ops)")
+        say("   throughput            %8.0f events/s (changes written in %.1fs, all applied %.1fs after the first)" %
+            (events / elapsed, written, elapsed))
         say("   writes ok             %8d" % denormd.metric_sum("denormd_writes_total", result="ok"))
         say("   documents modified    %8d" % denormd.metric_sum("denormd_documents_modified_total"))
         say("   apply latency         p50 <= %.3fs, p99 <= %.3fs" %

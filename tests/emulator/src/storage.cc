@@ -78,13 +78,12 @@ denormd::status storage::drop(std::string_view db, std::string_view coll) {
 
 void storage::drop_database(std::string_view db) {
   auto d = databases_.find(db);
-  if (d != databases_.end()) {
-    std::vector<std::string> names;
-    for (const auto& [name, c] : d->second)
-      names.push_back(name);
-    for (const auto& name : names)
-      (void)drop(db, name);
-  }
+  if (d == databases_.end()) return;  // nothing to drop, nothing to record
+  std::vector<std::string> names;
+  for (const auto& [name, c] : d->second)
+    names.push_back(name);
+  for (const auto& name : names)
+    (void)drop(db, name);
   oplog_entry e;
   e.op = op_type::drop_database;
   e.db = std::string(db);

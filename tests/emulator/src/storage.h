@@ -49,7 +49,7 @@ class storage {
   denormd::expected<collection*> create(std::string_view db, std::string_view coll);
   // Records `drop`; 26 NamespaceNotFound when missing.
   denormd::status drop(std::string_view db, std::string_view coll);
-  // Records a `drop` per collection, then `dropDatabase`.
+  // Records a `drop` per collection, then `dropDatabase` (nothing when the database is empty).
   void drop_database(std::string_view db);
   denormd::status rename(std::string_view from_db, std::string_view from_coll,
                          std::string_view to_db, std::string_view to_coll, bool drop_target);

@@ -54,6 +54,17 @@ TEST_F(fail_points, skip_lets_the_first_n_through) {
   EXPECT_EQ(ping_db().code, 2);
 }
 
+TEST_F(fail_points, activation_probability_zero_and_one) {
+  configure(R"({"mode": {"activationProbability": 0.0},
+                "data": {"failCommands": ["count"], "errorCode": 2}})");
+  for (int i = 0; i < 5; ++i)
+    EXPECT_TRUE(ping_db().ok);
+  configure(R"({"mode": {"activationProbability": 1.0},
+                "data": {"failCommands": ["count"], "errorCode": 2}})");
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(ping_db().code, 2);
+}
+
 TEST_F(fail_points, listed_hello_and_ping_fail_too) {
   configure(R"({"mode": {"times": 1}, "data": {"failCommands": ["ping"], "errorCode": 8}})");
   EXPECT_EQ(run(J(R"({"ping": 1})"), "admin").code, 8);

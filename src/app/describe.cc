@@ -88,6 +88,7 @@ std::string describe_mapping(const mapping::mapping& m) {
               ? "$pull the element"
               : "refill the parent from the children") +
          "\n";
+    if (m.fill_new_targets) s += "  new or re-keyed parents: refilled from the children\n";
   }
   for (const auto& ix : indexes_needed(m)) {
     s += "  index " + ix.where.full() + " " + ix.keys + "  (" + ix.why + ")\n";

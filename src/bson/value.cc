@@ -214,6 +214,7 @@ int canonical_rank(const value& v) {
     case type::min_key:
       return -1;
     case type::undefined:
+      return 0;  // below null, as MongoDB's canonical order has it
     case type::null:
       return 5;
     case type::int32:

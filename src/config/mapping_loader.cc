@@ -284,11 +284,8 @@ void read_mapping(file_reader& r, const json& root, const std::string& default_d
 
   std::set<std::string> top = {"$schema", "name", "kind",   "description",   "source",
                                "target",  "into", "fields", "onSourceDelete"};
-  if (copy) {
-    top.insert("fillNewTargets");
-  } else {
-    top.insert({"idField", "sort", "limit"});
-  }
+  top.insert("fillNewTargets");
+  if (!copy) top.insert({"idField", "sort", "limit"});
   file_reader::object o(r, root, "", top);
   o.string("$schema", false);
   if (auto name = o.string("name", true)) {
@@ -379,8 +376,8 @@ void read_mapping(file_reader& r, const json& root, const std::string& default_d
         copy ? mapping::delete_policy::keep : mapping::delete_policy::pull_and_refill;
   }
 
+  m.fill_new_targets = o.boolean("fillNewTargets").value_or(false);
   if (copy) {
-    m.fill_new_targets = o.boolean("fillNewTargets").value_or(false);
     for (const auto& p : m.written_paths()) {
       const std::string key_path =
           m.target_array.empty() ? m.target_key : m.target_array + "." + m.target_key;

@@ -63,6 +63,25 @@ void remove_element(const mapping& m, const bson::value& id, bson::document pare
   out.push_back(std::move(op));
 }
 
+// {$set: present fields, $unset: missing ones} at the given target paths.
+bson::document build_copy_update(const mapping& m, const std::vector<std::string>& target_paths,
+                                 const bson::document* source) {
+  bson::document set;
+  bson::document unset;
+  for (std::size_t i = 0; i < m.fields.size(); ++i) {
+    const bson::value* v = source != nullptr ? source->find_path(m.fields[i].source_path) : nullptr;
+    if (v != nullptr) {
+      set.append(target_paths[i], *v);
+    } else {
+      unset.append(target_paths[i], "");
+    }
+  }
+  bson::document update;
+  if (!set.empty()) update.append("$set", std::move(set));
+  if (!unset.empty()) update.append("$unset", std::move(unset));
+  return update;
+}
+
 }  // namespace
 
 void set_path(bson::document& doc, std::string_view dotted, bson::value v) {
@@ -79,28 +98,54 @@ void set_path(bson::document& doc, std::string_view dotted, bson::value v) {
 }
 
 planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings)) {
+  auto add_field = [](source_plan& plan, const std::string& path) {
+    const std::string top = path.substr(0, path.find('.'));
+    if (std::find(plan.fields.begin(), plan.fields.end(), top) == plan.fields.end()) {
+      plan.fields.push_back(top);
+    }
+  };
   for (const auto& m : mappings_) {
     compiled c{&m, m.watched_paths(), {m.parent_key}, {}, {}};
-    for (const auto& f : m.fields)
-      c.target_paths.push_back(m.target_path(f));
     for (const auto& s : m.sort)
       c.sort_paths.push_back(m.field_named(s.name)->source_path);
+    for (const auto& f : m.fields)
+      c.target_paths.push_back(m.target_path(f));
     auto& plan = by_source_[m.source];
-    auto add_field = [&](const std::string& path) {
-      const std::string top = path.substr(0, path.find('.'));
-      if (std::find(plan.fields.begin(), plan.fields.end(), top) == plan.fields.end()) {
-        plan.fields.push_back(top);
-      }
-    };
-    add_field("_id");
+    add_field(plan, "_id");
     for (const auto& p : c.watched)
-      add_field(p);
-    if (m.kind == mapping_kind::copy) add_field(m.source_key);
+      add_field(plan, p);
+    if (m.kind == mapping_kind::copy) add_field(plan, m.source_key);
     plan.mappings.push_back(std::move(c));
+    if (!m.fill_new_targets) continue;
+
+    // As a watched target: what a new or re-keyed dependent is made of.
+    compiled t{&m, {}, {}, {}, {}};
+    if (m.kind == mapping_kind::copy) {
+      t.watched.push_back(m.target_array.empty() ? m.target_key : m.target_array);
+      if (m.where) {
+        for (const auto& p : m.where->paths())
+          t.watched.push_back(p);
+      }
+    } else if (m.parent_field != "_id") {
+      t.watched.push_back(m.parent_field);
+    }
+    auto& target_plan = by_source_[m.target];
+    add_field(target_plan, "_id");
+    for (const auto& p : t.watched)
+      add_field(target_plan, p);
+    target_plan.fills.push_back(std::move(t));
   }
 }
 
 std::vector<ns> planner::source_namespaces() const {
+  std::vector<ns> out;
+  for (const auto& [n, plan] : by_source_) {
+    if (!plan.mappings.empty()) out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<ns> planner::watched_namespaces() const {
   std::vector<ns> out;
   for (const auto& [n, plan] : by_source_)
     out.push_back(n);
@@ -140,6 +185,8 @@ void planner::plan(const change_event& ev, std::vector<write_op>& out,
       plan_recent(c, ev, out);
     }
   }
+  for (const compiled& c : it->second.fills)
+    plan_fill(c, ev, out);
 }
 
 void planner::plan_copy(const compiled& c, const change_event& ev, std::vector<write_op>& out,
@@ -181,21 +228,61 @@ void planner::plan_copy(const compiled& c, const change_event& ev, std::vector<w
         bson::document{{std::string(array_element_id) + "." + m.target_key, *key}});
   }
 
-  bson::document set;
-  bson::document unset;
-  for (std::size_t i = 0; i < m.fields.size(); ++i) {
-    const bson::value* v = ev.op == operation::delete_
-                               ? nullptr
-                               : ev.full_document->find_path(m.fields[i].source_path);
-    if (v != nullptr) {
-      set.append(c.target_paths[i], *v);
-    } else {
-      unset.append(c.target_paths[i], "");
-    }
-  }
-  if (!set.empty()) op.update.append("$set", std::move(set));
-  if (!unset.empty()) op.update.append("$unset", std::move(unset));
+  op.update = build_copy_update(m, c.target_paths,
+                                ev.op == operation::delete_ ? nullptr : &*ev.full_document);
   out.push_back(std::move(op));
+}
+
+bson::document planner::copy_update(const mapping& m, const bson::document* source) {
+  std::vector<std::string> paths;
+  for (const auto& f : m.fields)
+    paths.push_back(m.target_path(f));
+  return build_copy_update(m, paths, source);
+}
+
+void planner::plan_fill(const compiled& c, const change_event& ev,
+                        std::vector<write_op>& out) const {
+  const mapping& m = *c.m;
+  if (ev.op == operation::delete_) return;
+  if (ev.op == operation::update && !touches(ev.touched, c.watched)) return;
+  if (!ev.full_document) return;
+  const bson::document& target = *ev.full_document;
+
+  if (m.kind == mapping_kind::recent) {
+    // A parent that arrived after its children (or was re-keyed): rebuild its array.
+    out.push_back(refill_op(m, bson::document{{"_id", ev.id}}, merge_rule::mapping_barrier, {}));
+    return;
+  }
+  if (m.where && !m.where->matches(target)) return;  // e.g. a delivered order keeps its snapshot
+  auto fill_one = [&](const bson::value& key, bson::array array_filters) {
+    write_op op;
+    op.source_mapping = &m;
+    op.kind = write_kind::fill;
+    op.target = m.target;
+    op.filter = with_where(bson::document{{"_id", ev.id}}, m.where);
+    op.array_filters = std::move(array_filters);
+    op.fill = fill_query{m.source, m.source_key, key};
+    out.push_back(std::move(op));
+  };
+  if (m.target_array.empty()) {
+    const bson::value* key = target.find_path(m.target_key);
+    if (key != nullptr && !key->is_null()) fill_one(*key, {});
+    return;
+  }
+  const bson::value* items = target.find_path(m.target_array);
+  if (items == nullptr || !items->is_array()) return;
+  bson::array seen;
+  for (const auto& item : items->as_array()) {
+    const bson::value* key =
+        item.is_document() ? item.as_document().find_path(m.target_key) : nullptr;
+    if (key == nullptr || key->is_null() ||
+        std::find(seen.begin(), seen.end(), *key) != seen.end()) {
+      continue;
+    }
+    seen.push_back(*key);
+    fill_one(*key, bson::array{
+                       bson::document{{std::string(array_element_id) + "." + m.target_key, *key}}});
+  }
 }
 
 void planner::plan_recent(const compiled& c, const change_event& ev,

@@ -21,6 +21,8 @@ class planner {
   const std::vector<mapping>& mappings() const { return mappings_; }
   // Every namespace some mapping reads as a source, in order.
   std::vector<ns> source_namespaces() const;
+  // Every namespace to watch: the sources, plus the targets of fillNewTargets mappings.
+  std::vector<ns> watched_namespaces() const;
   // The top-level fields of a source document that any mapping reading `source` needs
   // (for change_event::parse_bson). Empty when no mapping reads it.
   const std::vector<std::string>& document_fields(const ns& source) const;
@@ -35,6 +37,9 @@ class planner {
   static bson::document make_element(const mapping& m, const bson::document& child);
   // The children's sort (source paths) for a recent mapping's refill.
   static bson::document child_sort(const mapping& m);
+  // A copy mapping's update for one source document ($set of present fields, $unset of the
+  // missing ones); nullptr unsets every copy. The writer's fill uses it too.
+  static bson::document copy_update(const mapping& m, const bson::document* source);
 
  private:
   // What the planner derives from a mapping once instead of per event.
@@ -46,13 +51,15 @@ class planner {
     std::vector<std::string> target_paths;  // copy: m.target_path() of each field
   };
   struct source_plan {
-    std::vector<compiled> mappings;
+    std::vector<compiled> mappings;   // mappings reading this namespace as their source
+    std::vector<compiled> fills;      // fillNewTargets mappings whose target this is
     std::vector<std::string> fields;  // top-level fields any of them reads
   };
 
   void plan_copy(const compiled& c, const change_event& ev, std::vector<write_op>& out,
                  std::vector<std::string>* notes) const;
   void plan_recent(const compiled& c, const change_event& ev, std::vector<write_op>& out) const;
+  void plan_fill(const compiled& c, const change_event& ev, std::vector<write_op>& out) const;
 
   std::vector<mapping> mappings_;
   std::map<ns, source_plan> by_source_;

@@ -12,6 +12,8 @@ std::string_view kind_name(write_kind k) {
       return "updateMany";
     case write_kind::refill:
       return "refill";
+    case write_kind::fill:
+      return "fill";
   }
   return "?";
 }
@@ -31,6 +33,11 @@ std::string to_plan_json(const write_op& op) {
                                         {"sort", r.sort},
                                         {"limit", r.limit}});
     out.append("into", op.source_mapping != nullptr ? op.source_mapping->into : "");
+  } else if (op.kind == write_kind::fill && op.fill) {
+    out.append("source",
+               bson::document{{"ns", op.fill->source.full()},
+                              {"filter", bson::document{{op.fill->key_field, op.fill->key}}}});
+    if (!op.array_filters.empty()) out.append("arrayFilters", op.array_filters);
   } else {
     out.append("update", op.update);
     if (!op.array_filters.empty()) out.append("arrayFilters", op.array_filters);

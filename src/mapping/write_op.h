@@ -13,6 +13,7 @@ enum class write_kind {
   update_one,
   update_many,
   refill,  // read the children, then set the parent's whole recent array
+  fill,    // read one source document, then set the copies of one new target
 };
 
 // For a refill: the children query run once per parent matched by write_op::filter.
@@ -23,6 +24,13 @@ struct refill_query {
   std::string parent_field;  // parent field whose value the children reference
   bson::document sort;       // on child source paths
   int limit = 0;
+};
+
+// For a fill: the source document to copy from ({key_field: key} in `source`).
+struct fill_query {
+  ns source;
+  std::string key_field;
+  bson::value key;
 };
 
 // What a recent-items push adds, kept beside its update so a batch can merge several into
@@ -50,6 +58,7 @@ struct write_op {
   bson::array array_filters;
   bool upsert = false;
   std::optional<refill_query> refill;
+  std::optional<fill_query> fill;
   std::optional<push_items> push;
   merge_rule merge = merge_rule::none;
   bson::value merge_key;  // source key (copy) or parent key (recent)

@@ -274,12 +274,14 @@ struct compiler {
 
 // ---- evaluation ----
 
-bool equal_values(const bson::value& a, const bson::value& b) {
-  return bson::canonical_rank(a) == bson::canonical_rank(b) && bson::compare(a, b) == 0;
-}
-
 bool is_nullish(const bson::value& v) {
   return v.is_null() || v.is<bson::undefined_t>();
+}
+
+// Query equality: same type class and equal; `null` also matches `undefined`.
+bool equal_values(const bson::value& a, const bson::value& b) {
+  if (b.is_null() && is_nullish(a)) return true;
+  return bson::canonical_rank(a) == bson::canonical_rank(b) && bson::compare(a, b) == 0;
 }
 
 // Tests one value (no array expansion) against a comparison-style leaf.

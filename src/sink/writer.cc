@@ -72,13 +72,16 @@ mongo::status writer::apply(const std::vector<mapping::write_op>& ops,
     run.clear();
     for (const auto& op : ops) {
       if (op.source_mapping != m) continue;
-      if (op.kind != mapping::write_kind::refill) {
+      if (op.kind != mapping::write_kind::refill && op.kind != mapping::write_kind::fill) {
         run.push_back(&op);
         continue;
       }
+      // Reads first, then writes: whatever was planned before must be applied before.
       if (auto st = run_bulk(run, event_tokens, source); !st) return st;
       run.clear();
-      if (auto st = run_refill(op, event_tokens, source); !st) return st;
+      auto st = op.kind == mapping::write_kind::refill ? run_refill(op, event_tokens, source)
+                                                       : run_fill(op, event_tokens, source);
+      if (!st) return st;
     }
     if (auto st = run_bulk(run, event_tokens, source); !st) return st;
   }
@@ -161,6 +164,30 @@ mongo::status writer::run_refill(const mapping::write_op& op,
     }
     if (outcome->modified > 0) metrics_.count_modified(m.name, outcome->modified);
   }
+  acknowledged(op, now_ms());
+  return {};
+}
+
+mongo::status writer::run_fill(const mapping::write_op& op,
+                               std::span<const bson::document> event_tokens,
+                               const mapping::ns& source) {
+  const mapping::fill_query& f = *op.fill;
+  auto doc = conn_.find_one(f.source.db, f.source.coll, bson::document{{f.key_field, f.key}});
+  if (!doc) return doc.error();
+  if (!*doc) {
+    // Nothing to copy from (yet): the source's insert event will fill it.
+    acknowledged(op, now_ms());
+    return {};
+  }
+  const bson::document update = mapping::planner::copy_update(*op.source_mapping, &**doc);
+  const mongo::write_request req{false, &op.filter, &update, &op.array_filters, false};
+  auto outcome = conn_.update_bulk(op.target.db, op.target.coll, std::span(&req, 1), true);
+  if (!outcome) return outcome.error();
+  if (outcome->write_error) {
+    if (outcome->write_error->transient()) return *outcome->write_error;
+    return dead_letter(op, update, *outcome->write_error, token_of(op, event_tokens), source);
+  }
+  if (outcome->modified > 0) metrics_.count_modified(mapping_name(op), outcome->modified);
   acknowledged(op, now_ms());
   return {};
 }

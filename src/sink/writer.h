@@ -37,6 +37,8 @@ class writer {
                          std::span<const bson::document> event_tokens, const mapping::ns& source);
   mongo::status run_refill(const mapping::write_op& op,
                            std::span<const bson::document> event_tokens, const mapping::ns& source);
+  mongo::status run_fill(const mapping::write_op& op, std::span<const bson::document> event_tokens,
+                         const mapping::ns& source);
   mongo::status dead_letter(const mapping::write_op& op, const bson::document& update,
                             const mongo::driver_error& error, const bson::document* token,
                             const mapping::ns& source);

@@ -56,6 +56,7 @@ INSTANTIATE_TEST_SUITE_P(
         match_case{R"({"a":null})", R"({"a":null})", true},
         match_case{R"({"a":null})", R"({"a":0})", false},
         match_case{R"({"a":null})", R"({"a":[1,null]})", true},
+        match_case{R"({"a":null})", R"({"a":{"$undefined":true}})", true},
         match_case{R"({"a.b":null})", R"({"a":[{"b":1},{"c":2}]})", true},
         match_case{R"({"a.b":null})", R"({"a":[{"b":1}]})", false},
         match_case{R"({"a.b":null})", R"({"a":5})", true},

@@ -1,0 +1,299 @@
+"""denormd backfill, verify and status, end to end: the real binary against the test server
+(or DENORMD_TEST_URI)."""
+import json
+import re
+import signal
+import subprocess
+import unittest
+import uuid
+
+import pymongo
+
+from harness import DENORMD, Denormd, Emulator, REAL_URI, emulator_only, wait_until, write_mappings
+from shop import CITIES, OPEN, Shop, when
+
+
+class OperationsTest(unittest.TestCase):
+    # Tests that need the server started with particular options.
+    EMULATOR_ARGS = {"test_status_reports_checkpoints_and_lost_history": ("--oplog-max-events", "50")}
+
+    def setUp(self):
+        self.emulator = None if REAL_URI else Emulator(*self.EMULATOR_ARGS.get(self._testMethodName, ()))
+        self.uri = REAL_URI or self.emulator.uri
+        self.client = pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=10000)
+        self.dbname = "ops_" + uuid.uuid4().hex[:8]
+        self.db = self.client[self.dbname]
+        self.mappings = write_mappings(self.dbname)
+        self.shop = Shop(self.db, seed=hash(self.id()) % 1000)
+        self.outputs = []
+        self.daemons = []
+
+    def tearDown(self):
+        for d in self.daemons:
+            d.kill9()
+        if self._outcome_failed():
+            for args, rc, out, err in self.outputs[-6:]:
+                print("---- denormd %s: exit %s ----\n%s\n%s" % (" ".join(args[:2]), rc, out[-6000:], err[-6000:]))
+        self.client.drop_database(self.dbname)
+        self.client.close()
+        if self.emulator:
+            self.emulator.stop()
+
+    def _outcome_failed(self):
+        result = getattr(self, "_outcome", None)
+        errors = getattr(result, "errors", None) or getattr(getattr(result, "result", None), "errors", [])
+        return bool(errors) or bool(getattr(getattr(result, "result", None), "failures", []))
+
+    def cmd(self, command, *args, timeout=180):
+        """Runs `denormd COMMAND` against this test's database; returns (exit code, stdout, stderr)."""
+        argv = [DENORMD, command, "--uri", self.uri, "--db", self.dbname, "--mappings", self.mappings, *args]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        self.outputs.append((argv[1:], p.returncode, p.stdout, p.stderr))
+        return p.returncode, p.stdout, p.stderr
+
+    def verify_json(self, *args):
+        rc, out, err = self.cmd("verify", "--json", *args)
+        self.assertIn(rc, (0, 3), err)
+        return rc, json.loads(out)
+
+    # ---- helpers ------------------------------------------------------------------------------
+    def scramble_everything(self):
+        """Makes every copy and every recent array wrong (open orders only: delivered ones keep
+        their snapshot by design)."""
+        db = self.db
+        for o in db.orders.find({}, {"status": 1, "items": 1}):
+            update = {"$set": {"items": [dict(i, product={"title": "stale", "sku": "stale"})
+                                         for i in o["items"]]}}
+            if o["status"] in OPEN:
+                if o["_id"] % 3 == 0:
+                    update["$unset"] = {"customer": ""}
+                else:
+                    update["$set"]["customer"] = {"name": "stale", "email": "stale", "city": "stale", "extra": 1}
+            db.orders.update_one({"_id": o["_id"]}, update)
+        db.logmsgs.update_many({}, {"$set": {"host": {"name": "stale", "ipaddr": "0.0.0.0"}}})
+        bogus = [{"bogus": True}]
+        db.products.update_many({}, {"$set": {"recentReviews": bogus}})
+        db.hosts.update_many({}, {"$set": {"recentLogs": bogus}})
+        db.customers.update_many({}, {"$set": {"recentOrders": bogus}})
+
+    # -----------------------------------------------------------------------------------------
+    def test_backfill_repairs_a_dataset_where_every_dependent_is_wrong(self):
+        self.shop.seed()
+        self.scramble_everything()
+        diffs = self.shop.check()
+        self.assertGreater(len(diffs), 300)
+        rc, out, err = self.cmd("backfill")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.shop.check(), [])
+        for name in ("orders-customer", "orders-items-product", "logmsgs-host", "products-recent-reviews",
+                     "hosts-recent-logs", "customers-recent-orders"):
+            self.assertRegex(out, r"(?m)^%s: [\d,]+ document\(s\), done$" % name)
+            progress = self.db.denormd_backfill.find_one({"_id": name})
+            self.assertTrue(progress["done"], progress)
+        self.assertEqual(self.db.denormd_backfill.find_one({"_id": "orders-customer"})["documents"], 40)
+        self.assertEqual(self.db.denormd_backfill.find_one({"_id": "hosts-recent-logs"})["documents"], 4)
+        self.assertIn("done in", err)  # the progress log line of each mapping
+        # And verify agrees with the oracle.
+        rc, report = self.verify_json()
+        self.assertEqual(rc, 0, report)
+        self.assertTrue(report["clean"])
+
+        # A finished backfill starts over when run again (rule: done -> fresh).
+        rc, out, err = self.cmd("backfill", "--mapping", "orders-customer")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.strip(), "orders-customer: 40 document(s), done")
+        self.assertNotIn("continuing", err)
+
+    def test_backfill_killed_half_way_continues_after_the_last_batch(self):
+        n = 20000
+        db = self.db
+        db.customers.insert_many([{"_id": i, "name": "Customer %d" % i, "email": "c%d@example.com" % i,
+                                   "address": {"city": CITIES[i % len(CITIES)]}} for i in range(1, n + 1)])
+        db.orders.insert_many([{"_id": i, "customerId": i, "status": "NEW", "total": i % 500,
+                                "createdAt": when(i), "customer": {"name": "stale"}, "items": []}
+                               for i in range(1, n + 1)])
+        db.orders.create_index("customerId")
+        argv = [DENORMD, "backfill", "--uri", self.uri, "--db", self.dbname, "--mappings", self.mappings,
+                "--mapping", "orders-customer", "--mapping", "customers-recent-orders"]
+        first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            def half_way():
+                p = db.denormd_backfill.find_one({"_id": "orders-customer"})
+                return p is not None and 1500 <= p["documents"]
+            wait_until(half_way, timeout=60, interval=0.01, message="a few batches of orders-customer")
+            first.send_signal(signal.SIGKILL)
+        finally:
+            first.kill()
+            out1, err1 = first.communicate()
+        self.outputs.append((argv[1:], first.returncode, out1, err1))
+        self.assertEqual(first.returncode, -signal.SIGKILL)
+        killed = db.denormd_backfill.find_one({"_id": "orders-customer"})
+        self.assertFalse(killed["done"], "the backfill finished before it could be killed: make the dataset bigger")
+        done_before = killed["documents"]
+        self.assertLess(done_before, n)
+        # Batches are contiguous in _id order: the stored key is the last document done.
+        self.assertEqual(killed["lastKey"], done_before)
+        # Writes of the batch in flight may have landed without their progress: redone, harmless.
+        written = db.orders.count_documents({"customer.email": {"$exists": True}})
+        self.assertGreaterEqual(written, done_before)
+        self.assertLessEqual(written, done_before + 500)
+
+        rc, out, err = self.cmd("backfill", "--mapping", "orders-customer", "--mapping", "customers-recent-orders")
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"continuing an unfinished backfill .*mapping=orders-customer.*after=%d\b" % done_before)
+        # This run walked only what the first had not finished: no completed range twice.
+        m = re.search(r"(?m)^orders-customer: ([\d,]+) document\(s\) \(continued after _id (\d+); ([\d,]+) in all\), done$", out)
+        self.assertIsNotNone(m, out)
+        self.assertEqual(int(m.group(1).replace(",", "")), n - done_before)
+        self.assertEqual(int(m.group(2)), done_before)
+        self.assertEqual(int(m.group(3).replace(",", "")), n)
+        self.assertRegex(out, r"(?m)^customers-recent-orders: 20,000 document\(s\), done$")
+        final = db.denormd_backfill.find_one({"_id": "orders-customer"})
+        self.assertTrue(final["done"])
+        self.assertEqual(final["documents"], n)
+        self.assertEqual(final["startedAt"], killed["startedAt"])
+        wrong = sum(1 for o in db.orders.find({}, {"customer": 1})
+                    if o["customer"] != {"name": "Customer %d" % o["_id"], "email": "c%d@example.com" % o["_id"],
+                                         "city": CITIES[o["_id"] % len(CITIES)]})
+        self.assertEqual(wrong, 0)
+        c = db.customers.find_one({"_id": 777})
+        self.assertEqual(c["recentOrders"], [{"orderId": 777, "total": 777 % 500, "status": "NEW",
+                                              "createdAt": when(777)}])
+
+    def test_verify_reports_exactly_the_injected_drift_and_repair_clears_it(self):
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        rc, report = self.verify_json()
+        self.assertEqual(rc, 0, report)
+        db = self.db
+        open_orders = [o["_id"] for o in db.orders.find({"status": {"$in": OPEN}}, {"_id": 1}).sort("_id", 1)]
+        delivered = db.orders.find_one({"status": "DELIVERED"})
+        # Injected drift, per mapping.
+        db.orders.update_one({"_id": open_orders[0]}, {"$set": {"customer.name": "wrong"}})
+        db.orders.update_one({"_id": open_orders[1]}, {"$unset": {"customer.email": ""}})
+        db.orders.update_one({"_id": open_orders[2]}, {"$set": {"customer.city": "wrong", "customer.name": "x"}})
+        db.orders.update_one({"_id": delivered["_id"]}, {"$set": {"customer.name": "snapshot"}})  # not drift: where
+        db.orders.update_one({"_id": open_orders[3]}, {"$set": {"items.0.product.sku": "wrong"}})
+        db.logmsgs.update_one({"_id": 17}, {"$set": {"host.ipaddr": "1.2.3.4"}})
+        db.logmsgs.update_one({"_id": 18}, {"$set": {"host.extra": "x"}})  # not a copied field: not drift
+        with_reviews = db.products.find_one({"recentReviews.1": {"$exists": True}})
+        db.products.update_one({"_id": with_reviews["_id"]}, {"$pop": {"recentReviews": 1}})
+        with_orders = db.customers.find_one({"recentOrders.0": {"$exists": True}})
+        db.customers.update_one({"_id": with_orders["_id"]}, {"$set": {"recentOrders.0.total": -1}})
+        # A dependent whose source is gone: onSourceDelete "keep" allows it.
+        db.orders.insert_one({"_id": 999999, "customerId": 424242, "status": "NEW", "total": 1,
+                              "createdAt": when(1), "customer": {"name": "gone"}, "items": []})
+        expected = {
+            "orders-customer": sorted(open_orders[:3]),
+            "orders-items-product": [open_orders[3]],
+            "logmsgs-host": [17],
+            "products-recent-reviews": [with_reviews["_id"]],
+            "customers-recent-orders": [with_orders["_id"]],
+            "hosts-recent-logs": [],
+        }
+
+        rc, report = self.verify_json()
+        self.assertEqual(rc, 3, report)
+        self.assertFalse(report["clean"])
+        self.assertEqual(report["drifted"], 7)
+        by_name = {m["mapping"]: m for m in report["mappings"]}
+        self.assertEqual(set(by_name), set(expected))
+        for name, ids in expected.items():
+            self.assertEqual(by_name[name]["drifted"], len(ids), by_name[name])
+            self.assertEqual(sorted(e["_id"] for e in by_name[name]["examples"]), ids, by_name[name])
+        paths = {e["_id"]: e["paths"] for e in by_name["orders-customer"]["examples"]}
+        self.assertEqual(paths[open_orders[0]], ["customer.name"])
+        self.assertEqual(paths[open_orders[1]], ["customer.email"])
+        self.assertEqual(sorted(paths[open_orders[2]]), ["customer.city", "customer.name"])
+        self.assertEqual(by_name["orders-items-product"]["examples"][0]["paths"], ["items.0.product.sku"])
+        self.assertEqual(by_name["logmsgs-host"]["examples"][0]["paths"], ["host.ipaddr"])
+        self.assertEqual(by_name["orders-customer"]["orphaned"], 1)
+        self.assertTrue(by_name["orders-customer"]["orphansAllowed"])
+        self.assertEqual(by_name["orders-customer"]["orphanExamples"], [{"_id": 999999, "keys": [424242]}])
+        rc, text, _ = self.cmd("verify")
+        self.assertEqual(rc, 3)
+        self.assertIn("drift: 7 dependent(s) in 5 of 6 mapping(s)", text)
+        self.assertIn("not drift", text)
+        # --mapping narrows the check.
+        rc, report = self.verify_json("--mapping", "logmsgs-host")
+        self.assertEqual((rc, [m["mapping"] for m in report["mappings"]], report["drifted"]), (3, ["logmsgs-host"], 1))
+
+        rc, report = self.verify_json("--repair")
+        self.assertEqual(rc, 3, report)
+        self.assertEqual(report["repaired"], 7)
+        self.assertEqual({m["mapping"]: m["repaired"] for m in report["mappings"]},
+                         {name: len(ids) for name, ids in expected.items()})
+        rc, report = self.verify_json()
+        self.assertEqual(rc, 0, report)
+        self.assertEqual(report["drifted"], 0)
+        self.assertEqual({m["mapping"]: m for m in report["mappings"]}["orders-customer"]["orphaned"], 1)
+        # Only what was found was written: the orphan and the delivered snapshot are untouched.
+        self.assertEqual(db.orders.find_one({"_id": 999999})["customer"], {"name": "gone"})
+        self.assertEqual(db.orders.find_one({"_id": delivered["_id"]})["customer"]["name"], "snapshot")
+        self.assertEqual(db.logmsgs.find_one({"_id": 18})["host"]["extra"], "x")
+        db.orders.delete_one({"_id": 999999})
+        db.logmsgs.update_one({"_id": 18}, {"$unset": {"host.extra": ""}})
+        db.orders.update_one({"_id": delivered["_id"]}, {"$set": {"customer": self.shop.delivered_snapshots[delivered["_id"]]}})
+        self.assertEqual(self.shop.check(), [])
+
+    def test_usage_errors_exit_2(self):
+        rc, _, err = self.cmd("backfill", "--mapping", "no-such-mapping")
+        self.assertEqual(rc, 2)
+        self.assertIn('no mapping named "no-such-mapping"', err)
+        self.assertIn("orders-customer", err)  # the list of names
+        rc, _, err = self.cmd("verify", "--mapping", "nope")
+        self.assertEqual(rc, 2)
+        p = subprocess.run([DENORMD, "status", "--mappings", self.mappings], capture_output=True, text=True,
+                           timeout=30, env={"PATH": "/usr/bin:/bin"})
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no MongoDB URI", p.stderr)
+
+    def test_status_reports_checkpoints_and_lost_history(self):
+        if not emulator_only():
+            self.skipTest("needs the emulator's --oplog-max-events")
+        self.shop.seed(customers=5, products=5, orders=10, hosts=2, logs=10, reviews=10)
+        self.shop.fill_recent_arrays()
+        rc, out, err = self.cmd("status")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("%s.customers: no checkpoint" % self.dbname, out)
+
+        d = Denormd(self.uri, self.dbname, self.mappings)
+        self.daemons.append(d)
+        wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="denormd ready")
+        for _ in range(10):
+            self.shop.random_change()
+        wait_until(self.shop.check, timeout=30, interval=0.25, message="dependents in line")
+        self.assertEqual(d.stop(), 0)
+        sources = ["customers", "products", "hosts", "reviews", "logmsgs", "orders"]
+
+        rc, out, err = self.cmd("status")
+        self.assertEqual(rc, 0, err)
+        for s in sources:
+            self.assertRegex(out, r"(?m)^%s\.%s: checkpoint saved \S+ \(\S+ ago\)" % (self.dbname, s))
+        self.assertEqual(out.count("history: reaches back to the checkpoint"), 6, out)
+        rc, out, err = self.cmd("status", "--json")
+        self.assertEqual(rc, 0, err)
+        report = {s["source"]: s for s in json.loads(out)["sources"]}
+        self.assertEqual(set(report), {"%s.%s" % (self.dbname, s) for s in sources})
+        for s in report.values():
+            self.assertTrue(s["checkpoint"])
+            self.assertEqual(s["history"], "reachable")
+            self.assertIn("_data", s["token"])
+            self.assertLess(s["ageSeconds"], 120)
+
+        # More changes than the server keeps while denormd is down: history no longer reaches back.
+        for i in range(60):
+            self.db.customers.update_one({"_id": 1}, {"$set": {"name": "Renamed %d" % i}})
+        rc, out, err = self.cmd("status", "--json")
+        self.assertEqual(rc, 0, err)
+        report = {s["source"]: s for s in json.loads(out)["sources"]}
+        customers = report["%s.customers" % self.dbname]
+        self.assertEqual(customers["history"], "lost", customers)
+        self.assertIn("286", customers["detail"])
+        rc, out, err = self.cmd("status")
+        self.assertIn("%s.customers: checkpoint saved" % self.dbname, out)
+        self.assertIn("history: LOST", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

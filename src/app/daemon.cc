@@ -14,6 +14,7 @@
 #include "metrics/http_server.h"
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
+#include "ops/backfiller.h"
 #include "sink/applier.h"
 #include "sink/writer.h"
 #include "source/event_queue.h"
@@ -42,6 +43,36 @@ struct pipeline {
   std::unique_ptr<sink::applier> applier;
   std::unique_ptr<source::watcher> watcher;
 };
+
+mongo::driver_error stopping() {
+  return mongo::driver_error{mongo::driver_error::origin::client, 0, "stopping", {}};
+}
+
+// History of `p.source` was lost: apply everything already read, take the cluster's time,
+// backfill every mapping that reads this namespace (as source, or as the target it fills),
+// and hand back that time: streaming resumes from it, so nothing between is skipped.
+mongo::result<bson::timestamp> resync(mongo::connection& conn, const mapping::planner& planner,
+                                      metrics::metrics& m, const std::string& meta_db,
+                                      const pipeline& p, std::stop_token stop) {
+  while (p.applier->completed_items() < p.watcher->pushed()) {
+    if (stop.stop_requested()) return mongo::failure(stopping());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto from = conn.operation_time();
+  if (!from) return from.error();
+  std::vector<const mapping::mapping*> which;
+  for (const auto& mp : planner.mappings()) {
+    if (mp.source == p.source || (mp.fill_new_targets && mp.target == p.source))
+      which.push_back(&mp);
+  }
+  ops::backfill_options opts;
+  opts.restart = true;  // a partial earlier pass may have missed changes before its lastKey
+  ops::backfiller backfill(conn, planner, m, meta_db);
+  auto outcome = backfill.run(which, opts, stop);
+  if (!outcome) return outcome.error();
+  if (!outcome->complete) return mongo::failure(stopping());
+  return *from;
+}
 
 }  // namespace
 
@@ -175,6 +206,9 @@ int daemon::run() {
       }
     }
     if (stopping) break;
+    wo.resync = [&, &pl = p](std::stop_token st) {
+      return resync(**conn, planner, m, meta_db, pl, st);
+    };
     p.queue = std::make_unique<source::event_queue>(queue_items, queue_bytes);
     p.writer =
         std::make_unique<sink::writer>(**conn, m, sink::writer_options{meta_db, opts_.dry_run});

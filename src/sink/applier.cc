@@ -142,6 +142,7 @@ void applier::run(std::stop_token stop) {
       checkpoint_ms_ = now_ms();
     }
     in_flight_oldest_ms_ = 0;
+    completed_items_ += items.size();
   }
 }
 

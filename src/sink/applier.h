@@ -42,6 +42,9 @@ class applier {
   double lag_seconds(std::int64_t now_ms) const;
   double checkpoint_age_seconds(std::int64_t now_ms) const;
   std::uint64_t applied_events() const { return applied_.load(); }
+  // Queue items (events and token-only ones) fully applied and checkpointed so far; equal to
+  // the watcher's pushed() count when everything read is applied.
+  std::uint64_t completed_items() const { return completed_items_.load(); }
 
  private:
   void run(std::stop_token stop);
@@ -59,6 +62,7 @@ class applier {
   std::atomic<std::int64_t> in_flight_oldest_ms_{0};
   std::atomic<std::int64_t> checkpoint_ms_{0};
   std::atomic<std::uint64_t> applied_{0};
+  std::atomic<std::uint64_t> completed_items_{0};
   std::jthread thread_;
 };
 

@@ -104,6 +104,39 @@ bool watcher::back_off(std::stop_token& stop, std::chrono::milliseconds& backoff
   return !stop.stop_requested();
 }
 
+std::optional<bson::timestamp> watcher::recover(std::stop_token& stop,
+                                                const mongo::driver_error& e) {
+  metrics_.count_history_lost(name_);
+  if (!opts_.resync) {
+    reason_ = stop_reason::history_lost;
+    set_state(false, "history lost: " + e.to_string());
+    log::error("watcher",
+               "change stream history lost; the stored position is no longer in the oplog. Run "
+               "`denormd backfill` to bring the copies in line, then start denormd again",
+               {{"source", name_}, {"error", e.to_string()}});
+    return std::nullopt;
+  }
+  set_state(false, "re-syncing after lost history");
+  log::warn("watcher",
+            "change stream history lost: re-syncing the affected mappings from the source, then "
+            "streaming from the time taken before the re-sync; nothing is skipped",
+            {{"source", name_}, {"error", e.to_string()}});
+  std::chrono::milliseconds backoff{500};
+  while (!stop.stop_requested()) {
+    auto from = opts_.resync(stop);
+    if (from) {
+      log::info("watcher", "re-sync done; streaming again",
+                {{"source", name_}, {"from_t", from->t}});
+      return *from;
+    }
+    metrics_.count_error("resync", from.error().metric_code());
+    log::error("watcher", "re-sync failed; retrying",
+               {{"source", name_}, {"error", from.error().to_string()}});
+    if (!back_off(stop, backoff)) break;
+  }
+  return std::nullopt;
+}
+
 void watcher::run(std::stop_token stop) {
   std::optional<bson::document> token = opts_.resume_after;
   std::string resume_reason = token ? "checkpoint" : "";
@@ -120,15 +153,12 @@ void watcher::run(std::stop_token stop) {
       const auto& e = stream.error();
       metrics_.count_error("stream", e.metric_code());
       if (e.history_lost()) {
-        metrics_.count_history_lost(name_);
-        reason_ = stop_reason::history_lost;
-        set_state(false, "history lost: " + e.to_string());
-        log::error("watcher",
-                   "change stream history lost; the stored position is no longer in "
-                   "the oplog. Run `denormd backfill` to bring the copies in line, then start "
-                   "denormd again",
-                   {{"source", name_}, {"error", e.to_string()}});
-        return;
+        auto from = recover(stop, e);
+        if (!from) return;
+        token.reset();
+        opts_.start_at = *from;
+        resume_reason = "resync";
+        continue;
       }
       set_state(false, "cannot open the change stream: " + e.to_string());
       log::warn("watcher", "cannot open the change stream; retrying",
@@ -148,12 +178,12 @@ void watcher::run(std::stop_token stop) {
         const auto& e = next.error();
         metrics_.count_error("stream", e.metric_code());
         if (e.history_lost()) {
-          metrics_.count_history_lost(name_);
-          reason_ = stop_reason::history_lost;
-          set_state(false, "history lost: " + e.to_string());
-          log::error("watcher", "change stream history lost while streaming",
-                     {{"source", name_}, {"error", e.to_string()}});
-          return;
+          auto from = recover(stop, e);
+          if (!from) return;
+          token.reset();
+          opts_.start_at = *from;
+          resume_reason = "resync";
+          break;
         }
         set_state(false, "stream error: " + e.to_string());
         log::warn("watcher", "change stream failed; reopening from the last position",
@@ -169,6 +199,7 @@ void watcher::run(std::stop_token stop) {
         if (new_token && (!token || !(*new_token == *token)) &&
             now_ms() - last_idle_token_ms >= 1000) {
           if (!queue_.push(stream_item{{}, *new_token, 0})) return;
+          ++pushed_;
           token = std::move(new_token);
           last_idle_token_ms = now_ms();
         }
@@ -178,6 +209,7 @@ void watcher::run(std::stop_token stop) {
       if (!new_token) continue;  // cannot happen with a server that follows the protocol
       token = *new_token;
       if (!queue_.push(stream_item{std::move(**next), std::move(*new_token), s.event_ms})) return;
+      ++pushed_;
       if (s.op == "drop" || s.op == "rename" || s.op == "dropDatabase") {
         set_state(false,
                   s.op == "rename" ? "source collection " + s.detail : "source " + s.op + "ped");

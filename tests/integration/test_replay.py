@@ -6,7 +6,7 @@ import uuid
 
 import pymongo
 
-from harness import Denormd, Emulator, REAL_URI, wait_until, write_mappings
+from harness import Denormd, Emulator, REAL_URI, emulator_only, wait_until, write_mappings
 from shop import Shop
 
 
@@ -97,6 +97,50 @@ class ReplayTest(unittest.TestCase):
         self.assertGreater(self.db.orders.count_documents({"items": {"$elemMatch": {
             "productId": 1, "product.title": "damaged"}}}), 0)
         self.assertEqual(d2.stop(), 0)
+
+
+class LostHistoryTest(unittest.TestCase):
+    """Stop denormd, change the sources beyond the history the server keeps, start it again."""
+
+    def test_lost_history_is_resynced_and_nothing_is_skipped(self):
+        if not emulator_only():
+            self.skipTest("needs mongo-emulator --oplog-max-events")
+        emulator = Emulator("--oplog-max-events", "300")
+        daemons = []
+        try:
+            client = pymongo.MongoClient(emulator.uri)
+            dbname = "shop_" + uuid.uuid4().hex[:8]
+            db = client[dbname]
+            shop = Shop(db, seed=11)
+            shop.seed(customers=20, products=10, orders=60, hosts=2, logs=30, reviews=30)
+            shop.fill_recent_arrays()
+            mappings = write_mappings(dbname)
+            d = Denormd(emulator.uri, dbname, mappings)
+            daemons.append(d)
+            wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="ready")
+            for _ in range(50):
+                shop.random_change()
+            wait_until(shop.check, timeout=60, interval=0.25, message="converged before the outage")
+            self.assertEqual(d.stop(), 0)
+            for _ in range(800):  # far more than the 300 events the server keeps
+                shop.random_change()
+            self.assertTrue(shop.check())
+            d2 = Denormd(emulator.uri, dbname, mappings)
+            daemons.append(d2)
+            wait_until(shop.check, timeout=90, interval=0.25, message="converged after the re-sync")
+            self.assertGreaterEqual(d2.metric_sum("denormd_history_lost_total"), 1)
+            self.assertGreaterEqual(d2.metric_sum("denormd_backfill_documents_total"), 1)
+            self.assertIn("re-sync", d2.log())
+            # It streams again afterwards: a later change still arrives.
+            wait_until(lambda: d2.get("/readyz")[0] == 200, timeout=30, message="ready after the re-sync")
+            for _ in range(30):
+                shop.random_change()
+            wait_until(shop.check, timeout=60, interval=0.25, message="converged after more changes")
+            self.assertEqual(d2.stop(), 0)
+        finally:
+            for d in daemons:
+                d.kill9()
+            emulator.stop()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ namespace mongo_emulator {
 
 namespace {
 
-constexpr std::array<std::pair<int, std::string_view>, 58> names{{
+constexpr std::array<std::pair<int, std::string_view>, 59> names{{
     {1, "InternalError"},
     {2, "BadValue"},
     {4, "NoSuchKey"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<int, std::string_view>, 58> names{{
     {11, "UserNotFound"},
     {13, "Unauthorized"},
     {14, "TypeMismatch"},
+    {16, "InvalidLength"},
     {20, "IllegalOperation"},
     {22, "InvalidBSON"},
     {26, "NamespaceNotFound"},

@@ -89,6 +89,10 @@ expected<statement_list> statements(const bson::document& body, std::string_view
     return fail("BSON field '" + body.fields().front().name + "." + std::string(field) +
                     "' is missing but a required field",
                 40414);
+  if ((*items)->empty() || (*items)->size() > 100000)
+    return fail("Write batch sizes must be between 1 and 100000. Got " +
+                    std::to_string((*items)->size()) + " operations.",
+                16);
   auto ordered = bool_arg(body, "ordered");
   if (!ordered) return ordered.error();
   return statement_list{*items, ordered->value_or(true)};

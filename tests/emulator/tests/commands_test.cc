@@ -163,6 +163,7 @@ TEST_F(commands, insert_counts_and_duplicate_key_message) {
   ASSERT_EQ(docs.size(), 1U);
   EXPECT_EQ(docs[0].fields().front().name, "_id");
   EXPECT_TRUE(docs[0].fields().front().val.is<bson::oid>());
+  run_fail(J(R"({"insert": "c", "documents": []})"), 16);
   // Arrays cannot be _id.
   r = run_ok(J(R"({"insert": "c", "documents": [{"_id": [1]}]})"));
   EXPECT_EQ(at(at(r, "writeErrors").as_array()[0].as_document(), "code"), i32(53));

@@ -1,0 +1,98 @@
+#pragma once
+// Backfill: brings the dependents of some mappings in line with their sources, from scratch.
+// A copy mapping walks its source collection and writes, for each document, exactly what
+// the planner plans for a fresh insert of it; a recent mapping walks its parent collection
+// and refills each parent's array from the children (the writer's refill). Documents are
+// walked in _id order, streamed, one ordered bulk per batch; after each batch the progress
+// is stored in `<meta_db>.denormd_backfill` ({_id: mapping name, lastKey, done, startedAt,
+// updatedAt, documents, fingerprint}), so a backfill that was stopped or killed continues
+// after `lastKey`. A finished mapping (done: true), or one whose definition changed since,
+// starts over when it is backfilled again.
+//
+// Lifecycle: construct, call run() (from any thread; one run at a time per instance), and
+// stop it from elsewhere through the stop_token. The connection, planner and metrics it is
+// given are thread-safe and must outlive it.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "bson/value.h"
+#include "mapping/planner.h"
+#include "metrics/metrics.h"
+#include "mongo/connection.h"
+#include "ops/progress_line.h"
+
+namespace denormd::ops {
+
+inline constexpr const char* backfill_collection = "denormd_backfill";
+
+struct backfill_options {
+  std::size_t batch_size = 500;  // source (copy) or parent (recent) documents per batch
+  // recent: a batch's parents are refilled by this many threads at once (a refill costs two
+  // round trips per parent; a copy batch is one bulk write and needs no help).
+  std::size_t refill_threads = 4;
+  bool dry_run = false;  // log the writes instead of sending them; store no progress
+  bool restart = false;  // start over even where an unfinished backfill could continue
+  // How long transient failures (network, election) may go on before run() gives up with
+  // the last one; zero retries for as long as it takes.
+  std::chrono::milliseconds give_up_after{std::chrono::minutes(5)};
+  // Called after every batch and when a mapping is done, on run()'s thread. Without it,
+  // run() logs a progress line every `log_interval`.
+  std::function<void(const backfill_progress&)> on_progress;
+  std::chrono::milliseconds log_interval{std::chrono::seconds(5)};
+};
+
+struct mapping_backfill {
+  std::string mapping;
+  std::uint64_t documents = 0;      // walked in total, including the runs this one continued
+  std::uint64_t run_documents = 0;  // walked by this run
+  std::optional<bson::value> resumed_after;  // the lastKey this run continued after
+  bool done = false;
+};
+
+struct backfill_outcome {
+  std::vector<mapping_backfill> mappings;  // in the order given, up to where it stopped
+  bool complete = false;  // false: stopped on request before the end (progress is stored)
+};
+
+class backfiller {
+ public:
+  backfiller(mongo::connection& conn, const mapping::planner& planner, metrics::metrics& m,
+             std::string meta_db);
+
+  // Backfills `which` (mappings owned by the planner) one after the other. Errors that are
+  // not transient, and transient ones that outlast give_up_after, end the run.
+  mongo::result<backfill_outcome> run(const std::vector<const mapping::mapping*>& which,
+                                      const backfill_options& opts, std::stop_token stop);
+
+ private:
+  // One attempt: from the stored progress to the end, or to the first failure.
+  mongo::status backfill_one(const mapping::mapping& m, const backfill_options& opts,
+                             bool first_attempt, std::chrono::steady_clock::time_point began,
+                             std::stop_token& stop, mapping_backfill& out);
+  std::vector<mapping::write_op> plan_batch(const mapping::mapping& m,
+                                            std::vector<bson::document>& batch,
+                                            const backfill_options& opts) const;
+  mongo::status apply_batch(const mapping::mapping& m, const std::vector<mapping::write_op>& ops,
+                            const backfill_options& opts);
+
+  mongo::connection& conn_;
+  const mapping::planner& planner_;
+  metrics::metrics& metrics_;
+  std::string meta_db_;
+};
+
+// The filter for the documents after `last` in _id order. MongoDB compares values of one
+// type bracket only, so the documents whose _id has a later bracket are added explicitly.
+bson::document after_key_filter(const bson::value& last);
+
+// A digest of everything in a mapping that decides what its backfill writes: progress stored
+// under another definition is not continued.
+std::string mapping_fingerprint(const mapping::mapping& m);
+
+}  // namespace denormd::ops

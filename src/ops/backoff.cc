@@ -1,0 +1,35 @@
+#include "ops/backoff.h"
+
+#include <condition_variable>
+#include <mutex>
+
+namespace denormd::ops {
+
+backoff::backoff(std::chrono::milliseconds first, std::chrono::milliseconds cap)
+    : first_(first), cap_(cap), next_(first), rng_(std::random_device{}()) {}
+
+bool backoff::wait(std::stop_token stop) {
+  const auto now = std::chrono::steady_clock::now();
+  if (since_ == std::chrono::steady_clock::time_point{}) since_ = now;
+  const std::chrono::milliseconds delay(
+      std::uniform_int_distribution<std::int64_t>(next_.count() / 2, next_.count())(rng_));
+  next_ = std::min(next_ * 2, cap_);
+  std::mutex mutex;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mutex);
+  cv.wait_for(lock, stop, delay, [] { return false; });
+  return !stop.stop_requested();
+}
+
+void backoff::reset() {
+  next_ = first_;
+  since_ = {};
+}
+
+std::chrono::milliseconds backoff::failing_for() const {
+  if (since_ == std::chrono::steady_clock::time_point{}) return std::chrono::milliseconds(0);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               since_);
+}
+
+}  // namespace denormd::ops

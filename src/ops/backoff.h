@@ -1,0 +1,32 @@
+#pragma once
+// Capped exponential backoff with jitter for the operations' retries of transient failures
+// (network, election). One instance per retry loop; not shared between threads.
+
+#include <chrono>
+#include <random>
+#include <stop_token>
+
+namespace denormd::ops {
+
+class backoff {
+ public:
+  explicit backoff(std::chrono::milliseconds first = std::chrono::milliseconds(100),
+                   std::chrono::milliseconds cap = std::chrono::milliseconds(10000));
+
+  // Sleeps for the next delay (a random part of it, so that many clients do not retry in
+  // lock step); false when `stop` was requested meanwhile.
+  bool wait(std::stop_token stop);
+  // After progress: the next failure starts again from the first delay.
+  void reset();
+  // How long the failures since the last reset() have lasted.
+  std::chrono::milliseconds failing_for() const;
+
+ private:
+  std::chrono::milliseconds first_;
+  std::chrono::milliseconds cap_;
+  std::chrono::milliseconds next_;
+  std::chrono::steady_clock::time_point since_{};
+  std::minstd_rand rng_;
+};
+
+}  // namespace denormd::ops

@@ -1,0 +1,166 @@
+#include "ops/status_probe.h"
+
+#include <ctime>
+
+#include "bson/json.h"
+#include "checkpoint/checkpoint_store.h"
+#include "ops/progress_line.h"
+
+namespace denormd::ops {
+
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string_view history_name(history_state h) {
+  switch (h) {
+    case history_state::reachable:
+      return "reachable";
+    case history_state::lost:
+      return "lost";
+    case history_state::unknown:
+      return "unknown";
+    case history_state::no_checkpoint:
+      return "no checkpoint";
+  }
+  return "?";
+}
+
+double age_seconds(std::int64_t now_ms, std::int64_t then_ms) {
+  return static_cast<double>(std::max<std::int64_t>(0, now_ms - then_ms)) / 1000.0;
+}
+
+}  // namespace
+
+std::optional<bson::timestamp> token_cluster_time(const bson::document& token) {
+  const bson::value* data = token.get("_data");
+  if (data == nullptr || !data->is_string()) return std::nullopt;
+  const std::string& hex = data->as_string();
+  // Longer than the type byte and the timestamp: a token has more after them.
+  if (hex.size() <= 18 || hex_digit(hex[0]) != 8 || hex_digit(hex[1]) != 2) return std::nullopt;
+  std::uint64_t v = 0;
+  for (std::size_t i = 2; i < 18; ++i) {
+    const int d = hex_digit(hex[i]);
+    if (d < 0) return std::nullopt;
+    v = (v << 4) | static_cast<std::uint64_t>(d);
+  }
+  return bson::timestamp{static_cast<std::uint32_t>(v >> 32), static_cast<std::uint32_t>(v)};
+}
+
+std::string iso_time(std::int64_t unix_ms) {
+  const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000 - (unix_ms % 1000 < 0 ? 1 : 0));
+  const auto ms = static_cast<int>(((unix_ms % 1000) + 1000) % 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[96];  // room for any int the format could print
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
+}
+
+status_probe::status_probe(mongo::connection& conn, std::string meta_db)
+    : conn_(conn), meta_db_(std::move(meta_db)) {}
+
+mongo::result<std::vector<source_status>> status_probe::run(
+    const std::vector<mapping::ns>& sources) {
+  checkpoint::checkpoint_store store(conn_, meta_db_);
+  std::vector<source_status> out;
+  for (const auto& ns : sources) {
+    source_status s;
+    s.source = ns;
+    auto cp = store.load(ns);
+    if (!cp) return cp.error();
+    if (*cp) {
+      s.has_checkpoint = true;
+      s.token = (*cp)->token;
+      s.cluster_time = token_cluster_time(s.token);
+      s.event_ms = (*cp)->event_ms;
+      s.saved_ms = (*cp)->saved_ms;
+      test_history(s);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void status_probe::test_history(source_status& s) {
+  mongo::watch_options w;
+  w.resume_after = s.token;
+  w.update_lookup = false;
+  w.max_await_ms = 50;
+  w.batch_size = 1;
+  auto classify = [&](const mongo::driver_error& e) {
+    s.history = e.history_lost() ? history_state::lost : history_state::unknown;
+    s.detail = e.to_string();
+  };
+  auto stream = conn_.watch(s.source.db, s.source.coll, w);
+  if (!stream) return classify(stream.error());
+  // Some servers answer the resume only on the first getMore.
+  auto next = (*stream)->next();
+  if (!next) return classify(next.error());
+  s.history = history_state::reachable;
+}
+
+std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) {
+  std::string out;
+  for (const auto& s : all) {
+    out += s.source.full() + ":";
+    if (!s.has_checkpoint) {
+      out += " no checkpoint (denormd run starts this source at the current time)\n";
+      continue;
+    }
+    out += " checkpoint saved " + iso_time(s.saved_ms) + " (" +
+           format_duration(age_seconds(now_ms, s.saved_ms)) + " ago)";
+    if (s.event_ms > 0) {
+      out += ", last event " + iso_time(s.event_ms) + " (" +
+             format_duration(age_seconds(now_ms, s.event_ms)) + " ago)";
+    }
+    if (s.cluster_time) {
+      out += ", cluster time " + std::to_string(s.cluster_time->t) + ":" +
+             std::to_string(s.cluster_time->i);
+    }
+    out += "\n  token " + bson::to_json(s.token) + "\n  history: ";
+    switch (s.history) {
+      case history_state::reachable:
+        out += "reaches back to the checkpoint (denormd run resumes from it)";
+        break;
+      case history_state::lost:
+        out += "LOST: the server no longer keeps changes that old; denormd run must re-sync (" +
+               s.detail + ")";
+        break;
+      default:
+        out += "unknown: " + s.detail;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string to_json(const std::vector<source_status>& all, std::int64_t now_ms) {
+  bson::array sources;
+  for (const auto& s : all) {
+    bson::document d{{"source", s.source.full()}, {"checkpoint", s.has_checkpoint}};
+    if (s.has_checkpoint) {
+      d.append("token", s.token);
+      d.append("clusterTime", s.cluster_time
+                                  ? bson::value(bson::document{
+                                        {"t", static_cast<std::int64_t>(s.cluster_time->t)},
+                                        {"i", static_cast<std::int64_t>(s.cluster_time->i)}})
+                                  : bson::value());
+      d.append("wallTime", s.event_ms > 0 ? bson::value(iso_time(s.event_ms)) : bson::value());
+      d.append("savedAt", iso_time(s.saved_ms));
+      d.append("ageSeconds", age_seconds(now_ms, s.saved_ms));
+    }
+    d.append("history", std::string(history_name(s.history)));
+    if (!s.detail.empty()) d.append("detail", s.detail);
+    sources.push_back(std::move(d));
+  }
+  return bson::to_json(bson::document{{"sources", std::move(sources)}});
+}
+
+}  // namespace denormd::ops

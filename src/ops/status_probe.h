@@ -1,0 +1,55 @@
+#pragma once
+// `denormd status`: per watched namespace, the stored checkpoint (token, the times in it,
+// its age) and whether the server's history still reaches back to it, tested by opening a
+// change stream that resumes after the token and closing it at once. Stateless apart from
+// the connection; thread-safe like it. The renderings are pure.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bson/value.h"
+#include "mapping/mapping.h"
+#include "mongo/connection.h"
+
+namespace denormd::ops {
+
+enum class history_state { reachable, lost, unknown, no_checkpoint };
+
+struct source_status {
+  mapping::ns source;
+  bool has_checkpoint = false;
+  bson::document token;
+  std::optional<bson::timestamp> cluster_time;  // decoded from the token, when it is MongoDB's
+  std::int64_t event_ms = 0;                    // wall time of the last applied event (0: unknown)
+  std::int64_t saved_ms = 0;                    // when the checkpoint was stored
+  history_state history = history_state::no_checkpoint;
+  std::string detail;  // the server's answer when history is lost or could not be tested
+};
+
+class status_probe {
+ public:
+  status_probe(mongo::connection& conn, std::string meta_db);
+
+  // Fails only when a checkpoint cannot be read; a failed history test is reported.
+  mongo::result<std::vector<source_status>> run(const std::vector<mapping::ns>& sources);
+
+ private:
+  void test_history(source_status& s);
+
+  mongo::connection& conn_;
+  std::string meta_db_;
+};
+
+// The cluster time at the start of a MongoDB resume token's `_data` (KeyString: 0x82, then
+// the timestamp's 8 bytes big-endian); nullopt for any other format.
+std::optional<bson::timestamp> token_cluster_time(const bson::document& token);
+
+// "2024-05-01T10:00:00.123Z"
+std::string iso_time(std::int64_t unix_ms);
+
+std::string to_text(const std::vector<source_status>& s, std::int64_t now_ms);
+std::string to_json(const std::vector<source_status>& s, std::int64_t now_ms);
+
+}  // namespace denormd::ops

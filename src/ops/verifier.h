@@ -1,0 +1,54 @@
+#pragma once
+// `denormd verify` as a library: for each mapping, walks the dependents in _id order in
+// batches (copy: the targets matching `where`; recent: the parents), looks their sources up
+// in batches ($in of the keys; a recent parent's children with one limited query each), and
+// compares with the planner's semantics (ops/drift.h). With `repair`, the drifted dependents
+// get exactly the writes the planner plans for their sources, narrowed to their _id, through
+// the writer. Memory stays bounded by the batch size.
+//
+// Lifecycle: construct, call run() from any thread (one run at a time per instance); the
+// connection, planner and metrics must outlive it and are thread-safe.
+
+#include <cstddef>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "mapping/planner.h"
+#include "metrics/metrics.h"
+#include "mongo/connection.h"
+#include "ops/verify_report.h"
+
+namespace denormd::ops {
+
+struct verify_options {
+  std::size_t batch_size = 500;
+  std::size_t max_examples = 10;  // per mapping, for drift and for missing sources each
+  bool repair = false;
+  bool dry_run = false;  // with repair: log the writes instead of sending them
+};
+
+class verifier {
+ public:
+  verifier(mongo::connection& conn, const mapping::planner& planner, metrics::metrics& m,
+           std::string meta_db);
+
+  mongo::result<verify_report> run(const std::vector<const mapping::mapping*>& which,
+                                   const verify_options& opts, std::stop_token stop);
+
+ private:
+  mongo::status verify_copy(const mapping::mapping& m, const verify_options& opts,
+                            std::stop_token& stop, mapping_report& out);
+  mongo::status verify_recent(const mapping::mapping& m, const verify_options& opts,
+                              std::stop_token& stop, mapping_report& out);
+  // Plans what the source with key `key` (nullptr: a source that is gone) writes under `m`.
+  std::vector<mapping::write_op> plan_source(const mapping::mapping& m, const bson::value& key,
+                                             const bson::document* source) const;
+
+  mongo::connection& conn_;
+  const mapping::planner& planner_;
+  metrics::metrics& metrics_;
+  std::string meta_db_;
+};
+
+}  // namespace denormd::ops

@@ -1,0 +1,56 @@
+#pragma once
+// What `denormd verify` found, per mapping, and its two renderings (text for people, one
+// JSON object for scripts). Plain values; the rendering is pure.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bson/value.h"
+#include "mapping/mapping.h"
+
+namespace denormd::ops {
+
+// One drifted dependent: its _id and the target paths that differ from the sources.
+struct drift_example {
+  bson::value id;
+  std::vector<std::string> paths;
+};
+
+// One dependent that references a source document that does not exist.
+struct orphan_example {
+  bson::value id;
+  bson::array keys;  // the missing source keys
+};
+
+struct mapping_report {
+  std::string mapping;
+  mapping::mapping_kind kind = mapping::mapping_kind::copy;
+  std::string source;  // namespaces, "shop.customers"
+  std::string target;
+  std::uint64_t checked =
+      0;  // dependents compared (copy: targets matching `where`; recent: parents)
+  std::uint64_t drifted = 0;            // dependents that differ
+  std::vector<drift_example> examples;  // the first few
+  // copy: dependents referencing a missing source. Under onSourceDelete "keep" they keep
+  // their last copies by design (allowed, not drift); under "unset" those whose copies are
+  // still there are counted in `drifted` too.
+  std::uint64_t orphaned = 0;
+  bool orphans_allowed = false;
+  std::vector<orphan_example> orphan_examples;
+  std::uint64_t repaired = 0;  // drifted dependents rewritten by --repair
+};
+
+struct verify_report {
+  std::vector<mapping_report> mappings;
+  bool repair = false;
+  bool complete = true;  // false: stopped on request before every mapping was checked
+
+  std::uint64_t drifted() const;
+  std::uint64_t repaired() const;
+};
+
+std::string to_text(const verify_report& r);
+std::string to_json(const verify_report& r);
+
+}  // namespace denormd::ops

@@ -1,0 +1,79 @@
+#include "ops/status_probe.h"
+
+#include <gtest/gtest.h>
+
+#include "bson/json.h"
+#include "test_mappings.h"
+
+namespace denormd::ops {
+namespace {
+
+using testing::doc;
+
+TEST(ops_status_probe_test, token_cluster_time_reads_mongodb_resume_tokens) {
+  const auto t = token_cluster_time(doc(
+      R"({"_data":"8263A1B2C3000000012B022C0100296E5A1004A5093ABB38FE4B9EA67F01BB1A96D812463C5F6964003C5F5F5F78000004"})"));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->t, 0x63A1B2C3u);
+  EXPECT_EQ(t->i, 1u);
+}
+
+TEST(ops_status_probe_test, token_cluster_time_other_formats_are_unknown) {
+  EXPECT_FALSE(token_cluster_time(doc(R"({"_data":"000000650000000100"})")));
+  EXPECT_FALSE(token_cluster_time(doc(R"({"_data":"82"})")));
+  EXPECT_FALSE(token_cluster_time(doc(R"({"_data":"82ZZZZZZZZZZZZZZZZ00"})")));
+  EXPECT_FALSE(token_cluster_time(doc(R"({"other":1})")));
+  EXPECT_FALSE(token_cluster_time(doc(R"({"_data":1})")));
+}
+
+TEST(ops_status_probe_test, iso_time_formats_utc_with_milliseconds) {
+  EXPECT_EQ(iso_time(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(iso_time(1714557600123), "2024-05-01T10:00:00.123Z");
+  EXPECT_EQ(iso_time(-1), "1969-12-31T23:59:59.999Z");
+}
+
+std::vector<source_status> sample() {
+  source_status lost;
+  lost.source = {"shop", "customers"};
+  lost.has_checkpoint = true;
+  lost.token = doc(R"({"_data":"000000650000000100"})");
+  lost.event_ms = 1714557600000;
+  lost.saved_ms = 1714557610000;
+  lost.history = history_state::lost;
+  lost.detail = "server error 286: history lost";
+  source_status none;
+  none.source = {"shop", "orders"};
+  return {lost, none};
+}
+
+TEST(ops_status_probe_test, renders_text) {
+  const std::string text = to_text(sample(), 1714557620000);
+  EXPECT_NE(text.find("shop.customers: checkpoint saved 2024-05-01T10:00:10.000Z (10s ago), "
+                      "last event 2024-05-01T10:00:00.000Z (20s ago)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("token {\"_data\":\"000000650000000100\"}"), std::string::npos);
+  EXPECT_NE(text.find("history: LOST"), std::string::npos);
+  EXPECT_NE(text.find("shop.orders: no checkpoint"), std::string::npos);
+}
+
+TEST(ops_status_probe_test, renders_json) {
+  auto parsed = bson::parse_json(to_json(sample(), 1714557620000));
+  ASSERT_TRUE(parsed.has_value());
+  const auto& sources = parsed->get("sources")->as_array();
+  ASSERT_EQ(sources.size(), 2u);
+  const auto& lost = sources[0].as_document();
+  EXPECT_EQ(lost.get("source")->as_string(), "shop.customers");
+  EXPECT_EQ(lost.get("history")->as_string(), "lost");
+  EXPECT_EQ(lost.get("savedAt")->as_string(), "2024-05-01T10:00:10.000Z");
+  EXPECT_EQ(lost.get("wallTime")->as_string(), "2024-05-01T10:00:00.000Z");
+  EXPECT_DOUBLE_EQ(lost.get("ageSeconds")->to_double(), 10.0);
+  EXPECT_TRUE(lost.get("clusterTime")->is_null());
+  EXPECT_EQ(*lost.get("checkpoint"), bson::value(true));
+  const auto& none = sources[1].as_document();
+  EXPECT_EQ(*none.get("checkpoint"), bson::value(false));
+  EXPECT_EQ(none.get("history")->as_string(), "no checkpoint");
+}
+
+}  // namespace
+}  // namespace denormd::ops

@@ -1,7 +1,14 @@
 #include "app/application.h"
 
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <chrono>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "app/daemon.h"
 #include "app/describe.h"
@@ -11,6 +18,11 @@
 #include "config/mapping_loader.h"
 #include "mapping/coalescer.h"
 #include "mapping/planner.h"
+#include "metrics/metrics.h"
+#include "mongo/connection.h"
+#include "ops/backfiller.h"
+#include "ops/status_probe.h"
+#include "ops/verifier.h"
 
 namespace denormd::app {
 
@@ -26,6 +38,106 @@ std::optional<std::vector<mapping::mapping>> load(const options& o, std::ostream
     return std::nullopt;
   }
   return std::move(loaded).value();
+}
+
+// What backfill, verify and status share: the mappings, the ones chosen with --mapping, and
+// the connection with the database denormd keeps its state in.
+struct db_context {
+  std::unique_ptr<mapping::planner> planner;
+  std::vector<const mapping::mapping*> selected;
+  std::unique_ptr<mongo::connection> conn;
+  std::string meta_db;
+};
+
+// Loads and connects as `run` does; returns exit_ok or the exit code to stop with.
+int open_db_context(const options& o, std::ostream& err, db_context& ctx) {
+  log::configure(*log::parse_format(o.log_format), *log::parse_level(o.log_level), &err);
+  auto mappings = load(o, err);
+  if (!mappings) return exit_usage;
+  ctx.planner = std::make_unique<mapping::planner>(std::move(*mappings));
+  for (const auto& name : o.only_mappings) {
+    const auto& all = ctx.planner->mappings();
+    auto it = std::find_if(all.begin(), all.end(), [&](const auto& m) { return m.name == name; });
+    if (it == all.end()) {
+      err << "error: no mapping named \"" << name << "\" in " << o.mappings_dir
+          << "; the mappings are:";
+      for (const auto& m : all)
+        err << " " << m.name;
+      err << "\n";
+      return exit_usage;
+    }
+    if (std::find(ctx.selected.begin(), ctx.selected.end(), &*it) == ctx.selected.end()) {
+      ctx.selected.push_back(&*it);
+    }
+  }
+  if (o.only_mappings.empty()) {
+    for (const auto& m : ctx.planner->mappings())
+      ctx.selected.push_back(&m);
+  }
+  if (o.uri.empty()) {
+    err << "error: no MongoDB URI: pass --uri or set DENORMD_URI\n";
+    return exit_usage;
+  }
+  auto conn = mongo::connection::open(o.uri, "denormd");
+  if (!conn) {
+    err << "error: " << conn.error().to_string() << " (" << redact_uri(o.uri) << ")\n";
+    return exit_usage;
+  }
+  ctx.conn = std::move(conn).value();
+  ctx.meta_db = meta_database(o, ctx.conn->default_database());
+  return exit_ok;
+}
+
+// SIGINT/SIGTERM request a stop through `stop` while it lives (a backfill then stores its
+// progress and ends); the default handling comes back when it goes.
+class stop_on_signal {
+ public:
+  explicit stop_on_signal(std::stop_source& stop) : signals_(io_, SIGINT, SIGTERM) {
+    signals_.async_wait([&stop](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      log::info("backfill", "signal received; stopping after the batch in flight",
+                {{"signal", sig}});
+      stop.request_stop();
+    });
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~stop_on_signal() {
+    io_.stop();
+    thread_.join();
+  }
+  stop_on_signal(const stop_on_signal&) = delete;
+  stop_on_signal& operator=(const stop_on_signal&) = delete;
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::signal_set signals_;
+  std::thread thread_;
+};
+
+// Clears the terminal line before each line written through it, so that log lines replace the
+// backfill's progress line instead of running into it.
+class line_clearing_buf : public std::streambuf {
+ public:
+  explicit line_clearing_buf(std::streambuf* out) : out_(out) {}
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    if (at_line_start_ && out_->sputn("\r\033[K", 4) != 4) return traits_type::eof();
+    at_line_start_ = traits_type::to_char_type(c) == '\n';
+    return out_->sputc(traits_type::to_char_type(c));
+  }
+  int sync() override { return out_->pubsync(); }
+
+ private:
+  std::streambuf* out_;
+  bool at_line_start_ = true;
+};
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -48,10 +160,11 @@ int application::run() {
     case command::run:
       return run_daemon();
     case command::backfill:
+      return backfill();
     case command::verify:
+      return verify();
     case command::status:
-      err_ << "error: this build of denormd has no database commands yet\n";
-      return exit_failure;
+      return status();
   }
   return exit_failure;
 }
@@ -62,6 +175,90 @@ int application::run_daemon() {
   if (!mappings) return exit_usage;
   daemon d(opts_, std::move(*mappings));
   return d.run();
+}
+
+int application::backfill() {
+  db_context ctx;
+  if (int rc = open_db_context(opts_, err_, ctx); rc != exit_ok) return rc;
+  metrics::metrics m(denormd_version);
+  ops::backfiller backfiller(*ctx.conn, *ctx.planner, m, ctx.meta_db);
+  ops::backfill_options bo;
+  bo.dry_run = opts_.dry_run;
+  // On a terminal: one progress line, rewritten in place a few times a second.
+  auto last_line = std::chrono::steady_clock::time_point{};
+  line_clearing_buf clearing(err_.rdbuf());
+  std::ostream log_sink(&clearing);
+  const bool terminal = &err_ == &std::cerr && isatty(STDERR_FILENO) == 1;
+  if (terminal) {
+    log::configure(*log::parse_format(opts_.log_format), *log::parse_level(opts_.log_level),
+                   &log_sink);
+    bo.on_progress = [&](const ops::backfill_progress& p) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!p.done && now - last_line < std::chrono::milliseconds(200)) return;
+      last_line = now;
+      err_ << "\r\033[K" << ops::progress_line(p) << (p.done ? "\n" : "") << std::flush;
+    };
+  }
+  std::stop_source stop;
+  mongo::result<ops::backfill_outcome> outcome = [&] {
+    stop_on_signal on_signal(stop);
+    return backfiller.run(ctx.selected, bo, stop.get_token());
+  }();
+  if (terminal) {
+    log::configure(*log::parse_format(opts_.log_format), *log::parse_level(opts_.log_level), &err_);
+  }
+  if (!outcome) {
+    err_ << "error: backfill failed: " << outcome.error().to_string()
+         << "\n(progress up to the last finished batch is stored: run backfill again to "
+            "continue)\n";
+    return exit_failure;
+  }
+  for (const auto& mb : outcome->mappings) {
+    out_ << mb.mapping << ": " << ops::format_count(mb.run_documents) << " document(s)";
+    if (mb.resumed_after) {
+      out_ << " (continued after _id " << bson::to_json(*mb.resumed_after) << "; "
+           << ops::format_count(mb.documents) << " in all)";
+    }
+    out_ << (mb.done ? ", done" : ", stopped") << "\n";
+  }
+  if (!outcome->complete) {
+    err_ << "backfill stopped; run it again to continue where it stopped\n";
+    return exit_failure;
+  }
+  return exit_ok;
+}
+
+int application::verify() {
+  db_context ctx;
+  if (int rc = open_db_context(opts_, err_, ctx); rc != exit_ok) return rc;
+  metrics::metrics m(denormd_version);
+  ops::verifier verifier(*ctx.conn, *ctx.planner, m, ctx.meta_db);
+  ops::verify_options vo;
+  vo.repair = opts_.repair;
+  vo.dry_run = opts_.dry_run;
+  auto report = verifier.run(ctx.selected, vo, {});
+  if (!report) {
+    err_ << "error: verify failed: " << report.error().to_string() << "\n";
+    return exit_failure;
+  }
+  out_ << (opts_.json ? ops::to_json(*report) + "\n" : ops::to_text(*report));
+  // The exit code tells what was found, repaired or not.
+  return report->drifted() > 0 ? exit_drift : exit_ok;
+}
+
+int application::status() {
+  db_context ctx;
+  if (int rc = open_db_context(opts_, err_, ctx); rc != exit_ok) return rc;
+  ops::status_probe probe(*ctx.conn, ctx.meta_db);
+  auto sources = probe.run(ctx.planner->source_namespaces());
+  if (!sources) {
+    err_ << "error: cannot read the checkpoints in " << ctx.meta_db << ": "
+         << sources.error().to_string() << "\n";
+    return exit_failure;
+  }
+  out_ << (opts_.json ? ops::to_json(*sources, wall_ms()) + "\n"
+                      : ops::to_text(*sources, wall_ms()));
+  return exit_ok;
 }
 
 int application::check() {

@@ -19,6 +19,9 @@ class application {
   int run_daemon();
   int check();
   int plan();
+  int backfill();
+  int verify();
+  int status();
 
   options opts_;
   std::ostream& out_;

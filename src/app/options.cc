@@ -27,13 +27,13 @@ const std::map<std::string, command_info>& commands() {
         "--mappings DIR --events FILE|- [--db NAME] [--coalesce]"}},
       {"backfill",
        {command::backfill, "bring every dependent in line with its sources",
-        "--uri URI --db NAME --mappings DIR [--mapping NAME]..."}},
+        "--uri URI --db NAME --mappings DIR [--mapping NAME]... [--dry-run]"}},
       {"verify",
        {command::verify, "count dependents that differ from their sources",
-        "--uri URI --db NAME --mappings DIR [--mapping NAME]... [--repair] [--json]"}},
+        "--uri URI --db NAME --mappings DIR [--mapping NAME]... [--repair [--dry-run]] [--json]"}},
       {"status",
-       {command::status, "print the stored checkpoints and their age",
-        "--uri URI --db NAME --mappings DIR"}},
+       {command::status, "print the stored checkpoints, their age and whether history reaches them",
+        "--uri URI --db NAME --mappings DIR [--json]"}},
   };
   return all;
 }
@@ -67,6 +67,11 @@ std::string redact_uri(const std::string& uri) {
   const auto colon = uri.find(':', scheme + 3);
   if (colon == std::string::npos || colon > at) return uri;
   return uri.substr(0, colon + 1) + "****" + uri.substr(at);
+}
+
+std::string meta_database(const options& o, const std::string& uri_database) {
+  if (!o.db.empty()) return o.db;
+  return !uri_database.empty() ? uri_database : "denormd";
 }
 
 expected<options> parse_options(const std::vector<std::string>& args, const std::string& env_uri) {

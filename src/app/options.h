@@ -39,4 +39,8 @@ std::string help_text(const std::string& topic);
 // The URI with any password replaced by "****", for logs and messages.
 std::string redact_uri(const std::string& uri);
 
+// Where denormd keeps its own state (checkpoints, dead letters, backfill progress): --db,
+// else the URI's database (`uri_database`, "" when it names none), else "denormd".
+std::string meta_database(const options& o, const std::string& uri_database);
+
 }  // namespace denormd::app

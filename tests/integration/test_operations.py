@@ -68,7 +68,7 @@ class OperationsTest(unittest.TestCase):
                 if o["_id"] % 3 == 0:
                     update["$unset"] = {"customer": ""}
                 else:
-                    update["$set"]["customer"] = {"name": "stale", "email": "stale", "city": "stale", "extra": 1}
+                    update["$set"]["customer"] = {"name": "stale", "email": "stale", "city": "stale"}
             db.orders.update_one({"_id": o["_id"]}, update)
         db.logmsgs.update_many({}, {"$set": {"host": {"name": "stale", "ipaddr": "0.0.0.0"}}})
         bogus = [{"bogus": True}]
@@ -104,61 +104,82 @@ class OperationsTest(unittest.TestCase):
         self.assertEqual(out.strip(), "orders-customer: 40 document(s), done")
         self.assertNotIn("continuing", err)
 
+    def test_backfill_retries_transient_errors(self):
+        self.shop.seed(customers=5, products=5, orders=20, hosts=2, logs=20, reviews=20)
+        self.scramble_everything()
+        try:
+            self.client.admin.command({"configureFailPoint": "failCommand", "mode": {"times": 4},
+                                       "data": {"failCommands": ["update", "find"], "errorCode": 91,
+                                                "appName": "denormd"}})
+        except pymongo.errors.OperationFailure as e:
+            self.skipTest("the server does not allow fail points (enableTestCommands): %s" % e)
+        rc, out, err = self.cmd("backfill")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("transient failure; continuing after the last stored batch", err)
+        self.assertEqual(self.shop.check(), [])
+
     def test_backfill_killed_half_way_continues_after_the_last_batch(self):
-        n = 20000
+        # 10,000 customers with 2 orders each: refilling every customer's recent orders takes
+        # a few seconds, long enough to kill it half-way.
+        customers, orders = 10000, 20000
         db = self.db
         db.customers.insert_many([{"_id": i, "name": "Customer %d" % i, "email": "c%d@example.com" % i,
-                                   "address": {"city": CITIES[i % len(CITIES)]}} for i in range(1, n + 1)])
-        db.orders.insert_many([{"_id": i, "customerId": i, "status": "NEW", "total": i % 500,
+                                   "address": {"city": CITIES[i % len(CITIES)]}, "recentOrders": [{"stale": 1}]}
+                                  for i in range(1, customers + 1)])
+        db.orders.insert_many([{"_id": i, "customerId": (i + 1) // 2, "status": "NEW", "total": i % 500,
                                 "createdAt": when(i), "customer": {"name": "stale"}, "items": []}
-                               for i in range(1, n + 1)])
+                               for i in range(1, orders + 1)])
         db.orders.create_index("customerId")
-        argv = [DENORMD, "backfill", "--uri", self.uri, "--db", self.dbname, "--mappings", self.mappings,
-                "--mapping", "orders-customer", "--mapping", "customers-recent-orders"]
+        both = ["--mapping", "customers-recent-orders", "--mapping", "orders-customer"]
+        argv = [DENORMD, "backfill", "--uri", self.uri, "--db", self.dbname, "--mappings", self.mappings, *both]
         first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             def half_way():
-                p = db.denormd_backfill.find_one({"_id": "orders-customer"})
-                return p is not None and 1500 <= p["documents"]
-            wait_until(half_way, timeout=60, interval=0.01, message="a few batches of orders-customer")
+                p = db.denormd_backfill.find_one({"_id": "customers-recent-orders"})
+                return p is not None and p["documents"] >= 2000
+            wait_until(half_way, timeout=120, interval=0.02, message="a few batches of customers-recent-orders")
             first.send_signal(signal.SIGKILL)
         finally:
             first.kill()
             out1, err1 = first.communicate()
         self.outputs.append((argv[1:], first.returncode, out1, err1))
         self.assertEqual(first.returncode, -signal.SIGKILL)
-        killed = db.denormd_backfill.find_one({"_id": "orders-customer"})
+        killed = db.denormd_backfill.find_one({"_id": "customers-recent-orders"})
         self.assertFalse(killed["done"], "the backfill finished before it could be killed: make the dataset bigger")
         done_before = killed["documents"]
-        self.assertLess(done_before, n)
-        # Batches are contiguous in _id order: the stored key is the last document done.
+        self.assertLess(done_before, customers)
+        # Batches are contiguous in _id order: the stored key is the last customer done.
         self.assertEqual(killed["lastKey"], done_before)
         # Writes of the batch in flight may have landed without their progress: redone, harmless.
-        written = db.orders.count_documents({"customer.email": {"$exists": True}})
-        self.assertGreaterEqual(written, done_before)
-        self.assertLessEqual(written, done_before + 500)
+        refilled = db.customers.count_documents({"recentOrders.stale": {"$exists": False}})
+        self.assertGreaterEqual(refilled, done_before)
+        self.assertLessEqual(refilled, done_before + 500)
+        self.assertIsNone(db.denormd_backfill.find_one({"_id": "orders-customer"}))
 
-        rc, out, err = self.cmd("backfill", "--mapping", "orders-customer", "--mapping", "customers-recent-orders")
+        rc, out, err = self.cmd("backfill", *both)
         self.assertEqual(rc, 0, err)
-        self.assertRegex(err, r"continuing an unfinished backfill .*mapping=orders-customer.*after=%d\b" % done_before)
+        self.assertRegex(err, r"continuing an unfinished backfill .*mapping=customers-recent-orders.*after=%d\b"
+                         % done_before)
         # This run walked only what the first had not finished: no completed range twice.
-        m = re.search(r"(?m)^orders-customer: ([\d,]+) document\(s\) \(continued after _id (\d+); ([\d,]+) in all\), done$", out)
+        m = re.search(r"(?m)^customers-recent-orders: ([\d,]+) document\(s\) "
+                      r"\(continued after _id (\d+); ([\d,]+) in all\), done$", out)
         self.assertIsNotNone(m, out)
-        self.assertEqual(int(m.group(1).replace(",", "")), n - done_before)
+        self.assertEqual(int(m.group(1).replace(",", "")), customers - done_before)
         self.assertEqual(int(m.group(2)), done_before)
-        self.assertEqual(int(m.group(3).replace(",", "")), n)
-        self.assertRegex(out, r"(?m)^customers-recent-orders: 20,000 document\(s\), done$")
-        final = db.denormd_backfill.find_one({"_id": "orders-customer"})
+        self.assertEqual(int(m.group(3).replace(",", "")), customers)
+        self.assertRegex(out, r"(?m)^orders-customer: 10,000 document\(s\), done$")
+        final = db.denormd_backfill.find_one({"_id": "customers-recent-orders"})
         self.assertTrue(final["done"])
-        self.assertEqual(final["documents"], n)
+        self.assertEqual(final["documents"], customers)
         self.assertEqual(final["startedAt"], killed["startedAt"])
-        wrong = sum(1 for o in db.orders.find({}, {"customer": 1})
-                    if o["customer"] != {"name": "Customer %d" % o["_id"], "email": "c%d@example.com" % o["_id"],
-                                         "city": CITIES[o["_id"] % len(CITIES)]})
-        self.assertEqual(wrong, 0)
-        c = db.customers.find_one({"_id": 777})
-        self.assertEqual(c["recentOrders"], [{"orderId": 777, "total": 777 % 500, "status": "NEW",
-                                              "createdAt": when(777)}])
+        wrong = [c["_id"] for c in db.customers.find({}, {"recentOrders": 1})
+                 if c["recentOrders"] != [{"orderId": i, "total": i % 500, "status": "NEW", "createdAt": when(i)}
+                                          for i in (2 * c["_id"], 2 * c["_id"] - 1)]]
+        self.assertEqual(wrong[:5], [])
+        wrong = [o["_id"] for o in db.orders.find({}, {"customer": 1, "customerId": 1})
+                 if o["customer"] != {"name": "Customer %d" % o["customerId"], "email": "c%d@example.com" % o["customerId"],
+                                      "city": CITIES[o["customerId"] % len(CITIES)]}]
+        self.assertEqual(wrong[:5], [])
 
     def test_verify_reports_exactly_the_injected_drift_and_repair_clears_it(self):
         self.shop.seed()
@@ -262,9 +283,11 @@ class OperationsTest(unittest.TestCase):
         wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="denormd ready")
         for _ in range(10):
             self.shop.random_change()
-        wait_until(self.shop.check, timeout=30, interval=0.25, message="dependents in line")
-        self.assertEqual(d.stop(), 0)
         sources = ["customers", "products", "hosts", "reviews", "logmsgs", "orders"]
+        # Quiet sources get their checkpoint too (the stream's post-batch token).
+        wait_until(lambda: self.db.denormd_checkpoints.count_documents({}) == len(sources), timeout=30,
+                   message="a checkpoint for every source")
+        self.assertEqual(d.stop(), 0)
 
         rc, out, err = self.cmd("status")
         self.assertEqual(rc, 0, err)

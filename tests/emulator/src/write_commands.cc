@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "bson_size.h"
 #include "command_args.h"
 #include "command_table.h"
 #include "engine_adapter.h"
@@ -56,6 +57,29 @@ expected<bson::document> with_id(bson::document doc) {
   for (auto& f : doc.fields())
     out.append(std::move(f.name), std::move(f.val));
   return out;
+}
+
+constexpr std::size_t max_user_size = 16 * 1024 * 1024;  // BSONObjMaxUserSize
+
+// The document an insert (or an upsert) stores: `_id` checked or generated, 16 MB at most.
+expected<bson::document> new_document(bson::document doc, bool upsert) {
+  auto out = with_id(std::move(doc));
+  if (!out) return out;
+  const std::size_t size = bson_size(*out);
+  if (size <= max_user_size) return out;
+  if (upsert) return fail("Document to upsert is larger than 16777216", 17420);
+  return fail(
+      "object to insert too large. size in bytes: " + std::to_string(size) + ", max size: 16777216",
+      codes::bson_object_too_large);
+}
+
+// An update applied to one matched document, refused when the result passes 16 MB.
+expected<prepared_update::result> apply_update(const prepared_update& u, const bson::document& doc,
+                                               const matcher& m, const match_details& details) {
+  auto result = u.apply(doc, m, details);
+  if (result && result->changed && bson_size(result->doc) > max_user_size)
+    return fail("Resulting document after update is larger than 16777216", 17419);
+  return result;
 }
 
 // Accumulates per-statement write errors in MongoDB's reply shape.
@@ -111,7 +135,7 @@ command_outcome insert(command_context& ctx) {
     for (std::size_t i = 0; i < list->items->size(); ++i) {
       const auto& item = (*list->items)[i];
       auto doc = item.is_document()
-                     ? with_id(item.as_document())
+                     ? new_document(item.as_document(), false)
                      : expected<bson::document>(
                            fail("document to insert must be an object", codes::type_mismatch));
       if (doc) {
@@ -146,7 +170,7 @@ expected<update_counts> run_update(storage& store, collection& c, const matcher&
   update_counts counts;
   for (const auto& [record, details] : find_matches(c, m, multi ? 0 : 1)) {
     auto before = c.get(record);
-    auto result = u.apply(*before, m, details);
+    auto result = apply_update(u, *before, m, details);
     if (!result) return result.error();
     ++counts.matched;
     if (!result->changed) continue;
@@ -160,7 +184,7 @@ expected<update_counts> run_update(storage& store, collection& c, const matcher&
   if (counts.matched == 0 && upsert) {
     auto doc = u.upsert(m);
     if (!doc) return doc.error();
-    auto checked = with_id(std::move(doc).value());
+    auto checked = new_document(std::move(doc).value(), true);
     if (!checked) return checked.error();
     bson::value id = *checked->get("_id");
     auto inserted =
@@ -362,7 +386,7 @@ command_outcome find_and_modify(command_context& ctx) {
       value = shown(*before);
     } else if (target) {
       auto before = c->get(target->record);
-      auto result = u->apply(*before, *m, target->details);
+      auto result = apply_update(*u, *before, *m, target->details);
       if (!result) return result.error();
       doc_ptr after = before;
       if (result->changed) {
@@ -379,7 +403,7 @@ command_outcome find_and_modify(command_context& ctx) {
       if (c == nullptr) c = &store.obtain(ctx.db, *name);
       auto doc = u->upsert(*m);
       if (!doc) return doc.error();
-      auto checked = with_id(std::move(doc).value());
+      auto checked = new_document(std::move(doc).value(), true);
       if (!checked) return checked.error();
       auto stored = std::make_shared<const bson::document>(std::move(checked).value());
       auto inserted = store.insert(*c, stored);

@@ -346,6 +346,29 @@ TEST_F(commands, count_and_aggregate) {
   run_fail(J(R"({"aggregate": "c", "pipeline": []})"), 9);
 }
 
+TEST_F(commands, documents_are_limited_to_16_mb) {
+  const std::string big(9 * 1024 * 1024, 'x');
+  bson::document ins;
+  ins.append("insert", "c");
+  ins.append("documents",
+             bson::array{bson::value(bson::document{{"_id", std::int32_t{1}}, {"a", big}})});
+  run_ok(ins);
+  bson::document upd;
+  upd.append("update", "c");
+  upd.append("updates", bson::array{bson::value(bson::document{
+                            {"q", bson::document{{"_id", std::int32_t{1}}}},
+                            {"u", bson::document{{"$set", bson::document{{"b", big}}}}}})});
+  auto r = run_ok(upd);
+  ASSERT_TRUE(at(r, "writeErrors").is_array());
+  const auto& e = at(r, "writeErrors").as_array()[0].as_document();
+  EXPECT_EQ(at(e, "code"), bson::value(std::int32_t{17419}));
+  EXPECT_EQ(at(e, "errmsg"),
+            bson::value("Resulting document after update is larger than 16777216"));
+  // The document is unchanged.
+  EXPECT_EQ(at(batch(run_ok(J(R"({"find": "c", "projection": {"b": 1}})")))[0].as_document(), "b"),
+            bson::value());
+}
+
 TEST_F(commands, write_concern_on_one_node) {
   auto r = run_ok(J(R"({"insert": "c", "documents": [{"_id": 1}],
                         "writeConcern": {"w": "majority"}})"));

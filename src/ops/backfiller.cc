@@ -77,6 +77,16 @@ const mapping::ns& walked(const mapping::mapping& m) {
 
 }  // namespace
 
+bson::document parents_filter(bson::array ids) {
+  // The walk is in _id order: a range selects the same parents (plus any inserted into it
+  // since, which a refill leaves right) and is cheaper than a long $in. Ranges work within
+  // one type bracket only.
+  if (ids.size() > 1 && bson::canonical_rank(ids.front()) == bson::canonical_rank(ids.back())) {
+    return bson::document{{"_id", bson::document{{"$gte", ids.front()}, {"$lte", ids.back()}}}};
+  }
+  return bson::document{{"_id", bson::document{{"$in", std::move(ids)}}}};
+}
+
 bson::document after_key_filter(const bson::value& last) {
   const int rank = bson::canonical_rank(last);
   bson::array later;
@@ -153,8 +163,7 @@ std::vector<mapping::write_op> backfiller::plan_batch(const mapping::mapping& m,
            ++i) {
         if (const bson::value* id = batch[i].get("_id")) ids.push_back(*id);
       }
-      ops.push_back(
-          refill_for(m, bson::document{{"_id", bson::document{{"$in", std::move(ids)}}}}));
+      if (!ids.empty()) ops.push_back(refill_for(m, parents_filter(std::move(ids))));
     }
     return ops;
   }

@@ -91,6 +91,9 @@ class backfiller {
 // type bracket only, so the documents whose _id has a later bracket are added explicitly.
 bson::document after_key_filter(const bson::value& last);
 
+// The parents of one refill: the _ids of a contiguous run of the walk, in _id order.
+bson::document parents_filter(bson::array ids);
+
 // A digest of everything in a mapping that decides what its backfill writes: progress stored
 // under another definition is not continued.
 std::string mapping_fingerprint(const mapping::mapping& m);

@@ -42,6 +42,14 @@ TEST(ops_backfiller_test, after_key_filter_nothing_comes_after_max_key) {
             (bson::document{{"_id", bson::document{{"$gt", bson::max_key{}}}}}));
 }
 
+TEST(ops_backfiller_test, parents_filter_is_a_range_within_one_type_bracket) {
+  EXPECT_EQ(parents_filter(bson::array{bson::value(3), bson::value(4.5), bson::value(9)}),
+            doc(R"({"_id":{"$gte":3,"$lte":9}})"));
+  EXPECT_EQ(parents_filter(bson::array{bson::value(3), bson::value("a")}),
+            doc(R"({"_id":{"$in":[3,"a"]}})"));
+  EXPECT_EQ(parents_filter(bson::array{bson::value(3)}), doc(R"({"_id":{"$in":[3]}})"));
+}
+
 TEST(ops_backfiller_test, mapping_fingerprint_changes_with_what_the_backfill_writes) {
   const auto a = testing::load_one(testing::customer_copy);
   EXPECT_EQ(mapping_fingerprint(a), mapping_fingerprint(testing::load_one(testing::customer_copy)));

@@ -54,7 +54,9 @@ asio::awaitable<void> server::accept_loop() {
 
 void server::run() {
   unsigned threads = state_.options().threads;
-  if (threads == 0) threads = std::max(2U, std::thread::hardware_concurrency());
+  // More threads than cores: a thread waiting for the storage lock behind a long write must not
+  // keep lock-free commands (hello, ping, getMore waits) from being served.
+  if (threads == 0) threads = std::max(4U, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < threads; ++i)
     pool.emplace_back([this] { io_.run(); });

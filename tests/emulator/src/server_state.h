@@ -20,7 +20,7 @@ struct server_options {
   std::uint16_t port = 27017;
   std::string rs_name = "rs0";
   std::size_t oplog_max_events = 1000000;
-  unsigned threads = 0;  // 0: one per core, at least two
+  unsigned threads = 0;  // 0: one per core, at least four
 };
 
 class server_state {

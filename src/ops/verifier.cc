@@ -204,7 +204,7 @@ mongo::status verifier::verify_copy(const mapping::mapping& m, const verify_opti
         }
         if (repairs.empty()) return {};
         if (auto st = writer.apply(repairs, {}, m.source); !st) return st;
-        out.repaired += repaired;
+        if (!opts.dry_run) out.repaired += repaired;
         return {};
       });
 }
@@ -252,7 +252,7 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const verify_op
         const std::vector<mapping::write_op> repairs{
             refill_for(m, bson::document{{"_id", bson::document{{"$in", std::move(drifted)}}}})};
         if (auto st = writer.apply(repairs, {}, m.source); !st) return st;
-        out.repaired += n;
+        if (!opts.dry_run) out.repaired += n;
         return {};
       });
 }

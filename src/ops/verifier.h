@@ -25,7 +25,8 @@ struct verify_options {
   std::size_t batch_size = 500;
   std::size_t max_examples = 10;  // per mapping, for drift and for missing sources each
   bool repair = false;
-  bool dry_run = false;  // with repair: log the writes instead of sending them
+  // With repair: log the writes instead of sending them (none counts as repaired).
+  bool dry_run = false;
 };
 
 class verifier {

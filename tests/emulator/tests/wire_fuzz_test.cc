@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -16,6 +17,13 @@ namespace {
 
 using namespace std::chrono_literals;
 using bytes = std::vector<std::uint8_t>;
+
+// EMULATOR_FUZZ_SEED and EMULATOR_FUZZ_SCALE vary and lengthen a run (defaults: fixed, 1).
+unsigned env_number(const char* name, unsigned fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? static_cast<unsigned>(std::strtoul(v, nullptr, 10))
+                                    : fallback;
+}
 
 void put32(bytes& b, std::size_t at, std::int32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -119,8 +127,9 @@ bytes malformed(std::mt19937& rng) {
 }
 
 TEST(wire_fuzz, decoder_survives_random_input) {
-  std::mt19937 rng(12345);
-  for (int i = 0; i < 20000; ++i) {
+  std::mt19937 rng(env_number("EMULATOR_FUZZ_SEED", 12345));
+  const unsigned rounds = 20000 * env_number("EMULATOR_FUZZ_SCALE", 1);
+  for (unsigned i = 0; i < rounds; ++i) {
     const bytes m = malformed(rng);
     auto h = parse_header(m);
     if (!h) continue;
@@ -136,7 +145,8 @@ TEST(wire_fuzz, server_keeps_serving_other_connections) {
   ASSERT_TRUE(server) << server.error().message;
   auto sentinel = raw_client::connect(server->host_port());
   ASSERT_TRUE(sentinel);
-  std::mt19937 rng(987654321);
+  std::mt19937 rng(env_number("EMULATOR_FUZZ_SEED", 987654321));
+  const int batches = 10 * static_cast<int>(env_number("EMULATOR_FUZZ_SCALE", 1));
 
   const auto attack = [&](unsigned seed, int rounds) {
     std::mt19937 local(seed);
@@ -152,7 +162,7 @@ TEST(wire_fuzz, server_keeps_serving_other_connections) {
       c->receive(20ms);
     }
   };
-  for (int batch_no = 0; batch_no < 10; ++batch_no) {
+  for (int batch_no = 0; batch_no < batches; ++batch_no) {
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < 3; ++t)
       threads.emplace_back(attack, static_cast<unsigned>(rng()), 20);

@@ -99,3 +99,32 @@ TEST_F(concurrency, many_idle_connections_do_not_stop_service) {
 
 }  // namespace
 }  // namespace mongo_emulator::test
+
+namespace mongo_emulator::test {
+namespace {
+
+TEST(server_lifecycle, sigterm_stops_cleanly_with_busy_connections) {
+  if (!denormd::test::emulator_only_available()) GTEST_SKIP() << "starts its own emulator";
+  auto server = denormd::test::emulator_process::start();
+  ASSERT_TRUE(server) << server.error().message;
+  auto waiting = raw_client::connect(server->host_port());
+  auto idle = raw_client::connect(server->host_port());
+  ASSERT_TRUE(waiting && idle);
+  auto open = waiting->command(
+      J(R"({"aggregate": "c", "pipeline": [{"$changeStream": {}}], "cursor": {}, "$db": "x"})"));
+  ASSERT_TRUE(open);
+  bson::document gm;
+  gm.append("getMore", at(*open, "cursor.id"));
+  gm.append("collection", "c");
+  gm.append("maxTimeMS", std::int32_t{30000});
+  gm.append("$db", "x");
+  ASSERT_TRUE(waiting->send(encode_op_msg(2, gm)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(server->stop(std::chrono::seconds(5)), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  EXPECT_TRUE(waiting->closed_by_peer(std::chrono::seconds(2)));
+}
+
+}  // namespace
+}  // namespace mongo_emulator::test

@@ -250,7 +250,7 @@ int application::status() {
   db_context ctx;
   if (int rc = open_db_context(opts_, err_, ctx); rc != exit_ok) return rc;
   ops::status_probe probe(*ctx.conn, ctx.meta_db);
-  auto sources = probe.run(ctx.planner->source_namespaces());
+  auto sources = probe.run(ctx.planner->watched_namespaces());
   if (!sources) {
     err_ << "error: cannot read the checkpoints in " << ctx.meta_db << ": "
          << sources.error().to_string() << "\n";

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "bson/convert.h"
+#include "common/json_text.h"
 
 namespace denormd::bson {
 
@@ -14,41 +15,7 @@ namespace {
 
 void write_string(std::string& out, std::string_view s) {
   out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20) {
-          static constexpr char digits[] = "0123456789abcdef";
-          out += "\\u00";
-          out += digits[c >> 4];
-          out += digits[c & 0xF];
-        } else {
-          out += ch;
-        }
-    }
-  }
+  append_json_escaped(out, s);
   out += '"';
 }
 

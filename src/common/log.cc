@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include "common/json_text.h"
+
 #include <array>
 #include <atomic>
 #include <charconv>
@@ -20,79 +22,6 @@ std::mutex sink_mutex_;
 std::ostream* sink_ = &std::cerr;
 
 constexpr char hex_digits[] = "0123456789abcdef";
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid (overlong,
-// surrogate, out of range or truncated). JSON output must be valid UTF-8, and server messages
-// or document values may not be.
-std::size_t utf8_sequence(std::string_view s, std::size_t i) {
-  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  std::size_t len = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < len; ++k)
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  return len;
-}
-
-// Appends `s` escaped for a JSON string (without the quotes). Invalid UTF-8 becomes U+FFFD.
-void append_json_escaped(std::string& out, std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const std::size_t n = utf8_sequence(s, i);
-      if (n == 0) {
-        out += "\xEF\xBF\xBD";
-        ++i;
-      } else {
-        out.append(s.substr(i, n));
-        i += n;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          out += "\\u00";
-          out += hex_digits[c >> 4];
-          out += hex_digits[c & 0xF];
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-    ++i;
-  }
-}
 
 // Text values are written bare when that is unambiguous (logfmt style), otherwise quoted with
 // the same escapes as JSON, so one entry always stays on one line.

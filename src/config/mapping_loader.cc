@@ -9,26 +9,13 @@
 #include <sstream>
 
 #include "bson/json.h"
+#include "common/json_text.h"
 
 namespace denormd::config {
 
 namespace {
 
 using json = nlohmann::ordered_json;
-
-std::string pointer_join(const std::string& base, std::string_view token) {
-  std::string out = base + "/";
-  for (const char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 std::string json_type(const json& j) {
   if (j.is_object()) return "an object";

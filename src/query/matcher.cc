@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/json_text.h"
 #include "query/path.h"
 
 namespace denormd::query {
@@ -30,21 +31,6 @@ using compile_result = expected<node, compile_error>;
 
 unexpected<compile_error> bad(std::string pointer, std::string message, int code = 2) {
   return {compile_error{std::move(pointer), std::move(message), code}};
-}
-
-// JSON pointer escaping (RFC 6901).
-std::string pointer_join(const std::string& base, std::string_view token) {
-  std::string out = base + "/";
-  for (const char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 bool is_operator_document(const bson::value& v) {

@@ -142,29 +142,34 @@ void watcher::run(std::stop_token stop) {
   std::string resume_reason = token ? "checkpoint" : "";
   std::chrono::milliseconds backoff{100};
   std::int64_t last_idle_token_ms = 0;
+  // After a failed open or read: lost history is re-synced, anything else waits a backoff;
+  // either way the stream is then reopened. False: the watcher ends.
+  auto recovered = [&](const mongo::driver_error& e, const std::string& what) {
+    metrics_.count_error("stream", e.metric_code());
+    if (e.history_lost()) {
+      auto from = recover(stop, e);
+      if (!from) return false;
+      token.reset();
+      opts_.start_at = *from;
+      resume_reason = "resync";
+      return true;
+    }
+    set_state(false, what + ": " + e.to_string());
+    log::warn("watcher", what + "; reopening from the last position",
+              {{"source", name_}, {"error", e.to_string()}});
+    resume_reason = "error";
+    return back_off(stop, backoff);
+  };
 
-  while (!stop.stop_requested()) {
+  bool stop_now = false;
+  while (!stop.stop_requested() && !stop_now) {
     mongo::watch_options w;
     w.resume_after = token;
     if (!token) w.start_at_operation_time = opts_.start_at;
     w.max_await_ms = opts_.max_await_ms;
     auto stream = conn_.watch(opts_.source.db, opts_.source.coll, w);
     if (!stream) {
-      const auto& e = stream.error();
-      metrics_.count_error("stream", e.metric_code());
-      if (e.history_lost()) {
-        auto from = recover(stop, e);
-        if (!from) return;
-        token.reset();
-        opts_.start_at = *from;
-        resume_reason = "resync";
-        continue;
-      }
-      set_state(false, "cannot open the change stream: " + e.to_string());
-      log::warn("watcher", "cannot open the change stream; retrying",
-                {{"source", name_}, {"error", e.to_string()}});
-      if (!back_off(stop, backoff)) break;
-      resume_reason = "error";
+      if (!recovered(stream.error(), "cannot open the change stream")) break;
       continue;
     }
     if (!resume_reason.empty()) metrics_.count_resume(name_, resume_reason);
@@ -175,21 +180,7 @@ void watcher::run(std::stop_token stop) {
     while (!stop.stop_requested()) {
       auto next = (*stream)->next();
       if (!next) {
-        const auto& e = next.error();
-        metrics_.count_error("stream", e.metric_code());
-        if (e.history_lost()) {
-          auto from = recover(stop, e);
-          if (!from) return;
-          token.reset();
-          opts_.start_at = *from;
-          resume_reason = "resync";
-          break;
-        }
-        set_state(false, "stream error: " + e.to_string());
-        log::warn("watcher", "change stream failed; reopening from the last position",
-                  {{"source", name_}, {"error", e.to_string()}});
-        resume_reason = "error";
-        back_off(stop, backoff);
+        if (!recovered(next.error(), "change stream failed")) stop_now = true;
         break;
       }
       auto new_token = (*stream)->resume_token();
@@ -226,8 +217,10 @@ void watcher::run(std::stop_token stop) {
       }
     }
   }
-  if (reason_ == stop_reason::none) reason_ = stop_reason::requested;
-  set_state(false, "stopped");
+  if (reason_ == stop_reason::none) {  // history lost without a re-sync keeps its own state
+    reason_ = stop_reason::requested;
+    set_state(false, "stopped");
+  }
 }
 
 }  // namespace denormd::source

@@ -205,7 +205,9 @@ class DaemonTest(unittest.TestCase):
                                          for i in range(2000)])
             peak = max(peak, d.rss_kib())
         # 60k events of about 1.2 KB each arrived while writes were blocked.
-        self.assertLess(peak - baseline, 96 * 1024, "RSS grew by %d KiB" % (peak - baseline))
+        print("RSS grew by %d KiB while 60,000 events queued up" % (peak - baseline))
+        if os.environ.get("DENORMD_SANITIZED") != "1":  # ASan keeps freed memory in quarantine
+            self.assertLess(peak - baseline, 96 * 1024, "RSS grew by %d KiB" % (peak - baseline))
         self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
         self.converge(timeout=120)
         self.assertEqual(d.stop(), 0)

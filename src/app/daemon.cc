@@ -123,10 +123,7 @@ int daemon::run() {
     log::error("daemon", conn.error().to_string(), {{"uri", redact_uri(opts_.uri)}});
     return 2;
   }
-  const std::string meta_db =
-      !opts_.db.empty()
-          ? opts_.db
-          : (!(*conn)->default_database().empty() ? (*conn)->default_database() : "denormd");
+  const std::string meta_db = meta_database(opts_, (*conn)->default_database());
   checkpoint::checkpoint_store checkpoints(**conn, meta_db);
 
   std::vector<pipeline> pipelines;

@@ -1,8 +1,8 @@
 #pragma once
 // Where denormd keeps its place: one document per watched namespace in
-// `<db>.denormd_checkpoints`, {_id: "shop.customers", token, clusterTime, wallTime, savedAt}.
-// Written with w:"majority" only after every write up to that point was acknowledged.
-// Stateless apart from the connection; thread-safe.
+// `<db>.denormd_checkpoints`, {_id: "shop.customers", token, wallTime, savedAt} (the token itself
+// carries the cluster time). Written with w:"majority" only after every write up to that point was
+// acknowledged. Stateless apart from the connection; thread-safe.
 
 #include <cstdint>
 #include <optional>

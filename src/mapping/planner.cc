@@ -38,23 +38,11 @@ write_op recent_op(const mapping& m, write_kind kind, bson::document filter, mer
   return op;
 }
 
-// Rebuilds the whole array of each parent matched by `parents` from the children.
-write_op refill_op(const mapping& m, bson::document parents, merge_rule rule, bson::value key) {
-  write_op op = recent_op(m, write_kind::refill, std::move(parents), rule, std::move(key));
-  op.refill = refill_query{m.source,
-                           m.filter ? m.filter->filter() : bson::document{},
-                           m.parent_key,
-                           m.parent_field,
-                           planner::child_sort(m),
-                           m.limit};
-  return op;
-}
-
 // Takes the element out of the parents matched by `parents`, as the delete policy says.
 void remove_element(const mapping& m, const bson::value& id, bson::document parents,
                     std::vector<write_op>& out) {
   if (m.on_source_delete == delete_policy::pull_and_refill) {
-    out.push_back(refill_op(m, std::move(parents), merge_rule::mapping_barrier, {}));
+    out.push_back(make_refill(m, std::move(parents), merge_rule::mapping_barrier, {}));
     return;
   }
   write_op op =
@@ -83,6 +71,23 @@ bson::document build_copy_update(const mapping& m, const std::vector<std::string
 }
 
 }  // namespace
+
+write_op make_refill(const mapping& m, bson::document parents, merge_rule rule, bson::value key) {
+  write_op op;
+  op.source_mapping = &m;
+  op.kind = write_kind::refill;
+  op.target = m.target;
+  op.filter = std::move(parents);
+  op.merge = rule;
+  op.merge_key = std::move(key);
+  op.refill = refill_query{m.source,
+                           m.filter ? m.filter->filter() : bson::document{},
+                           m.parent_key,
+                           m.parent_field,
+                           planner::child_sort(m),
+                           m.limit};
+  return op;
+}
 
 void set_path(bson::document& doc, std::string_view dotted, bson::value v) {
   const auto dot = dotted.find('.');
@@ -250,7 +255,7 @@ void planner::plan_fill(const compiled& c, const change_event& ev,
 
   if (m.kind == mapping_kind::recent) {
     // A parent that arrived after its children (or was re-keyed): rebuild its array.
-    out.push_back(refill_op(m, bson::document{{"_id", ev.id}}, merge_rule::mapping_barrier, {}));
+    out.push_back(make_refill(m, bson::document{{"_id", ev.id}}, merge_rule::mapping_barrier, {}));
     return;
   }
   if (m.where && !m.where->matches(target)) return;  // e.g. a delivered order keeps its snapshot
@@ -329,8 +334,8 @@ void planner::plan_recent(const compiled& c, const change_event& ev,
   }
   if (sort_touched) {
     // Its position (and whether it is among the newest) may change: rebuild this parent.
-    out.push_back(refill_op(m, bson::document{{m.parent_field, *parent}},
-                            merge_rule::parent_barrier, *parent));
+    out.push_back(make_refill(m, bson::document{{m.parent_field, *parent}},
+                              merge_rule::parent_barrier, *parent));
     return;
   }
   bson::document element = make_element(m, child);

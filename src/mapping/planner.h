@@ -73,6 +73,11 @@ void append_push_ops(const mapping& m, bson::value parent, bson::array ids, bson
 // The $each array of a push op built by append_push_ops.
 bson::array& pushed_elements(write_op& push);
 
+// A refill of a recent mapping: rebuild the array of every parent matched by `parents`
+// from the children (the writer runs it; backfill and verify --repair issue it too).
+write_op make_refill(const mapping& m, bson::document parents,
+                     merge_rule rule = merge_rule::mapping_barrier, bson::value key = {});
+
 // Sets `value` at a dotted path, creating sub-documents as needed.
 void set_path(bson::document& doc, std::string_view dotted, bson::value v);
 

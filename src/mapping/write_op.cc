@@ -18,6 +18,15 @@ std::string_view kind_name(write_kind k) {
   return "?";
 }
 
+bson::document children_filter(const refill_query& r, const bson::value& key) {
+  bson::document f{{r.parent_key, key}};
+  if (r.filter.empty()) return f;
+  if (r.filter.contains(r.parent_key)) return bson::document{{"$and", bson::array{f, r.filter}}};
+  for (const auto& field : r.filter)
+    f.append(field.name, field.val);
+  return f;
+}
+
 std::string to_plan_json(const write_op& op) {
   bson::document out;
   out.append("mapping", op.source_mapping != nullptr ? op.source_mapping->name : "");

@@ -69,6 +69,10 @@ struct write_op {
   std::int64_t event_ms = 0;
 };
 
+// A refill's children query for one parent key: {parentKey: key} and the mapping's filter,
+// joined with $and only when both name the parent key.
+bson::document children_filter(const refill_query& r, const bson::value& key);
+
 // One line of `denormd plan` output (relaxed Extended JSON).
 std::string to_plan_json(const write_op& op);
 std::string_view kind_name(write_kind k);

@@ -106,19 +106,7 @@ std::vector<std::string> check_recent(const mapping::mapping& m, const bson::doc
 }
 
 mapping::write_op refill_for(const mapping::mapping& m, bson::document parents) {
-  mapping::write_op op;
-  op.source_mapping = &m;
-  op.kind = mapping::write_kind::refill;
-  op.target = m.target;
-  op.filter = std::move(parents);
-  op.merge = mapping::merge_rule::mapping_barrier;
-  op.refill = mapping::refill_query{m.source,
-                                    m.filter ? m.filter->filter() : bson::document{},
-                                    m.parent_key,
-                                    m.parent_field,
-                                    mapping::planner::child_sort(m),
-                                    m.limit};
-  return op;
+  return mapping::make_refill(m, std::move(parents));
 }
 
 void narrow_to(mapping::write_op& op, const bson::value& id) {

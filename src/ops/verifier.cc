@@ -52,18 +52,6 @@ void project(bson::document& projection, const std::string& path) {
   if (!projection.contains(field)) projection.append(field, 1);
 }
 
-// The children query of a refill (the writer's own filter: {parentKey: key} and the
-// mapping's filter, joined with $and only when both name the parent key).
-bson::document children_filter(const mapping::mapping& m, const bson::value& key) {
-  bson::document f{{m.parent_key, key}};
-  if (!m.filter || m.filter->filter().empty()) return f;
-  const bson::document& extra = m.filter->filter();
-  if (extra.contains(m.parent_key)) return bson::document{{"$and", bson::array{f, extra}}};
-  for (const auto& field : extra)
-    f.append(field.name, field.val);
-  return f;
-}
-
 }  // namespace
 
 verifier::verifier(mongo::connection& conn, const mapping::planner& planner, metrics::metrics& m,
@@ -222,6 +210,7 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const verify_op
     project(children.projection, f.source_path);
   sink::writer writer(conn_, metrics_, sink::writer_options{meta_db_, opts.dry_run});
 
+  const mapping::refill_query refill = *mapping::make_refill(m, {}).refill;
   bool stopped = false;
   return walk_batches(
       conn_, m.target, bson::document{}, parents, opts.batch_size, stop, stopped,
@@ -232,11 +221,12 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const verify_op
           const bson::value* id = parent.get("_id");
           if (key == nullptr || id == nullptr) continue;  // a refill skips it too
           bson::array expected;
-          auto st = conn_.find_each(m.source.db, m.source.coll, children_filter(m, *key), children,
-                                    [&](bson::document&& child) {
-                                      expected.push_back(mapping::planner::make_element(m, child));
-                                      return true;
-                                    });
+          auto st =
+              conn_.find_each(m.source.db, m.source.coll, mapping::children_filter(refill, *key),
+                              children, [&](bson::document&& child) {
+                                expected.push_back(mapping::planner::make_element(m, child));
+                                return true;
+                              });
           if (!st) return st;
           auto paths = check_recent(m, parent, expected);
           ++out.checked;

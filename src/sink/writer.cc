@@ -26,16 +26,6 @@ const bson::document* token_of(const mapping::write_op& op,
   return op.event < tokens.size() ? &tokens[op.event] : nullptr;
 }
 
-// {key: value} with the refill's own filter; $and only when they name the same field.
-bson::document children_filter(const mapping::refill_query& r, const bson::value& key) {
-  bson::document f{{r.parent_key, key}};
-  if (r.filter.empty()) return f;
-  if (r.filter.contains(r.parent_key)) return bson::document{{"$and", bson::array{f, r.filter}}};
-  for (const auto& field : r.filter)
-    f.append(field.name, field.val);
-  return f;
-}
-
 }  // namespace
 
 writer::writer(mongo::connection& conn, metrics::metrics& m, writer_options opts)
@@ -139,7 +129,8 @@ mongo::status writer::run_refill(const mapping::write_op& op,
     const bson::value* key = parent.find_path(r.parent_field);
     const bson::value* id = parent.get("_id");
     if (key == nullptr || id == nullptr) continue;
-    auto children = conn_.find(r.source.db, r.source.coll, children_filter(r, *key), child_opts);
+    auto children =
+        conn_.find(r.source.db, r.source.coll, mapping::children_filter(r, *key), child_opts);
     if (!children) return children.error();
     bson::array elements;
     elements.reserve(children->size());

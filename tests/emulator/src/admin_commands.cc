@@ -96,7 +96,8 @@ command_outcome server_status(command_context& ctx) {
   bson::document cursors;
   cursors.append("open",
                  bson::document{{"total", static_cast<std::int64_t>(ctx.server.cursors().size())}});
-  r.append("metrics", bson::document{{"cursor", std::move(cursors)}});
+  r.append("metrics", bson::document{{"commands", ctx.server.commands().to_document()},
+                                     {"cursor", std::move(cursors)}});
   r.append("ok", 1.0);
   return command_result{std::move(r), {}};
 }

@@ -87,7 +87,22 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::execute(const
     co_return finish(
         error_reply({"no such command: '" + req.command + "'", codes::command_not_found}, nullptr));
   }
-  const command_spec& spec = it->second;
+  // Counted like MongoDB's metrics.commands: every request of a known command, once; the
+  // ones answered with ok: 0 (or a dropped connection) also count as failed.
+  std::optional<bson::document> reply = co_await run(it->second, req, conn);
+  const auto* ok = reply ? reply->get("ok") : nullptr;
+  server_.commands().count(req.command,
+                           ok == nullptr || !ok->is_number() || ok->to_double() != 1.0);
+  co_return reply;
+}
+
+asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const command_spec& spec,
+                                                                       const request& req,
+                                                                       connection_info& conn) {
+  const auto finish = [this](bson::document reply) {
+    add_cluster_time(reply);
+    return std::optional<bson::document>(std::move(reply));
+  };
   if (spec.admin_only && req.db != "admin") {
     co_return finish(
         error_reply({req.command + " may only be run against the admin database.", 13}, nullptr));

@@ -24,6 +24,10 @@ class command_dispatcher {
                                                                 connection_info& conn);
 
  private:
+  // execute() after the command was found: fail points, retry cache, handler, write concern.
+  boost::asio::awaitable<std::optional<bson::document>> run(const command_spec& spec,
+                                                            const request& req,
+                                                            connection_info& conn);
   bson::document error_reply(const denormd::error& e, const bson::array* labels) const;
   bson::array labels_for(const request& req, const command_spec* spec, int code) const;
   void add_cluster_time(bson::document& reply) const;

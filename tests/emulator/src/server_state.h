@@ -1,13 +1,14 @@
 #pragma once
 // Everything the connections of one server share: options, storage, cursors, the failCommand
-// fail point and the retryable-write results. Lifecycle: created by main before listening,
-// outlives every connection. Thread-safe (each member synchronizes itself).
+// fail point, the retryable-write results and the command counters. Lifecycle: created by main
+// before listening, outlives every connection. Thread-safe (each member synchronizes itself).
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
 
+#include "command_counters.h"
 #include "cursor_registry.h"
 #include "fail_point.h"
 #include "retry_cache.h"
@@ -33,6 +34,7 @@ class server_state {
   cursor_registry& cursors() { return cursors_; }
   fail_point& fail_command() { return fail_command_; }
   retry_cache& retries() { return retries_; }
+  command_counters& commands() { return commands_; }
 
   // "host:port" exactly as clients dial it (hello's me/primary/hosts); set once listening.
   const std::string& address() const { return address_; }
@@ -49,6 +51,7 @@ class server_state {
   cursor_registry cursors_;
   fail_point fail_command_;
   retry_cache retries_;
+  command_counters commands_;
   std::string address_;
   std::atomic<std::int32_t> connection_ids_{0};
   std::atomic<std::int32_t> open_connections_{0};

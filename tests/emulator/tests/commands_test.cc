@@ -53,6 +53,23 @@ TEST_F(commands, sessions_and_server_status) {
   EXPECT_TRUE(at(s, "connections.current").is<std::int32_t>());
 }
 
+TEST_F(commands, server_status_counts_commands_like_mongodb) {
+  const auto count = [&](const char* field) -> std::int64_t {
+    const auto s = run_ok(J(R"({"serverStatus": 1})"), "admin");
+    const auto* v = s.get("metrics")->as_document().get("commands");
+    const auto* c = v->as_document().get("update");
+    if (c == nullptr) return 0;
+    return c->as_document().get(field)->as<std::int64_t>();
+  };
+  const std::int64_t total = count("total"), failed = count("failed");
+  run_ok(J(R"({"update": "counted", "updates": [{"q": {}, "u": {"$set": {"a": 1}}}]})"));
+  run_ok(J(R"({"update": "counted", "updates": [{"q": {}, "u": {"$set": {"a": 2}}, "multi": true},
+                                                {"q": {}, "u": {"$set": {"a": 3}}}]})"));
+  run_fail(J(R"({"update": "counted"})"), 40414);
+  EXPECT_EQ(count("total"), total + 3);  // commands, not statements
+  EXPECT_EQ(count("failed"), failed + 1);
+}
+
 TEST_F(commands, create_list_and_drop_collections) {
   run_ok(J(R"({"create": "a"})"));
   run_fail(J(R"({"create": "a"})"), 48);

@@ -213,6 +213,8 @@ int daemon::run() {
     ao.source = p.source;
     ao.dry_run = opts_.dry_run;
     ao.initial_checkpoint_ms = saved_ms;
+    ao.linger = std::chrono::milliseconds(opts_.linger_ms);
+    ao.checkpoint_interval = std::chrono::milliseconds(opts_.checkpoint_interval_ms);
     p.applier = std::make_unique<sink::applier>(planner, *p.writer, checkpoints, *p.queue, m, ao);
     p.applier->start();
     p.watcher = std::make_unique<source::watcher>(**conn, wo, *p.queue, m);

@@ -1,6 +1,7 @@
 #include "app/options.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 namespace denormd::app {
@@ -18,7 +19,8 @@ const std::map<std::string, command_info>& commands() {
       {"run",
        {command::run, "watch the sources and keep every copy true",
         "--uri URI --db NAME --mappings DIR --metrics-addr HOST:PORT [--resume-after TOKEN | "
-        "--start-at TIME] [--dry-run] [--log-format text|json] [--log-level LEVEL]"}},
+        "--start-at TIME] [--linger-ms MS] [--checkpoint-interval-ms MS] [--dry-run] [--log-format "
+        "text|json] [--log-level LEVEL]"}},
       {"check",
        {command::check, "validate the mappings; print the writes and indexes each needs",
         "--mappings DIR [--db NAME]"}},
@@ -140,6 +142,17 @@ expected<options> parse_options(const std::vector<std::string>& args, const std:
       if (auto st = take(o.*(s->second)); !st) return st.error();
     } else if (auto b = bool_flags.find(flag); b != bool_flags.end() && !inline_value) {
       o.*(b->second) = true;
+    } else if (flag == "--linger-ms" || flag == "--checkpoint-interval-ms") {
+      std::string v;
+      if (auto st = take(v); !st) return st.error();
+      int& into = flag == "--linger-ms" ? o.linger_ms : o.checkpoint_interval_ms;
+      const int max = flag == "--linger-ms" ? 1000 : 600000;
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 0 || n > max)
+        return fail(flag + " must be a whole number of milliseconds from 0 to " +
+                    std::to_string(max) + ", not \"" + v + "\"");
+      into = static_cast<int>(n);
     } else if (flag == "--mapping") {
       std::string v;
       if (auto st = take(v); !st) return st.error();

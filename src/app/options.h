@@ -25,7 +25,9 @@ struct options {
   bool dry_run = false;
   bool repair = false;
   bool json = false;
-  bool coalesce = false;  // plan: apply the batch step over all events
+  bool coalesce = false;              // plan: apply the batch step over all events
+  int linger_ms = 5;                  // run: --linger-ms
+  int checkpoint_interval_ms = 1000;  // run: --checkpoint-interval-ms
   std::string log_format = "text";
   std::string log_level = "info";
 };

@@ -1,6 +1,7 @@
 #include "sink/applier.h"
 
 #include <condition_variable>
+#include <iterator>
 #include <mutex>
 #include <random>
 
@@ -89,6 +90,16 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
   }
 }
 
+bool applier::store_pending(std::stop_token& stop) {
+  if (!pending_ || opts_.dry_run) return true;
+  if (!with_retry(stop, "checkpoint", [&] { return checkpoints_.save(opts_.source, *pending_); }))
+    return false;
+  pending_.reset();
+  stored_at_ = std::chrono::steady_clock::now();
+  checkpoint_ms_ = now_ms();
+  return true;
+}
+
 void applier::run(std::stop_token stop) {
   const auto& fields = planner_.document_fields(opts_.source);
   std::vector<mapping::change_event> events;
@@ -97,8 +108,14 @@ void applier::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     auto items = queue_.pop_batch(opts_.max_batch, std::chrono::milliseconds(200));
     if (items.empty()) {
+      if (!store_pending(stop)) break;  // quiet: store what is applied
       if (queue_.closed()) break;
       continue;
+    }
+    if (opts_.linger.count() > 0 && items.size() < opts_.max_batch) {
+      std::this_thread::sleep_for(opts_.linger);
+      auto more = queue_.pop_batch(opts_.max_batch - items.size(), std::chrono::milliseconds(0));
+      std::move(more.begin(), more.end(), std::back_inserter(items));
     }
     events.clear();
     tokens.clear();
@@ -135,14 +152,24 @@ void applier::run(std::stop_token stop) {
       break;  // stopping mid-retry: the checkpoint stays before this batch, replay is safe
     }
     applied_ += events.size();
-    if (!opts_.dry_run) {
-      const checkpoint::checkpoint cp{items.back().token, last_event_ms, 0};
-      if (!with_retry(stop, "checkpoint", [&] { return checkpoints_.save(opts_.source, cp); }))
-        break;
-      checkpoint_ms_ = now_ms();
-    }
+    if (last_event_ms == 0 && pending_) last_event_ms = pending_->event_ms;
+    pending_ = checkpoint::checkpoint{items.back().token, last_event_ms, 0};
     in_flight_oldest_ms_ = 0;
     completed_items_ += items.size();
+    if (std::chrono::steady_clock::now() - stored_at_ >= opts_.checkpoint_interval &&
+        !store_pending(stop))
+      break;
+  }
+  // Stopping: one attempt to store what was applied; if it fails, the next start replays it.
+  if (pending_ && !opts_.dry_run) {
+    if (auto st = checkpoints_.save(opts_.source, *pending_); st) {
+      checkpoint_ms_ = now_ms();
+    } else {
+      metrics_.count_error("checkpoint", st.error().metric_code());
+      log::warn("applier",
+                "could not store the last checkpoint; the next start replays from the one before",
+                {{"source", name_}, {"error", st.error().to_string()}});
+    }
   }
 }
 

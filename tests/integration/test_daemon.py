@@ -163,6 +163,31 @@ class DaemonTest(unittest.TestCase):
         self.converge()
         self.assertEqual(d2.stop(), 0)
 
+    def test_checkpoints_are_stored_per_interval_while_busy_and_at_once_when_quiet(self):
+        self.shop.seed(customers=5, products=5, orders=10, hosts=2, logs=10, reviews=10)
+        self.shop.fill_recent_arrays()
+        self.start("--checkpoint-interval-ms", "600000")
+        key = "%s.customers" % self.dbname
+
+        def token():
+            doc = self.db.denormd_checkpoints.find_one({"_id": key})
+            return doc and json.dumps(doc["token"], default=str)
+
+        self.db.customers.update_one({"_id": 1}, {"$set": {"name": "first"}})
+        wait_until(lambda: token() is not None, timeout=10, message="a checkpoint once the source is quiet")
+        # Busy: a change every 20 ms never leaves the queue empty for 200 ms, so with a long
+        # interval nothing is stored; one write per batch would store a new token each time.
+        seen = {token()}
+        for i in range(100):
+            self.db.customers.update_one({"_id": 1 + i % 5}, {"$set": {"name": "busy %d" % i}})
+            seen.add(token())
+            time.sleep(0.02)
+        self.assertLessEqual(len(seen), 3, "checkpoints were stored while the source was busy")
+        # Quiet again: the token of the last applied change is stored at once.
+        busy_last = token()
+        self.converge()
+        wait_until(lambda: token() != busy_last, timeout=10, message="the last token stored when quiet")
+
     def test_metrics_and_readiness(self):
         self.shop.seed(customers=5, products=5, orders=10, hosts=2, logs=10, reviews=10)
         self.shop.fill_recent_arrays()

@@ -17,6 +17,12 @@ TEST(options_test, parses_flags_in_both_forms) {
   EXPECT_TRUE(o->dry_run);
   EXPECT_EQ(o->only_mappings, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(o->log_format, "json");
+  EXPECT_EQ(o->linger_ms, 5);
+  EXPECT_EQ(o->checkpoint_interval_ms, 1000);
+  o = parse_options({"run", "--linger-ms", "0", "--checkpoint-interval-ms=250"}, "");
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_EQ(o->linger_ms, 0);
+  EXPECT_EQ(o->checkpoint_interval_ms, 250);
 }
 
 TEST(options_test, uri_comes_from_the_environment_unless_given) {
@@ -39,6 +45,10 @@ TEST(options_test, usage_errors_say_what_is_wrong) {
       {{"run", "--resume-after", "x", "--start-at", "y"}, "cannot be used together"},
       {{"plan", "--mappings", "m"}, "plan needs --events"},
       {{"check", "--dry-run=yes"}, "unknown flag"},
+      {{"run", "--linger-ms", "-1"},
+       "--linger-ms must be a whole number of milliseconds from 0 to 1000, not \"-1\""},
+      {{"run", "--linger-ms=5ms"}, "not \"5ms\""},
+      {{"run", "--checkpoint-interval-ms", "999999"}, "from 0 to 600000"},
   };
   for (const auto& c : cases) {
     auto o = parse_options(c.args, "");

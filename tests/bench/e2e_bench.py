@@ -1,0 +1,789 @@
+#!/usr/bin/python3
+"""End-to-end benchmark: denormd against the embedded test server, next to the naive baseline.
+
+    tests/bench/e2e_bench.py [--quick] [--json FILE] [--markdown FILE] [--skip-baseline]
+
+Starts mongo-emulator, seeds the sample shop, runs `denormd run` with the six sample mappings
+and measures (see docs/performance.md for what each figure means and the latest results):
+ceilings of the test server for the write patterns involved; sustained throughput of the copy
+and the recent mappings; apply latency at fixed rates; CPU and RSS of the denormd process per
+event (from /proc); one source change fanned out to many documents; coalescing of hot keys;
+catch-up after an outage. Then the same workloads against tests/bench/naive_sync.py, the
+hand-written watch loop, on a fresh server with the same seed.
+
+--quick shrinks everything to seconds (CI runs it so the driver cannot rot); its numbers mean
+nothing. Every measurement checks that the copies converged, so a wrong result fails the run.
+With DENORMD_TEST_URI set, a real replica set is used instead (server CPU is then not shown).
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+from harness import EMULATOR, REAL_URI, Denormd, Emulator, write_mappings  # noqa: E402
+
+import pymongo  # noqa: E402
+from pymongo import InsertOne, UpdateMany, UpdateOne  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+FAR = datetime.datetime(2100, 1, 1)
+COPY_MAPPINGS = ("orders-customer", "orders-items-product", "logmsgs-host")
+RECENT_MAPPINGS = ("products-recent-reviews", "hosts-recent-logs", "customers-recent-orders")
+
+
+def say(text=""):
+    print(text, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+class Proc:
+    """CPU seconds and memory of a local process, from /proc."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def cpu(self):
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+        except (OSError, ValueError):
+            return float("nan")
+
+    def status_kib(self, key):
+        try:
+            with open("/proc/%d/status" % self.pid) as f:
+                for line in f:
+                    if line.startswith(key + ":"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
+
+class NoProc:
+    def cpu(self):
+        return float("nan")
+
+    def status_kib(self, key):
+        return 0
+
+
+class Naive:
+    """tests/bench/naive_sync.py as a child process; its progress lines are collected."""
+
+    def __init__(self, uri, db):
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "naive_sync.py"), uri, db],
+                                     stdout=subprocess.PIPE, text=True)
+        self.events = 0
+        self.writes = 0
+        self.latencies = []  # (arrival time, ms)
+        self.lock = threading.Lock()
+        first = self.proc.stdout.readline()
+        if '"ready"' not in first:
+            raise RuntimeError("naive_sync.py did not start: %r" % first)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            d = json.loads(line)
+            now = time.time()
+            with self.lock:
+                self.events, self.writes = d["events"], d["writes"]
+                self.latencies.extend((now, ms) for ms in d["lat_ms"])
+
+    def counters(self):
+        time.sleep(0.6)  # one more progress line
+        with self.lock:
+            return self.events, self.writes
+
+    def latencies_between(self, t0, t1):
+        time.sleep(0.6)
+        with self.lock:
+            return [ms for t, ms in self.latencies if t0 <= t <= t1 + 0.6]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+# ---------------------------------------------------------------------------------------------
+# The shop and its workloads
+
+
+class Shop:
+    def __init__(self, client, dbname, size, rng):
+        self.db = client[dbname]
+        self.size = size
+        self.rng = rng
+        self.seq = 0
+        self.marker_seq = 0
+
+    def seed(self, fanout_docs):
+        s, db, rng = self.size, self.db, self.rng
+        t0 = datetime.datetime(2024, 1, 1)
+        db.customers.insert_many([{"_id": i, "name": "Customer %d" % i, "email": "c%d@example.com" % i,
+                                   "address": {"city": rng.choice(["Oslo", "Lyon", "Porto", "Kyoto"])}}
+                                  for i in range(-1, s["customers"])])
+        db.products.insert_many([{"_id": i, "title": "Product %d" % i, "sku": "SKU-%05d" % i, "stock": 10}
+                                 for i in range(-1, s["products"])])
+        hosts = ["web-%02d" % i for i in range(s["hosts"])] + ["marker", "fan"]
+        db.hosts.insert_many([{"_id": h, "name": h, "ipaddr": "10.0.0.%d" % n} for n, h in enumerate(hosts)])
+        batch = [{"_id": -1, "customerId": -1, "status": "NEW", "total": 1, "createdAt": t0,
+                  "customer": {"name": "Customer -1"},
+                  "items": [{"productId": -1, "qty": 1, "product": {"title": "Product -1"}}]}]
+        for i in range(s["orders"]):
+            c = i % s["customers"]
+            items = [{"productId": rng.randrange(s["products"]), "qty": 1, "priceAtOrder": 5,
+                      "product": {}} for _ in range(rng.randint(1, 3))]
+            batch.append({"_id": i, "customerId": c, "status": rng.choice(["NEW", "PAID", "DELIVERED"]),
+                          "total": 5 * len(items), "createdAt": t0 + datetime.timedelta(minutes=i),
+                          "customer": {}, "items": items})
+            if len(batch) >= 5000:
+                db.orders.insert_many(batch)
+                batch = []
+        if batch:
+            db.orders.insert_many(batch)
+        db.logmsgs.insert_one({"_id": "marker-log", "hostId": "marker", "time": t0, "message": "marker",
+                               "host": {"name": "marker", "ipaddr": "10.0.0.0"}})
+        for start in range(0, fanout_docs, 10000):
+            db.logmsgs.insert_many([{"_id": "fan-%d" % i, "hostId": "fan", "time": t0, "message": "GET /",
+                                     "host": {"name": "fan", "ipaddr": "10.0.0.0"}}
+                                    for i in range(start, min(start + 10000, fanout_docs))])
+        for coll, key in (("orders", "customerId"), ("orders", "items.productId"), ("logmsgs", "hostId"),
+                          ("reviews", "productId"), ("orders", "createdAt"), ("reviews", "createdAt"),
+                          ("logmsgs", "time")):
+            db[coll].create_index(key)
+
+    # Workloads: each returns one (collection, write) for the next source event.
+    def copy_event(self):
+        self.seq += 1
+        if self.rng.random() < 0.9:
+            c = self.rng.randrange(self.size["customers"])
+            return "customers", UpdateOne({"_id": c}, {"$set": {"name": "Customer %d v%d" % (c, self.seq),
+                                                                "email": "c%d.%d@example.com" % (c, self.seq)}})
+        p = self.rng.randrange(self.size["products"])
+        return "products", UpdateOne({"_id": p}, {"$set": {"title": "Product %d v%d" % (p, self.seq)}})
+
+    def recent_event(self):
+        self.seq += 1
+        when = datetime.datetime(2030, 1, 1) + datetime.timedelta(milliseconds=self.seq)
+        if self.rng.random() < 0.5:
+            return "reviews", InsertOne({"_id": "r%d" % self.seq, "productId": self.rng.randrange(self.size["products"]),
+                                         "stars": 4, "text": "Review %d" % self.seq, "createdAt": when})
+        h = "web-%02d" % self.rng.randrange(self.size["hosts"])
+        return "logmsgs", InsertOne({"_id": "l%d" % self.seq, "hostId": h, "time": when, "message": "GET /%d" % self.seq,
+                                     "host": {"name": h, "ipaddr": "10.0.0.1"}})
+
+    def hot_event(self, keys=100):
+        self.seq += 1
+        c = self.rng.randrange(keys)
+        return "customers", UpdateOne({"_id": c}, {"$set": {"name": "Hot %d v%d" % (c, self.seq)}})
+
+    def mixed_event(self):
+        """A day's mix: most changes touch no copied field, some rename, some add children."""
+        r = self.rng.random()
+        if r < 0.6:
+            self.seq += 1
+            if r < 0.4:
+                return "customers", UpdateOne({"_id": self.rng.randrange(self.size["customers"])},
+                                              {"$set": {"lastSeenAt": self.seq}})
+            return "products", UpdateOne({"_id": self.rng.randrange(self.size["products"])},
+                                         {"$inc": {"stock": -1}})
+        if r < 0.9:
+            return self.copy_event()
+        return self.recent_event()
+
+    # Markers: one write per source after a workload; when every marker's effect is visible,
+    # everything written before it on that source has been applied (each source is applied in
+    # order, by denormd and by the naive loop alike).
+    def write_markers(self, sources):
+        self.marker_seq += 1
+        k = "m%d" % self.marker_seq
+        when = FAR + datetime.timedelta(seconds=self.marker_seq)
+        checks = []
+        if "customers" in sources:
+            self.db.customers.update_one({"_id": -1}, {"$set": {"name": k}})
+            checks.append(lambda: (self.db.orders.find_one({"_id": -1}) or {}).get("customer", {}).get("name") == k)
+        if "products" in sources:
+            self.db.products.update_one({"_id": -1}, {"$set": {"title": k}})
+            checks.append(lambda: (self.db.orders.find_one({"_id": -1}) or {"items": [{}]})["items"][0]
+                          .get("product", {}).get("title") == k)
+        if "reviews" in sources:
+            self.db.reviews.insert_one({"_id": k, "productId": -1, "stars": 5, "text": k, "createdAt": when})
+            checks.append(lambda: ((self.db.products.find_one({"_id": -1}) or {}).get("recentReviews") or [{}])[0]
+                          .get("reviewId") == k)
+        if "logmsgs" in sources:
+            self.db.logmsgs.insert_one({"_id": k, "hostId": "marker", "time": when, "message": k,
+                                        "host": {"name": "marker", "ipaddr": "10.0.0.0"}})
+            checks.append(lambda: ((self.db.hosts.find_one({"_id": "marker"}) or {}).get("recentLogs") or [{}])[0]
+                          .get("logId") == k)
+        if "orders" in sources:
+            self.db.orders.insert_one({"_id": k, "customerId": -1, "status": "NEW", "total": 1, "createdAt": when,
+                                       "customer": {}, "items": []})
+            checks.append(lambda: ((self.db.customers.find_one({"_id": -1}) or {}).get("recentOrders") or [{}])[0]
+                          .get("orderId") == k)
+        if "hosts" in sources:
+            self.db.hosts.update_one({"_id": "marker"}, {"$set": {"name": k}})
+            checks.append(lambda: (self.db.logmsgs.find_one({"_id": "marker-log"}) or {}).get("host", {})
+                          .get("name") == k)
+        return checks
+
+
+def wait_markers(checks, timeout):
+    deadline = time.time() + timeout
+    pending = list(checks)
+    while pending and time.time() < deadline:
+        pending = [c for c in pending if not c()]
+        if pending:
+            time.sleep(0.02)
+    return not pending
+
+
+SOURCES = {"copy": ("customers", "products"), "recent": ("reviews", "logmsgs"), "hot": ("customers",),
+           "mixed": ("customers", "products", "reviews")}
+# Every namespace denormd watches: once all these markers are applied, so are the events
+# denormd's own writes caused before them ("echoes").
+ALL_SOURCES = ("customers", "products", "reviews", "logmsgs", "orders", "hosts")
+
+
+class Generator:
+    """Writes source events at a fixed rate (or as fast as it can), in bulks of at most 1000."""
+
+    def __init__(self, client, dbname):
+        self.db = client[dbname]
+        self.commands = 0
+        self.proc = Proc(os.getpid())
+
+    def drive(self, make_event, rate, seconds=None, count=None):
+        """Returns (events written, seconds taken)."""
+        t0 = time.time()
+        sent = 0
+        while True:
+            now = time.time()
+            elapsed = now - t0
+            if seconds is not None and elapsed >= seconds:
+                break
+            if count is not None and sent >= count:
+                break
+            due = int(rate * elapsed) - sent if rate else 1000
+            if count is not None:
+                due = min(due, count - sent)
+            if seconds is not None and rate:
+                due = min(due, int(rate * seconds) - sent)
+            if due <= 0:
+                time.sleep(0.002)
+                continue
+            per_coll = {}
+            for _ in range(min(due, 1000)):
+                coll, op = make_event()
+                per_coll.setdefault(coll, []).append(op)
+            for coll, ops in per_coll.items():
+                self.db[coll].bulk_write(ops, ordered=True)
+                self.commands += 1
+                sent += len(ops)
+        return sent, time.time() - t0
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics
+
+
+def histogram(metrics, name, mappings):
+    """{le: cumulative count} summed over `mappings`."""
+    out = {}
+    for (n, labels), v in metrics.items():
+        if n != name + "_bucket":
+            continue
+        ls = dict(labels)
+        if ls.get("mapping") in mappings:
+            le = float("inf") if ls["le"] == "+Inf" else float(ls["le"])
+            out[le] = out.get(le, 0) + v
+    return out
+
+
+def quantile(before, after, q):
+    """Like PromQL's histogram_quantile over the difference of two scrapes; None if empty."""
+    bounds = sorted(after)
+    cum = [(b, after[b] - before.get(b, 0)) for b in bounds]
+    total = cum[-1][1] if cum else 0
+    if total <= 0:
+        return None
+    rank = q * total
+    prev_b, prev_c = 0.0, 0.0
+    for b, c in cum:
+        if c >= rank:
+            if b == float("inf"):
+                return prev_b
+            return prev_b + (b - prev_b) * ((rank - prev_c) / max(c - prev_c, 1e-9))
+        prev_b, prev_c = b, c
+    return prev_b
+
+
+def percentile(values, q):
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def metric_total(metrics, name, **labels):
+    want = set(labels.items())
+    return sum(v for (n, ls), v in metrics.items() if n == name and want <= set(ls))
+
+
+def update_commands(client):
+    return client.admin.command("serverStatus").get("metrics", {}).get("commands", {}).get("update", {}).get("total")
+
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.quick = args.quick
+        self.results = {"quick": self.quick}
+        if self.quick:
+            self.size = dict(customers=2000, products=300, orders=6000, hosts=20)
+            self.rates = [500]
+            self.step_seconds, self.latency_seconds = 1.5, 1.5
+            self.fanout, self.backlog, self.hot_updates = 5000, 5000, 1000
+        else:
+            self.size = dict(customers=20000, products=5000, orders=60000, hosts=20)
+            self.rates = [1000, 2000, 3000, 5000, 7500, 10000, 15000, 20000, 30000]
+            self.step_seconds, self.latency_seconds = 10, 15
+            self.fanout, self.backlog, self.hot_updates = 1000000, 500000, 10000
+
+    # -- set-up
+    def start_server(self):
+        if REAL_URI:
+            self.server, self.server_proc = None, NoProc()
+            self.uri = REAL_URI
+            self.dbname = "denormd_bench_%d" % os.getpid()
+        else:
+            # Room for the whole backlog and the writes it causes: losing history would turn
+            # the catch-up figure into a re-sync figure.
+            self.server = Emulator("--oplog-max-events", str(max(1000000, 8 * self.backlog)))
+            self.server_proc = Proc(self.server.proc.pid)
+            self.uri = self.server.uri
+            self.dbname = "shop"
+        self.client = pymongo.MongoClient(self.uri, w="majority")
+        self.shop = Shop(self.client, self.dbname, self.size, random.Random(7))
+        self.gen = Generator(self.client, self.dbname)
+
+    def stop_server(self):
+        if REAL_URI:
+            self.client.drop_database(self.dbname)
+        self.client.close()
+        if self.server:
+            self.server.stop()
+
+    def cpu(self):
+        return {"denormd": self.sync_proc.cpu(), "server": self.server_proc.cpu(), "driver": self.gen.proc.cpu()}
+
+    # -- measurements shared by denormd and the baseline
+    def step_test(self, label, make_event, sources):
+        """Raise the rate until the synchronizer falls behind; the highest rate kept up wins."""
+        best, steps = None, []
+        for rate in self.rates:
+            self.settle()
+            c0, t0 = self.cpu(), time.time()
+            n, gen_s = self.gen.drive(make_event, rate, seconds=self.step_seconds)
+            t_gen = time.time()
+            ok = wait_markers(self.shop.write_markers(sources), self.step_seconds * 3 + 10)
+            t_done, c1 = time.time(), self.cpu()
+            if not ok:
+                raise AssertionError("%s: copies did not converge at %d events/s" % (label, rate))
+            achieved = n / gen_s
+            behind = t_done - t_gen
+            kept_up = behind <= max(1.0, 0.1 * self.step_seconds)
+            step = dict(rate=rate, achieved=round(achieved), applied_per_s=round(n / (t_done - t0)),
+                        behind_s=round(behind, 2), kept_up=kept_up,
+                        cpu_s={k: round(c1[k] - c0[k], 2) for k in c0})
+            steps.append(step)
+            say("  %s %6d/s: wrote %6d/s, applied %6d/s, %.2f s behind at the end, cpu %s" % (
+                label, rate, step["achieved"], step["applied_per_s"], behind, step["cpu_s"]))
+            if kept_up and achieved >= 0.9 * rate:
+                best = step
+            if not kept_up or achieved < 0.9 * rate:
+                break
+        return {"sustained": best["achieved"] if best else 0,
+                "limited_by": self.limit(steps[-1]), "steps": steps}
+
+    def limit(self, step):
+        if step["kept_up"] and step["achieved"] < 0.9 * step["rate"]:
+            return "writer (driver + server could not write faster)"
+        if step["kept_up"]:
+            return "not reached"
+        return "synchronizer"
+
+    def fixed_rate(self, make_event, rate, sources):
+        c0, t0 = self.cpu(), time.time()
+        n, gen_s = self.gen.drive(make_event, rate, seconds=self.latency_seconds)
+        t1 = time.time()
+        if not wait_markers(self.shop.write_markers(sources), 60):
+            raise AssertionError("copies did not converge at %d events/s" % rate)
+        c1 = self.cpu()
+        return n, gen_s, t0, t1, {k: c1[k] - c0[k] for k in c0}
+
+    # -- server ceilings, before anything watches
+    def ceilings(self):
+        db, s, rng = self.client[self.dbname], self.size, random.Random(1)
+        secs = 0.5 if self.quick else 3
+        out = {}
+
+        def rate_of(coll, make):
+            n, t0 = 0, time.time()
+            while time.time() - t0 < secs:
+                db[coll].bulk_write([make(n + i) for i in range(1000)])
+                n += 1000
+            return round(n / (time.time() - t0))
+
+        out["source_updates"] = rate_of("customers", lambda i: UpdateOne(
+            {"_id": rng.randrange(s["customers"])}, {"$set": {"ceiling": i}}))
+        out["copy_update_many"] = rate_of("orders", lambda i: UpdateMany(
+            dict({"customerId": rng.randrange(s["customers"])}, status={"$nin": ["DELIVERED", "CANCELLED"]}),
+            {"$set": {"ceiling": i}}))
+        out["copy_in_array_update_many"] = rate_of("orders", lambda i: (lambda p: UpdateMany(
+            {"items.productId": p}, {"$set": {"items.$[e].ceiling": i}}, array_filters=[{"e.productId": p}]))(
+            rng.randrange(s["products"])))
+        out["recent_push"] = rate_of("products", lambda i: UpdateOne(
+            {"_id": rng.randrange(s["products"])},
+            {"$push": {"ceilingList": {"$each": [{"i": i}], "$sort": {"i": -1}, "$slice": 10}}}))
+        # Change-stream read-back of what the lines above wrote.
+        t0, n = time.time(), 0
+        with db.watch(start_at_operation_time=self.start_time, batch_size=1000) as stream:
+            while time.time() - t0 < secs * 2:
+                if stream.try_next() is None:
+                    break
+                n += 1
+        out["change_stream_read"] = round(n / (time.time() - t0))
+        db.customers.update_many({}, {"$unset": {"ceiling": 1}})
+        db.orders.update_many({}, {"$unset": {"ceiling": 1, "items.$[].ceiling": 1}})
+        db.products.update_many({}, {"$unset": {"ceilingList": 1}})
+        return out
+
+    # -- denormd
+    def run_denormd(self):
+        say("denormd: seeding the shop")
+        self.start_server()
+        self.shop.seed(self.fanout)
+        self.start_time = self.client.admin.command("ping")["operationTime"]
+        say("denormd: server ceilings")
+        if not REAL_URI:
+            self.results["server_ceilings"] = self.ceilings()
+            say("  %s" % self.results["server_ceilings"])
+        mappings = write_mappings(self.dbname)
+        meta = self.dbname + "_meta"
+        self.denormd = Denormd(self.uri, meta, mappings, "--log-level", "info")
+        self.sync_proc = Proc(self.denormd.proc.pid)
+        try:
+            self.wait_ready()
+            r = self.results.setdefault("denormd", {})
+            r["copy"] = self.step_test("copy", self.shop.copy_event, SOURCES["copy"])
+            r["recent"] = self.step_test("recent", self.shop.recent_event, SOURCES["recent"])
+            r["latency"] = self.denormd_latency()
+            r["coalescing"] = self.denormd_coalescing()
+            r["fanout"] = self.denormd_fanout()
+            r["catch_up"] = self.denormd_catch_up(mappings, meta)
+            r["rss_kib_peak"] = self.sync_proc.status_kib("VmHWM")
+        finally:
+            code = self.denormd.stop()
+            if code != 0:
+                say(self.denormd.log()[-4000:])
+            self.stop_server()
+        if code != 0:
+            raise AssertionError("denormd exited with %s" % code)
+
+    def wait_ready(self):
+        deadline = time.time() + 30
+        while self.denormd.get("/readyz")[0] != 200:
+            if time.time() > deadline:
+                raise AssertionError("denormd not ready:\n" + self.denormd.log()[-3000:])
+            time.sleep(0.05)
+
+    def settle(self, timeout=600):
+        """Until everything written so far, echoes of the synchronizer's own writes included,
+        has been applied."""
+        if not wait_markers(self.shop.write_markers(ALL_SOURCES), timeout):
+            raise AssertionError("the synchronizer did not settle within %d s" % timeout)
+
+    def denormd_latency(self):
+        out = {}
+        for label, make, mappings in (("copy", self.shop.copy_event, COPY_MAPPINGS),
+                                      ("recent", self.shop.recent_event, RECENT_MAPPINGS)):
+            for rate in (1000, 5000):
+                self.settle()
+                before = self.denormd.metrics()
+                n, gen_s, _, _, cpu = self.fixed_rate(make, rate, SOURCES[label])
+                after = self.denormd.metrics()
+                h0 = histogram(before, "denormd_apply_latency_seconds", mappings)
+                h1 = histogram(after, "denormd_apply_latency_seconds", mappings)
+                events_read = (metric_total(after, "denormd_events_total") -
+                               metric_total(before, "denormd_events_total"))
+                row = dict(rate=rate, achieved=round(n / gen_s), events=n, events_read=int(events_read),
+                           p50_ms=ms(quantile(h0, h1, 0.5)), p99_ms=ms(quantile(h0, h1, 0.99)),
+                           writes=int(metric_total(after, "denormd_writes_total") -
+                                      metric_total(before, "denormd_writes_total")),
+                           cpu_us_per_event={k: round(v / n * 1e6, 1) for k, v in cpu.items()})
+                out["%s_%d" % (label, rate)] = row
+                say("  latency %s %d/s: %s" % (label, rate, row))
+        return out
+
+    def denormd_coalescing(self):
+        self.settle()
+        before, cmds0, gen0 = self.denormd.metrics(), update_commands(self.client), self.gen.commands
+        n, gen_s = self.gen.drive(self.shop.hot_event, self.hot_updates, count=self.hot_updates)
+        if not wait_markers(self.shop.write_markers(SOURCES["hot"]), 60):
+            raise AssertionError("coalescing: copies did not converge")
+        self.settle()
+        after, cmds1 = self.denormd.metrics(), update_commands(self.client)
+        own = self.gen.commands - gen0 + 1  # the marker
+        row = dict(updates=n, seconds=round(gen_s, 2), keys=100,
+                   write_ops=int(metric_total(after, "denormd_writes_total", mapping="orders-customer") -
+                                 metric_total(before, "denormd_writes_total", mapping="orders-customer")),
+                   update_commands=None if cmds0 is None else cmds1 - cmds0 - own)
+        say("  coalescing: %s" % row)
+        return row
+
+    def denormd_fanout(self):
+        self.settle()
+        db = self.client[self.dbname]
+        before, cmds0 = self.denormd.metrics(), update_commands(self.client)
+        t0 = time.time()
+        db.hosts.update_one({"_id": "fan"}, {"$set": {"ipaddr": "10.9.9.9"}})
+        deadline = t0 + 600
+        while db.logmsgs.find_one({"hostId": "fan", "host.ipaddr": {"$ne": "10.9.9.9"}}, {"_id": 1}):
+            if time.time() > deadline:
+                raise AssertionError("fan-out did not reach every log message")
+            time.sleep(0.1)
+        t_done = time.time()
+        if not wait_markers(self.shop.write_markers(ALL_SOURCES), 1800):
+            raise AssertionError("fan-out: denormd did not get through the echo events")
+        t_echo = time.time()
+        after, cmds1 = self.denormd.metrics(), update_commands(self.client)
+        row = dict(documents=self.fanout, seconds=round(t_done - t0, 2),
+                   write_ops=int(metric_total(after, "denormd_writes_total", mapping="logmsgs-host") -
+                                 metric_total(before, "denormd_writes_total", mapping="logmsgs-host")),
+                   update_commands=None if cmds0 is None else cmds1 - cmds0 - 1,
+                   echo_events=int(metric_total(after, "denormd_events_total") -
+                                   metric_total(before, "denormd_events_total")),
+                   echo_seconds=round(t_echo - t_done, 2))
+        say("  fan-out: %s" % row)
+        return row
+
+    def denormd_catch_up(self, mappings, meta):
+        self.settle()
+        if self.denormd.stop() != 0:
+            raise AssertionError("denormd did not stop cleanly:\n" + self.denormd.log()[-3000:])
+        self.results["denormd"]["rss_kib_peak"] = self.sync_proc.status_kib("VmHWM")
+        say("  catch-up: writing %d events while denormd is stopped" % self.backlog)
+        n, gen_s = self.gen.drive(self.shop.mixed_event, None, count=self.backlog)
+        checks = self.shop.write_markers(ALL_SOURCES)
+        t0 = time.time()
+        self.denormd = Denormd(self.uri, meta, mappings, "--log-level", "info")
+        self.sync_proc = Proc(self.denormd.proc.pid)
+        c0 = self.sync_proc.cpu()
+        rss = [0]
+        stop = threading.Event()
+
+        def sample():
+            while not stop.wait(0.1):
+                rss[0] = max(rss[0], self.sync_proc.status_kib("VmRSS"))
+
+        threading.Thread(target=sample, daemon=True).start()
+        ok = wait_markers(checks, 1800)
+        t1 = time.time()
+        stop.set()
+        if not ok:
+            raise AssertionError("catch-up did not finish:\n" + self.denormd.log()[-3000:])
+        m = self.denormd.metrics()
+        row = dict(backlog=n, written_per_s=round(n / gen_s), seconds=round(t1 - t0, 2),
+                   events_per_s=round(n / (t1 - t0)), events_read=int(metric_total(m, "denormd_events_total")),
+                   cpu_us_per_event=round((self.sync_proc.cpu() - c0) / n * 1e6, 1),
+                   rss_kib_peak=max(rss[0], self.sync_proc.status_kib("VmHWM")),
+                   history_lost=int(metric_total(m, "denormd_history_lost_total")))
+        if row["history_lost"]:
+            raise AssertionError("the backlog fell off the server's history; catch-up measured a re-sync")
+        say("  catch-up: %s" % row)
+        return row
+
+    # -- the naive baseline
+    def run_baseline(self):
+        say("baseline: seeding the shop")
+        self.start_server()
+        self.shop.seed(0)
+        self.naive = Naive(self.uri, self.dbname)
+        self.sync_proc = Proc(self.naive.proc.pid)
+        try:
+            r = self.results.setdefault("baseline", {})
+            r["copy"] = self.step_test("copy", self.shop.copy_event, SOURCES["copy"])
+            self.settle()
+            r["recent"] = self.step_test("recent", self.shop.recent_event, SOURCES["recent"])
+            self.settle()
+            r["latency"] = {}
+            for label, make in (("copy", self.shop.copy_event), ("recent", self.shop.recent_event)):
+                rate = 1000
+                ev0, _ = self.naive.counters()
+                n, gen_s, t0, t1, cpu = self.fixed_rate(make, rate, SOURCES[label])
+                lat = self.naive.latencies_between(t0, t1)
+                row = dict(rate=rate, achieved=round(n / gen_s), events=n, p50_ms=round_or_none(percentile(lat, 0.5)),
+                           p99_ms=round_or_none(percentile(lat, 0.99)),
+                           cpu_us_per_event={k: round(v / n * 1e6, 1) for k, v in cpu.items()})
+                r["latency"]["%s_%d" % (label, rate)] = row
+                say("  latency %s %d/s: %s" % (label, rate, row))
+                self.settle()
+            ev0, w0 = self.naive.counters()
+            cmds0, gen0 = update_commands(self.client), self.gen.commands
+            n, gen_s = self.gen.drive(self.shop.hot_event, self.hot_updates, count=self.hot_updates)
+            if not wait_markers(self.shop.write_markers(SOURCES["hot"]), 600):
+                raise AssertionError("baseline coalescing: copies did not converge")
+            self.settle()
+            ev1, w1 = self.naive.counters()
+            cmds1 = update_commands(self.client)
+            r["coalescing"] = dict(updates=n, seconds=round(gen_s, 2), keys=100, write_ops=w1 - w0,
+                                   update_commands=None if cmds0 is None else cmds1 - cmds0 - (self.gen.commands - gen0 + 1))
+            say("  coalescing: %s" % r["coalescing"])
+            r["rss_kib_peak"] = self.sync_proc.status_kib("VmHWM")
+        finally:
+            self.naive.stop()
+            self.stop_server()
+
+    def run(self):
+        self.results["machine"] = machine()
+        t0 = time.time()
+        self.run_denormd()
+        if not self.args.skip_baseline:
+            self.run_baseline()
+            self.results["ratios"] = ratios(self.results)
+        self.results["seconds"] = round(time.time() - t0)
+        return self.results
+
+
+def ms(seconds):
+    return None if seconds is None else round(seconds * 1000, 1)
+
+
+def round_or_none(v):
+    return None if v is None else round(v, 1)
+
+
+def ratios(r):
+    d, b = r["denormd"], r["baseline"]
+    out = {}
+    for k in ("copy", "recent"):
+        if b[k]["sustained"]:
+            out["throughput_" + k] = round(d[k]["sustained"] / b[k]["sustained"], 1)
+    if b["coalescing"]["write_ops"]:
+        out["coalescing_write_ops"] = round(b["coalescing"]["write_ops"] / max(1, d["coalescing"]["write_ops"]), 1)
+    for k in ("copy_1000", "recent_1000"):
+        dc, bc = d["latency"][k]["cpu_us_per_event"]["denormd"], b["latency"][k]["cpu_us_per_event"]["denormd"]
+        if dc:
+            out["cpu_per_event_" + k] = round(bc / dc, 1)
+    return out
+
+
+def machine():
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = 0
+    with open("/proc/meminfo") as f:
+        mem = int(f.readline().split()[1]) // 1024 // 1024
+    build = "unknown"
+    cache = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(EMULATOR))), "CMakeCache.txt")
+    if os.path.exists(cache):
+        m = re.search(r"CMAKE_BUILD_TYPE:STRING=(\S*)", open(cache).read())
+        build = m.group(1) if m else build
+    return dict(cpu=cpu, cores=os.cpu_count(), memory_gib=mem, kernel=platform.release(), build=build,
+                server="DENORMD_TEST_URI" if REAL_URI else "mongo-emulator",
+                date=datetime.date.today().isoformat())
+
+
+def markdown(r):
+    d, b = r["denormd"], r.get("baseline")
+    m = r["machine"]
+    lines = ["Machine: %s, %d cores, %d GiB, Linux %s; %s build; server: %s; %s." % (
+        m["cpu"], m["cores"], m["memory_gib"], m["kernel"], m["build"], m["server"], m["date"]), ""]
+    lines += ["| Measurement | denormd | naive loop | ratio |", "|---|---|---|---|"]
+
+    def row(name, dv, bv="", ratio=""):
+        lines.append("| %s | %s | %s | %s |" % (name, dv, bv, ratio))
+
+    rat = r.get("ratios", {})
+    for k in ("copy", "recent"):
+        row("Sustained throughput, %s mappings (source events/s)" % k, "%d (%s)" % (
+            d[k]["sustained"], d[k]["limited_by"]), "%d" % b[k]["sustained"] if b else "",
+            "%s×" % rat["throughput_" + k] if "throughput_" + k in rat else "")
+    for k, v in d["latency"].items():
+        bv = b["latency"].get(k) if b else None
+        row("Apply latency p50 / p99 at %s, %s mappings (ms)" % (v["rate"], k.split("_")[0]),
+            "%s / %s" % (v["p50_ms"], v["p99_ms"]), "%s / %s" % (bv["p50_ms"], bv["p99_ms"]) if bv else "")
+    for k, v in d["latency"].items():
+        bv = b["latency"].get(k) if b else None
+        row("CPU per event at %s/s, %s (µs; s per 100k events = µs / 10)" % (v["rate"], k.split("_")[0]),
+            v["cpu_us_per_event"]["denormd"], bv["cpu_us_per_event"]["denormd"] if bv else "",
+            "%s×" % rat.get("cpu_per_event_" + k) if rat.get("cpu_per_event_" + k) else "")
+    row("Peak RSS (MiB)", round(d["rss_kib_peak"] / 1024, 1), round(b["rss_kib_peak"] / 1024, 1) if b else "")
+    c = d["catch_up"]
+    row("Catch-up after %d events written while stopped (events/s until lag 0)" % c["backlog"],
+        "%d (%.1f s; %d events read incl. echoes)" % (c["events_per_s"], c["seconds"], c["events_read"]))
+    row("Catch-up CPU per event (µs) / peak RSS (MiB)", "%s / %.1f" % (c["cpu_us_per_event"], c["rss_kib_peak"] / 1024))
+    f = d["fanout"]
+    row("Fan-out: one host IP change to %d log messages" % f["documents"],
+        "%.2f s, %d write op, %s update commands; then %d echo events read in %.1f s" % (
+            f["seconds"], f["write_ops"], f["update_commands"], f["echo_events"], f["echo_seconds"]))
+    co = d["coalescing"]
+    bco = b["coalescing"] if b else None
+    row("Coalescing: %d updates over %d customers in %.1f s (write ops; update commands)" % (
+        co["updates"], co["keys"], co["seconds"]),
+        "%d; %s" % (co["write_ops"], co["update_commands"]),
+        "%d; %s" % (bco["write_ops"], bco["update_commands"]) if bco else "",
+        "%s× fewer ops" % rat["coalescing_write_ops"] if "coalescing_write_ops" in rat else "")
+    if "server_ceilings" in r:
+        s = r["server_ceilings"]
+        lines += ["", "Test-server ceilings (one pymongo client, bulks of 1000, nothing else running): "
+                  "source updates %(source_updates)d/s; denormd's copy update_many %(copy_update_many)d/s; "
+                  "copy-in-array update_many %(copy_in_array_update_many)d/s; recent $push "
+                  "%(recent_push)d/s; change-stream read %(change_stream_read)d events/s." % s]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="seconds-long smoke run (CI)")
+    p.add_argument("--json", help="write the results here")
+    p.add_argument("--markdown", help="write the table here")
+    p.add_argument("--skip-baseline", action="store_true")
+    args = p.parse_args()
+    results = Bench(args).run()
+    text = json.dumps(results, indent=1)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    table = markdown(results)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -129,7 +129,8 @@ void add_equalities(const equalities& eqs, bson::document& doc) {
   }
 }
 
-expected<update_description> apply_replacement(const update_plan& plan, bson::document& doc) {
+expected<update_description> apply_replacement(const update_plan& plan, const bson::document& doc,
+                                               bson::document& out) {
   const auto& replacement = plan.replacement_document;
   if (doc == replacement) return update_description{};
   bson::document result;
@@ -149,10 +150,10 @@ expected<update_description> apply_replacement(const update_plan& plan, bson::do
   id_first(result);
   // MongoDB's only no-op check is the one above (the stored document equals the replacement):
   // a replacement without `_id` rewrites the document even when nothing else differs.
-  doc = std::move(result);
-  update_description out;
-  out.replaced = true;
-  return out;
+  out = std::move(result);
+  update_description described;
+  described.replaced = true;
+  return described;
 }
 
 }  // namespace
@@ -164,21 +165,29 @@ expected<update_spec> parse_update(const bson::document& update,
   return update_spec(std::move(plan).value());
 }
 
-expected<update_description> apply_update(const update_spec& spec, bson::document& doc,
-                                          const update_context& ctx) {
-  if (spec.is_replacement()) return apply_replacement(spec.plan(), doc);
-  bson::value root(doc);
+expected<update_description> apply_update(const update_spec& spec, const bson::document& doc,
+                                          bson::document& out, const update_context& ctx) {
+  if (spec.is_replacement()) return apply_replacement(spec.plan(), doc, out);
+  bson::value root(doc);  // the only copy of the document an update makes
   change_diff diff;
   update_applier applier(root, spec.plan(), ctx, &diff);
   auto changed = applier.run();
   if (!changed) return propagate(changed.error());
-  bson::document& result = root.as_document();
-  id_first(result);
   // Whether anything changed is what the operators report, as in MongoDB: a $push with a $sort
   // counts as a change even when the array was already sorted.
   if (!*changed) return update_description{};
-  doc = std::move(result);
+  bson::document& result = root.as_document();
+  id_first(result);
+  out = std::move(result);
   return diff.describe();
+}
+
+expected<update_description> apply_update(const update_spec& spec, bson::document& doc,
+                                          const update_context& ctx) {
+  bson::document out;
+  auto described = apply_update(spec, doc, out, ctx);
+  if (described && !described->empty()) doc = std::move(out);
+  return described;
 }
 
 bson::document seed_upsert(const query::matcher& query) {

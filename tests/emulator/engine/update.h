@@ -58,6 +58,12 @@ denormd::expected<update_spec> parse_update(
 denormd::expected<update_description> apply_update(const update_spec& spec,
                                                    denormd::bson::document& doc,
                                                    const update_context& ctx);
+// The same, reading `doc` without changing it: on a change `out` receives the result. Saves the
+// caller's copy when `doc` is shared and immutable (the server's stored documents).
+denormd::expected<update_description> apply_update(const update_spec& spec,
+                                                   const denormd::bson::document& doc,
+                                                   denormd::bson::document& out,
+                                                   const update_context& ctx);
 
 // The document an upsert starts from: the query's equality predicates (`a: v`, `{$eq: v}`,
 // one-element `$in`/`$all`, inside `$and` and one-branch `$or`), dotted paths as nested

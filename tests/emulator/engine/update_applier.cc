@@ -231,15 +231,23 @@ expected<bool> update_applier::apply_array(const group& nodes, const location& l
     for (const auto& [key, child] : n->children)
       merged[key].push_back(child.get());
   }
-  // Which updates apply to which element is decided before any element changes.
-  const bson::array snapshot = target->as_array();
-  std::vector<group> matching(snapshot.size());
+  // Which updates apply to which element is decided before any element changes. Updates below
+  // an element never change the array's length, so its size is all the later loop needs.
+  auto& items = target->as_array();
+  const std::size_t size = items.size();
+  std::vector<group> matching(size);
   std::size_t matched_elements = 0;
-  for (std::size_t i = 0; i < snapshot.size(); ++i) {
+  bson::document probe;  // {id: element}, what an array filter is matched against
+  for (std::size_t i = 0; i < size; ++i) {
     for (const auto& [id, children] : merged) {
       if (!id.empty()) {
         const auto& filter = plan_.array_filters.at(id);
-        if (!filter.matches(bson::document{{id, snapshot[i]}})) continue;
+        // The element is moved into the probe and back rather than copied.
+        probe.fields().clear();
+        probe.append(id, std::move(items[i]));
+        const bool hit = filter.matches(probe);
+        items[i] = std::move(probe.fields().front().val);
+        if (!hit) continue;
       }
       matching[i].insert(matching[i].end(), children.begin(), children.end());
     }
@@ -250,7 +258,7 @@ expected<bool> update_applier::apply_array(const group& nodes, const location& l
   const bool children_log = logging && matched_elements <= 1;
   std::size_t modified = 0;
   std::size_t last_modified = 0;
-  for (std::size_t i = 0; i < snapshot.size(); ++i) {
+  for (std::size_t i = 0; i < size; ++i) {
     if (matching[i].empty()) continue;
     location element{loc.taken, {}};
     element.taken.push_back({std::to_string(i), true});

@@ -65,6 +65,14 @@ denormd::status check_mode(const bson::value& v, std::string_view field,
               codes::bad_value);
 }
 
+// Whether an event's `_id` is still exactly `{_data: <token>}` (no document built to compare).
+bool is_token(const bson::value& id, const resume_token& token) {
+  if (!id.is_document()) return false;
+  const auto& d = id.as_document();
+  return d.size() == 1 && d.fields().front().name == "_data" &&
+         d.fields().front().val.is_string() && d.fields().front().val.as_string() == token.data();
+}
+
 }  // namespace
 
 denormd::expected<std::unique_ptr<change_stream>> change_stream::open(storage& s, std::string db,
@@ -338,10 +346,11 @@ denormd::expected<change_stream::batch> change_stream::next(const storage& s,
                                                             std::size_t max_events,
                                                             std::size_t max_bytes) {
   batch out;
-  const auto finish = [&] {
+  // Moves the batch out rather than copying it: events are whole documents.
+  const auto finish = [&]() -> batch {
     out.post_batch_resume_token = position_.to_document();
     out.invalidated = invalidated_;
-    return out;
+    return std::move(out);
   };
   if (invalidated_ || max_events == 0) return finish();
   const auto& history = s.history();
@@ -367,9 +376,9 @@ denormd::expected<change_stream::batch> change_stream::next(const storage& s,
         if (!result) break;
       }
       if (result) {
-        const auto expected_id = bson::value(p.token.to_document());
         const auto* id = result->get("_id");
-        if (id == nullptr || !(*id == expected_id))
+        if (id == nullptr || !is_token(*id, p.token)) {
+          const auto expected_id = bson::value(p.token.to_document());
           return fail(
               "Encountered an event whose _id field, which contains the resume token, "
               "was modified by the pipeline. Modifying the _id field of an event makes "
@@ -378,6 +387,7 @@ denormd::expected<change_stream::batch> change_stream::next(const storage& s,
                   engine::document_text(bson::document{{"_id", expected_id}}) + " but found: " +
                   (id ? engine::document_text(bson::document{{"_id", *id}}) : "{}"),
               codes::change_stream_fatal_error);
+        }
         const std::size_t size = bson_size(*result);
         if (!out.events.empty() && bytes + size > max_bytes) return finish();
         bytes += size;
@@ -394,7 +404,8 @@ denormd::expected<change_stream::batch> change_stream::next(const storage& s,
   // Everything up to the newest clusterTime has been seen: advance to a high-water mark. A
   // batch with events still reports its last event's token, as MongoDB does.
   position_ = std::max(position_, resume_token(s.cluster_time(), resume_token::kind::high_water));
-  finish();
+  out.post_batch_resume_token = position_.to_document();
+  out.invalidated = invalidated_;
   if (!out.events.empty())
     out.post_batch_resume_token = out.events.back().as_document().get("_id")->as_document();
   return out;

@@ -38,10 +38,9 @@ denormd::expected<prepared_update::result> prepared_update::apply(
     const bson::document& doc, const denormd::query::matcher&,
     const denormd::query::match_details& details) const {
   result r;
-  r.doc = doc;
   engine::update_context ctx;
   ctx.positional = details.array_index;
-  auto description = engine::apply_update(impl_->spec, r.doc, ctx);
+  auto description = engine::apply_update(impl_->spec, doc, r.doc, ctx);
   if (!description) return description.error();
   r.changed = !description->empty();
   r.replaced = description->replaced;

@@ -104,7 +104,7 @@ int daemon::run() {
   }
   const mapping::planner planner(std::move(mappings_));
   metrics::metrics m(denormd_version);
-  for (const auto& src : planner.source_namespaces())
+  for (const auto& src : planner.watched_namespaces())
     m.declare_source(src.full());
   for (const auto& mp : planner.mappings())
     m.declare_mapping(mp.name);
@@ -126,8 +126,9 @@ int daemon::run() {
   const std::string meta_db = meta_database(opts_, (*conn)->default_database());
   checkpoint::checkpoint_store checkpoints(**conn, meta_db);
 
+  // fillNewTargets targets are watched too: their inserts are what fills new dependents.
   std::vector<pipeline> pipelines;
-  for (const auto& src : planner.source_namespaces())
+  for (const auto& src : planner.watched_namespaces())
     pipelines.push_back(pipeline{src, {}, {}, {}, {}});
 
   auto readiness = [&]() {

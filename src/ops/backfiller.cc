@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "bson/json.h"
@@ -210,6 +211,38 @@ mongo::status backfiller::apply_batch(const mapping::mapping& m,
   return {};
 }
 
+mongo::status backfiller::recheck_copies(const mapping::mapping& m,
+                                         std::vector<bson::document> written,
+                                         const mongo::find_options& find,
+                                         const backfill_options& opts) {
+  auto less = [](const bson::value& a, const bson::value& b) { return bson::compare(a, b) < 0; };
+  mongo::find_options again;
+  again.projection = find.projection;
+  while (!written.empty() && !opts.dry_run) {
+    std::map<bson::value, std::size_t, decltype(less)> at(less);
+    bson::array ids;
+    for (std::size_t i = 0; i < written.size(); ++i) {
+      if (const bson::value* id = written[i].get("_id")) {
+        at.emplace(*id, i);
+        ids.push_back(*id);
+      }
+    }
+    auto now = conn_.find(m.source.db, m.source.coll,
+                          bson::document{{"_id", bson::document{{"$in", std::move(ids)}}}}, again);
+    if (!now) return now.error();
+    std::vector<bson::document> changed;
+    for (auto& doc : *now) {
+      const bson::value* id = doc.get("_id");
+      auto it = id != nullptr ? at.find(*id) : at.end();
+      if (it == at.end() || !(written[it->second] == doc)) changed.push_back(std::move(doc));
+    }
+    written = changed;
+    const auto ops = plan_batch(m, changed, opts);
+    if (auto st = apply_batch(m, ops, opts); !st) return st;
+  }
+  return {};
+}
+
 mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill_options& opts,
                                        bool first_attempt, clock::time_point began,
                                        std::stop_token& stop, mapping_backfill& out) {
@@ -310,9 +343,18 @@ mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill
     const bson::value batch_last =
         batch.back().get("_id") != nullptr ? *batch.back().get("_id") : bson::value{};
     const std::size_t n = batch.size();
+    // Copies: the daemon's stream of the source may write newer copies meanwhile (beside a
+    // re-sync of a fillNewTargets target, or a backfill run by hand); a copy written from
+    // this older read must not stay the last one written, so the batch is read again.
+    std::vector<bson::document> read;
+    if (m.kind == mapping::mapping_kind::copy) read = batch;
     const auto ops = plan_batch(m, batch, opts);
     batch.clear();
     if (auto st = apply_batch(m, ops, opts); !st) {
+      failed = st.error();
+      return false;
+    }
+    if (auto st = recheck_copies(m, std::move(read), find, opts); !st) {
       failed = st.error();
       return false;
     }

@@ -80,6 +80,10 @@ class backfiller {
                                             const backfill_options& opts) const;
   mongo::status apply_batch(const mapping::mapping& m, const std::vector<mapping::write_op>& ops,
                             const backfill_options& opts);
+  // Copy: reads the sources of `written` (as they were read for the batch just written)
+  // again, and writes those changed since, until none did.
+  mongo::status recheck_copies(const mapping::mapping& m, std::vector<bson::document> written,
+                               const mongo::find_options& find, const backfill_options& opts);
 
   mongo::connection& conn_;
   const mapping::planner& planner_;

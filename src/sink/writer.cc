@@ -162,23 +162,38 @@ mongo::status writer::run_refill(const mapping::write_op& op,
 mongo::status writer::run_fill(const mapping::write_op& op,
                                std::span<const bson::document> event_tokens,
                                const mapping::ns& source) {
+  const mapping::mapping& m = *op.source_mapping;
   const mapping::fill_query& f = *op.fill;
-  auto doc = conn_.find_one(f.source.db, f.source.coll, bson::document{{f.key_field, f.key}});
+  const bson::document key{{f.key_field, f.key}};
+  auto doc = conn_.find_one(f.source.db, f.source.coll, key);
   if (!doc) return doc.error();
   if (!*doc) {
     // Nothing to copy from (yet): the source's insert event will fill it.
     acknowledged(op, now_ms());
     return {};
   }
-  const bson::document update = mapping::planner::copy_update(*op.source_mapping, &**doc);
-  const mongo::write_request req{false, &op.filter, &update, &op.array_filters, false};
-  auto outcome = conn_.update_bulk(op.target.db, op.target.coll, std::span(&req, 1), true);
-  if (!outcome) return outcome.error();
-  if (outcome->write_error) {
-    if (outcome->write_error->transient()) return *outcome->write_error;
-    return dead_letter(op, update, *outcome->write_error, token_of(op, event_tokens), source);
+  bson::document update = mapping::planner::copy_update(m, &**doc);
+  // The source's own stream writes these copies too, from another thread: if it applies a
+  // newer source between our read and our write, our older copy would win for good. So read
+  // the source again after each write until what was written is still current; a change
+  // after that read is applied by the source's stream after our write.
+  while (true) {
+    const mongo::write_request req{false, &op.filter, &update, &op.array_filters, false};
+    auto outcome = conn_.update_bulk(op.target.db, op.target.coll, std::span(&req, 1), true);
+    if (!outcome) return outcome.error();
+    if (outcome->write_error) {
+      if (outcome->write_error->transient()) return *outcome->write_error;
+      return dead_letter(op, update, *outcome->write_error, token_of(op, event_tokens), source);
+    }
+    if (outcome->modified > 0) metrics_.count_modified(mapping_name(op), outcome->modified);
+    auto again = conn_.find_one(f.source.db, f.source.coll, key);
+    if (!again) return again.error();
+    // Deleted since: the copies stay, or go as the delete policy says.
+    if (!*again && m.on_source_delete == mapping::delete_policy::keep) break;
+    bson::document current = mapping::planner::copy_update(m, *again ? &**again : nullptr);
+    if (current == update) break;
+    update = std::move(current);
   }
-  if (outcome->modified > 0) metrics_.count_modified(mapping_name(op), outcome->modified);
   acknowledged(op, now_ms());
   return {};
 }

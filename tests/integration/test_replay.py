@@ -1,5 +1,6 @@
 """fillNewTargets closing the stale-snapshot race, and replay from a token or a time."""
 import datetime
+import random
 import time
 import unittest
 import uuid
@@ -142,6 +143,81 @@ class LostHistoryTest(unittest.TestCase):
                 d.kill9()
             emulator.stop()
 
+    def test_new_orders_keep_no_stale_customer_when_writes_are_delayed_and_history_is_lost(self):
+        # A new order is filled from its customer by the orders stream, while the customers
+        # stream writes the same copy when the customer changes. A fill (or a re-sync's
+        # backfill) that read the customer before a change must not land after that change's
+        # copy and win. Holding one of denormd's writes on the server opens that window.
+        if not emulator_only():
+            self.skipTest("needs mongo-emulator --oplog-max-events and failCommand")
+        emulator = Emulator("--oplog-max-events", "50")
+        d = None
+        try:
+            client = pymongo.MongoClient(emulator.uri)
+            dbname = "shop_" + uuid.uuid4().hex[:8]
+            db = client[dbname]
+            shop = Shop(db, seed=5)
+            shop.seed(customers=10, products=5, orders=20, hosts=2, logs=10, reviews=10)
+            # orders is watched only as the fillNewTargets target of orders-customer.
+            d = Denormd(emulator.uri, dbname, write_mappings(dbname, ["orders-customer"]))
+            wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="ready")
+
+            def hold_writes(mode, ms):
+                client.admin.command({"configureFailPoint": "failCommand", "mode": mode,
+                                      "data": {"failCommands": ["update"], "blockConnection": True,
+                                               "blockTimeMS": ms, "appName": "denormd"}})
+
+            def new_customer_and_order(cid):
+                db.customers.insert_one({"_id": cid, "name": "Customer %d" % cid,
+                                         "email": "old%d@example.com" % cid, "address": {"city": "Oslo"}})
+                db.orders.insert_one({"_id": 100 * cid, "customerId": cid, "status": "NEW", "total": 1,
+                                      "createdAt": shop._tick(), "items": [],
+                                      "customer": {"name": "Customer %d" % cid,
+                                                   "email": "old%d@example.com" % cid, "city": "Oslo"}})
+
+            def stale():
+                return [x for x in shop.check() if x[0] == "orders-customer"]
+
+            def renamed(cid):
+                db.customers.update_one({"_id": cid}, {"$set": {"email": "new%d@example.com" % cid}})
+
+            # The order's fill reads the customer, then its write is held; meanwhile the
+            # customer changes and the customers stream writes the new copy first.
+            for cid in range(1000, 1004):
+                db.customers.insert_one({"_id": cid, "name": "Customer %d" % cid,
+                                         "email": "old%d@example.com" % cid, "address": {"city": "Oslo"}})
+                time.sleep(0.5)  # applied and checkpointed: denormd's next write is the fill's
+                hold_writes({"times": 1}, 500)
+                db.orders.insert_one({"_id": 100 * cid, "customerId": cid, "status": "NEW", "total": 1,
+                                      "createdAt": shop._tick(), "items": [],
+                                      "customer": {"name": "Customer %d" % cid,
+                                                   "email": "old%d@example.com" % cid, "city": "Oslo"}})
+                time.sleep(0.15)
+                renamed(cid)
+                time.sleep(0.5)
+
+            wait_until(stale, timeout=10, interval=0.25, message="the held fills' orders current")
+            self.assertGreater(d.metric_sum("denormd_events_total", source=dbname + ".orders"), 0)
+
+            # The same, less choreographed, with the history lost now and then: every stream
+            # re-syncs (backfills) while customers keep changing.
+            rng = random.Random(5)
+            hold_writes({"activationProbability": 0.5}, 50)
+            for cid in range(2000, 2030):
+                new_customer_and_order(cid)
+                time.sleep(rng.random() * 0.1)
+                renamed(cid)
+                time.sleep(0.1)
+                if cid % 10 == 2:  # one command, more changes than the server keeps
+                    db.noise.insert_many([{"n": i} for i in range(60)])
+            hold_writes("off", 0)
+            wait_until(stale, timeout=30, interval=0.25, message="every open order's customer current")
+            self.assertGreaterEqual(d.metric_sum("denormd_history_lost_total"), 1)
+            self.assertEqual(d.stop(), 0)
+        finally:
+            if d:
+                d.kill9()
+            emulator.stop()
 
 if __name__ == "__main__":
     unittest.main()

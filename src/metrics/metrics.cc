@@ -138,8 +138,10 @@ struct metrics::impl {
       {"source"}};
   labelled<prometheus::Counter, 2> resumes{
       counter(*registry, "denormd_resumes_total",
-              "Times a change stream was reopened from its stored token, by reason (transient "
-              "error, step-down, restart, ...)."),
+              "Times a change stream was reopened, by reason: checkpoint (at start, from the "
+              "stored token), error (after a transient error such as a dropped connection or "
+              "a step-down, from the last token read), resync (after lost history, from the "
+              "operation time taken before the re-sync)."),
       {"source", "reason"}};
   labelled<prometheus::Counter, 1> history_lost{
       counter(*registry, "denormd_history_lost_total",

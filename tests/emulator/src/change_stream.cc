@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 
+#include "bson/convert.h"
 #include "bson_size.h"
+#include "bson_writer.h"
 #include "error_codes.h"
 #include "event_stages.h"
 #include "value_text.h"
@@ -256,16 +258,59 @@ void change_stream::events_for(const oplog_entry& e, std::vector<produced>& out)
   }
 }
 
-denormd::expected<bson::document> change_stream::make_event(const storage& s,
-                                                            const produced& p) const {
+namespace {
+
+// Where an event's fields go: a value tree (for the stages after $changeStream) ...
+class tree_sink {
+ public:
+  void add(std::string_view key, bson::value v) { ev_.append(std::string(key), std::move(v)); }
+  void add_document(std::string_view key, const bson::document& d) {
+    ev_.append(std::string(key), d);
+  }
+  std::string text() const { return engine::document_text(ev_); }
+  bson::document take() { return std::move(ev_); }
+
+ private:
+  bson::document ev_;
+};
+
+// ... or straight into wire bytes, so the shared stored documents an event shows are encoded
+// once instead of copied into a tree, encoded and freed.
+class bytes_sink {
+ public:
+  // Room for a typical event up front instead of growing through several reallocations.
+  bytes_sink() : start_((out_.reserve(1024), begin_document(out_))) {}
+  void add(std::string_view key, const bson::value& v) { write_element(key, v, out_); }
+  void add_document(std::string_view key, const bson::document& d) {
+    write_document_element(key, d, out_);
+  }
+  std::string text() const {
+    auto copy = out_;
+    finish_document(copy, start_);
+    auto d = bson::from_bson(copy);
+    return d ? engine::document_text(*d) : std::string("{}");
+  }
+  std::vector<std::uint8_t> take() {
+    finish_document(out_, start_);
+    return std::move(out_);
+  }
+
+ private:
+  std::vector<std::uint8_t> out_;
+  std::size_t start_;
+};
+
+}  // namespace
+
+template <class Sink>
+denormd::status change_stream::build_event(const storage& s, const produced& p, Sink& ev) const {
   const oplog_entry& e = *p.entry;
   const bool is_invalidate = p.token.token_kind() == resume_token::kind::invalidate;
-  bson::document ev;
-  ev.append("_id", p.token.to_document());
-  ev.append("operationType", std::string(is_invalidate ? "invalidate" : operation_type(e.op)));
-  ev.append("clusterTime", e.ts);
-  ev.append("wallTime", bson::date_time{e.wall_ms});
-  if (is_invalidate) return ev;
+  ev.add("_id", p.token.to_document());
+  ev.add("operationType", std::string(is_invalidate ? "invalidate" : operation_type(e.op)));
+  ev.add("clusterTime", e.ts);
+  ev.add("wallTime", bson::date_time{e.wall_ms});
+  if (is_invalidate) return {};
 
   const auto document_key = [&] {
     bson::document k;
@@ -275,18 +320,17 @@ denormd::expected<bson::document> change_stream::make_event(const storage& s,
   const auto image_missing = [&](std::string_view which) {
     return fail("Change stream was configured to require a " + std::string(which) +
                     "-image for all update, delete and replace events, but the " +
-                    std::string(which) +
-                    "-image was not found for event: " + engine::document_text(ev),
+                    std::string(which) + "-image was not found for event: " + ev.text(),
                 codes::no_matching_document);
   };
   const auto add_before_change = [&]() -> denormd::status {
     if (before_change_ == "off") return {};
     if (e.pre_image != nullptr) {
-      ev.append("fullDocumentBeforeChange", *e.pre_image);
+      ev.add_document("fullDocumentBeforeChange", *e.pre_image);
     } else if (before_change_ == "required") {
       return image_missing("pre");
     } else {
-      ev.append("fullDocumentBeforeChange", bson::null_t{});
+      ev.add("fullDocumentBeforeChange", bson::null_t{});
     }
     return {};
   };
@@ -294,52 +338,66 @@ denormd::expected<bson::document> change_stream::make_event(const storage& s,
   switch (e.op) {
     case op_type::insert:
     case op_type::replace:
-      ev.append("fullDocument", *e.full_document);
-      ev.append("ns", ns_doc(e.db, e.coll));
-      ev.append("documentKey", document_key());
+      ev.add_document("fullDocument", *e.full_document);
+      ev.add("ns", ns_doc(e.db, e.coll));
+      ev.add("documentKey", document_key());
       break;
     case op_type::update: {
-      ev.append("ns", ns_doc(e.db, e.coll));
-      ev.append("documentKey", document_key());
-      ev.append("updateDescription", e.update_description);
+      ev.add("ns", ns_doc(e.db, e.coll));
+      ev.add("documentKey", document_key());
+      ev.add_document("updateDescription", e.update_description);
       if (full_document_ == "updateLookup") {
         const collection* c = s.find(e.db, e.coll);
         std::optional<std::uint64_t> record = c ? c->find_id(e.id) : std::nullopt;
         if (record) {
-          ev.append("fullDocument", *c->get(*record));
+          ev.add_document("fullDocument", *c->get(*record));
         } else {
-          ev.append("fullDocument", bson::null_t{});
+          ev.add("fullDocument", bson::null_t{});
         }
       } else if (full_document_ != "default") {
         if (e.full_document != nullptr) {
-          ev.append("fullDocument", *e.full_document);
+          ev.add_document("fullDocument", *e.full_document);
         } else if (full_document_ == "required") {
           return image_missing("post");
         } else {
-          ev.append("fullDocument", bson::null_t{});
+          ev.add("fullDocument", bson::null_t{});
         }
       }
       break;
     }
     case op_type::remove:
-      ev.append("ns", ns_doc(e.db, e.coll));
-      ev.append("documentKey", document_key());
+      ev.add("ns", ns_doc(e.db, e.coll));
+      ev.add("documentKey", document_key());
       break;
     case op_type::drop:
-      ev.append("ns", ns_doc(e.db, e.coll));
+      ev.add("ns", ns_doc(e.db, e.coll));
       break;
     case op_type::rename:
-      ev.append("ns", ns_doc(e.db, e.coll));
-      ev.append("to", ns_doc(e.to_db, e.to_coll));
+      ev.add("ns", ns_doc(e.db, e.coll));
+      ev.add("to", ns_doc(e.to_db, e.to_coll));
       break;
     case op_type::drop_database:
-      ev.append("ns", ns_doc(e.db, ""));
+      ev.add("ns", ns_doc(e.db, ""));
       break;
   }
   if (e.op == op_type::update || e.op == op_type::replace || e.op == op_type::remove) {
-    if (auto ok = add_before_change(); !ok) return denormd::unexpected<denormd::error>{ok.error()};
+    if (auto ok = add_before_change(); !ok) return ok;
   }
-  return ev;
+  return {};
+}
+
+denormd::expected<bson::document> change_stream::make_event(const storage& s,
+                                                            const produced& p) const {
+  tree_sink ev;
+  if (auto ok = build_event(s, p, ev); !ok) return denormd::unexpected<denormd::error>{ok.error()};
+  return ev.take();
+}
+
+denormd::expected<std::vector<std::uint8_t>> change_stream::encode_event(const storage& s,
+                                                                         const produced& p) const {
+  bytes_sink ev;
+  if (auto ok = build_event(s, p, ev); !ok) return denormd::unexpected<denormd::error>{ok.error()};
+  return ev.take();
 }
 
 denormd::expected<change_stream::batch> change_stream::next(const storage& s,
@@ -360,12 +418,29 @@ denormd::expected<change_stream::batch> change_stream::next(const storage& s,
         "in the oplog.",
         codes::change_stream_history_lost);
   std::size_t bytes = 0;
+  std::optional<resume_token> last_delivered;  // the `_id` of the batch's last event
   std::vector<produced> produced_events;
   for (std::size_t i = history.lower_bound(position_.ts()); i < history.size(); ++i) {
     produced_events.clear();
     events_for(history.at(i), produced_events);
     for (const auto& p : produced_events) {
       if (p.token <= position_) continue;
+      if (stages_.empty()) {
+        // No stage to run: the event goes out as bytes, spliced into the reply as it is.
+        auto raw = encode_event(s, p);
+        if (!raw) return raw.error();
+        if (!out.events.empty() && bytes + raw->size() > max_bytes) return finish();
+        bytes += raw->size();
+        out.events.emplace_back(bson::binary{raw_document_subtype, std::move(raw).value()});
+        last_delivered = p.token;
+        position_ = p.token;
+        if (p.token.token_kind() == resume_token::kind::invalidate) {
+          invalidated_ = true;
+          return finish();
+        }
+        if (out.events.size() >= max_events) return finish();
+        continue;
+      }
       auto ev = make_event(s, p);
       if (!ev) return ev.error();
       std::optional<bson::document> result(std::move(ev).value());
@@ -392,6 +467,7 @@ denormd::expected<change_stream::batch> change_stream::next(const storage& s,
         if (!out.events.empty() && bytes + size > max_bytes) return finish();
         bytes += size;
         out.events.emplace_back(std::move(*result));
+        last_delivered = p.token;
       }
       position_ = p.token;
       if (p.token.token_kind() == resume_token::kind::invalidate) {
@@ -406,8 +482,7 @@ denormd::expected<change_stream::batch> change_stream::next(const storage& s,
   position_ = std::max(position_, resume_token(s.cluster_time(), resume_token::kind::high_water));
   out.post_batch_resume_token = position_.to_document();
   out.invalidated = invalidated_;
-  if (!out.events.empty())
-    out.post_batch_resume_token = out.events.back().as_document().get("_id")->as_document();
+  if (last_delivered) out.post_batch_resume_token = last_delivered->to_document();
   return out;
 }
 

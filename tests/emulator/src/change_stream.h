@@ -27,6 +27,8 @@ class change_stream {
   enum class scope { collection, database, cluster };
 
   struct batch {
+    // Events; without stages after $changeStream each is pre-encoded (a bson::binary of
+    // raw_document_subtype, see bson_writer.h) and only the reply encoder may read it.
     bson::array events;
     bson::document post_batch_resume_token;
     bool invalidated = false;  // the stream has ended: the reply carries cursor id 0
@@ -60,7 +62,12 @@ class change_stream {
   // The events this stream sees for one entry (0, 1 or 2 with an invalidate), before stages.
   void events_for(const oplog_entry& e, std::vector<produced>& out) const;
   bool in_scope(std::string_view db, std::string_view coll) const;
+  // The event as a value tree (when stages follow) or as wire bytes (when none do).
+  template <class Sink>
+  denormd::status build_event(const storage& s, const produced& p, Sink& sink) const;
   denormd::expected<bson::document> make_event(const storage& s, const produced& p) const;
+  denormd::expected<std::vector<std::uint8_t>> encode_event(const storage& s,
+                                                            const produced& p) const;
 
   scope scope_ = scope::collection;
   std::string db_;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "bson/convert.h"
+#include "bson_writer.h"
 
 namespace mongo_emulator {
 
@@ -31,6 +32,18 @@ void patch_i32(std::vector<std::uint8_t>& out, std::size_t at, std::int32_t v) {
   const auto u = static_cast<std::uint32_t>(v);
   for (int i = 0; i < 4; ++i)
     out[at + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(u >> (8 * i));
+}
+
+// A cursor reply's batch (`cursor.firstBatch` or `cursor.nextBatch`): the one array whose
+// elements may be pre-encoded change events.
+const bson::array* cursor_batch(const bson::document& reply) {
+  const auto* c = reply.get("cursor");
+  if (c == nullptr || !c->is_document()) return nullptr;
+  for (const char* name : {"firstBatch", "nextBatch"}) {
+    if (const auto* b = c->as_document().get(name); b != nullptr && b->is_array())
+      return &b->as_array();
+  }
+  return nullptr;
 }
 
 // A bounds-checked reader over the message body.
@@ -213,8 +226,15 @@ expected<request> parse_request(const message_header& header, std::span<const st
 
 std::vector<std::uint8_t> encode_reply(const request& req, std::int32_t request_id,
                                        const bson::document& reply) {
+  const bson::array* batch = cursor_batch(reply);
+  std::size_t estimate = 256;
+  if (batch != nullptr) {
+    for (const auto& item : *batch) {
+      if (item.is<bson::binary>()) estimate += item.as<bson::binary>().data.size() + 16;
+    }
+  }
   std::vector<std::uint8_t> out;
-  out.reserve(256);
+  out.reserve(estimate);
   if (req.legacy) {
     write_header(out, request_id, req.header.request_id, op_reply);
     write_i32(out, 8);  // responseFlags: AwaitCapable
@@ -227,7 +247,7 @@ std::vector<std::uint8_t> encode_reply(const request& req, std::int32_t request_
     write_i32(out, 0);  // flagBits
     out.push_back(0);   // kind-0 section
   }
-  bson::append_bytes(reply, out);
+  write_document(reply, out, batch);
   patch_i32(out, 0, static_cast<std::int32_t>(out.size()));
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <span>
 
 #include "error_codes.h"
 #include "query/matcher.h"
@@ -31,6 +32,41 @@ bool indexable(const bson::value& v) {
 }
 
 }  // namespace
+
+namespace {
+
+std::vector<std::string_view> components(std::string_view path) {
+  std::vector<std::string_view> out;
+  while (true) {
+    const auto dot = path.find('.');
+    out.push_back(path.substr(0, dot));
+    if (dot == std::string_view::npos) return out;
+    path.remove_prefix(dot + 1);
+  }
+}
+
+bool numeric(std::string_view part) {
+  return !part.empty() &&
+         std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Whether the changed location p[i..] can line up with a location the index reads under
+// f[j..]: equal components advance both; a numeric change component may also be an array
+// position the index path passes through implicitly (multikey). Running out of either path
+// means one location contains the other.
+bool may_overlap(std::span<const std::string_view> p, std::span<const std::string_view> f) {
+  if (p.empty() || f.empty()) return true;
+  if (p.front() == f.front() && may_overlap(p.subspan(1), f.subspan(1))) return true;
+  return numeric(p.front()) && may_overlap(p.subspan(1), f);
+}
+
+}  // namespace
+
+bool path_may_affect(std::string_view changed, std::string_view index_field) {
+  const auto p = components(changed);
+  const auto f = components(index_field);
+  return may_overlap(p, f);
+}
 
 collection::collection(std::string db, std::string name)
     : db_(std::move(db)), name_(std::move(name)), uuid_(random_uuid()) {
@@ -68,12 +104,15 @@ std::string collection::duplicate_message(const index_spec& spec, const index::k
 }
 
 denormd::status collection::check_unique(const bson::document& doc, std::uint64_t self,
-                                         std::vector<index::key_set>& keys) const {
+                                         std::vector<index::key_set>& keys,
+                                         const std::vector<bool>* affected) const {
   keys.clear();
-  keys.reserve(indexes_.size());
-  for (const auto& ix : indexes_) {
-    keys.push_back(ix.keys_for(doc));
-    if (auto dup = ix.find_duplicate(keys.back(), self))
+  keys.resize(indexes_.size());
+  for (std::size_t i = 0; i < indexes_.size(); ++i) {
+    if (affected != nullptr && !(*affected)[i]) continue;
+    const auto& ix = indexes_[i];
+    keys[i] = ix.keys_for(doc);
+    if (auto dup = ix.find_duplicate(keys[i], self))
       return denormd::fail(duplicate_message(ix.spec(), *dup), codes::duplicate_key);
   }
   return {};
@@ -96,12 +135,51 @@ denormd::expected<std::uint64_t> collection::insert(doc_ptr doc) {
 }
 
 denormd::status collection::replace(std::uint64_t record, doc_ptr doc) {
+  return replace_keys(record, std::move(doc), nullptr);
+}
+
+denormd::status collection::update(std::uint64_t record, doc_ptr doc,
+                                   const bson::document& update_description) {
+  std::vector<std::string_view> changed;
+  for (const auto& f : update_description) {
+    if (f.name == "updatedFields" && f.val.is_document()) {
+      for (const auto& u : f.val.as_document())
+        changed.emplace_back(u.name);
+    } else if (f.name == "removedFields" && f.val.is_array()) {
+      for (const auto& r : f.val.as_array()) {
+        if (!r.is_string()) return replace_keys(record, std::move(doc), nullptr);
+        changed.emplace_back(r.as_string());
+      }
+    } else if (f.name == "truncatedArrays" && f.val.is_array()) {
+      for (const auto& t : f.val.as_array()) {
+        const auto* field = t.is_document() ? t.as_document().get("field") : nullptr;
+        if (field == nullptr || !field->is_string())
+          return replace_keys(record, std::move(doc), nullptr);
+        changed.emplace_back(field->as_string());
+      }
+    }
+  }
+  // A change with no described path: take no chances.
+  if (changed.empty()) return replace_keys(record, std::move(doc), nullptr);
+  std::vector<bool> affected(indexes_.size(), false);
+  for (std::size_t i = 0; i < indexes_.size(); ++i) {
+    for (const auto& field : indexes_[i].fields()) {
+      for (auto path : changed)
+        affected[i] = affected[i] || path_may_affect(path, field);
+    }
+  }
+  return replace_keys(record, std::move(doc), &affected);
+}
+
+denormd::status collection::replace_keys(std::uint64_t record, doc_ptr doc,
+                                         const std::vector<bool>* affected) {
   if (get(record) == nullptr) return denormd::fail("no such record", codes::internal_error);
   doc_ptr& slot = records_[record - 1];
   // `_id` is immutable (the engine refuses to change it), so the _id map stays as it is.
   std::vector<index::key_set> keys;
-  if (auto ok = check_unique(*doc, record, keys); !ok) return ok;
+  if (auto ok = check_unique(*doc, record, keys, affected); !ok) return ok;
   for (std::size_t i = 0; i < indexes_.size(); ++i) {
+    if (affected != nullptr && !(*affected)[i]) continue;
     auto old_keys = indexes_[i].keys_for(*slot);
     if (old_keys.keys == keys[i].keys && old_keys.aux == keys[i].aux) continue;
     indexes_[i].remove(old_keys, record);

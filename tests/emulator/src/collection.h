@@ -26,6 +26,10 @@ namespace mongo_emulator {
 namespace bson = denormd::bson;
 using doc_ptr = std::shared_ptr<const bson::document>;
 
+// Whether changing the document at dotted path `changed` may change the keys an index on
+// `index_field` takes from it (conservative: true unless the paths are provably disjoint).
+bool path_may_affect(std::string_view changed, std::string_view index_field);
+
 class collection {
  public:
   collection(std::string db, std::string name);
@@ -53,6 +57,11 @@ class collection {
   // MongoDB's message, leaving the collection unchanged.
   denormd::expected<std::uint64_t> insert(doc_ptr doc);
   denormd::status replace(std::uint64_t record, doc_ptr doc);
+  // replace() after an operator update whose change-event description ({updatedFields,
+  // removedFields, truncatedArrays}) names every path it changed: indexes on no changed path
+  // keep their keys, so they are neither recomputed nor re-checked.
+  denormd::status update(std::uint64_t record, doc_ptr doc,
+                         const bson::document& update_description);
   void erase(std::uint64_t record);
 
   // Record ids that may match `m`, in natural order: an index equality lookup when the filter
@@ -67,8 +76,12 @@ class collection {
   denormd::status drop_index(std::string_view name);
 
  private:
+  // `affected` (when given) says which secondary indexes may change; the others are skipped.
   denormd::status check_unique(const bson::document& doc, std::uint64_t self,
-                               std::vector<index::key_set>& keys) const;
+                               std::vector<index::key_set>& keys,
+                               const std::vector<bool>* affected = nullptr) const;
+  denormd::status replace_keys(std::uint64_t record, doc_ptr doc,
+                               const std::vector<bool>* affected);
   std::string duplicate_message(const index_spec& spec, const index::key& k) const;
 
   std::string db_;

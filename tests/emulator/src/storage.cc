@@ -146,7 +146,7 @@ denormd::expected<std::uint64_t> storage::insert(collection& c, doc_ptr doc) {
 denormd::status storage::update(collection& c, std::uint64_t record, doc_ptr doc,
                                 bson::document update_description) {
   auto before = c.get(record);
-  if (auto ok = c.replace(record, doc); !ok) return ok;
+  if (auto ok = c.update(record, doc, update_description); !ok) return ok;
   const auto* id = doc->get("_id");
   const bool images = c.record_images();
   record_document_change(op_type::update, c, id ? *id : bson::value{}, images ? doc : nullptr,

@@ -139,3 +139,79 @@ TEST_F(collection_test, create_index_conflicts_and_duplicates) {
 
 }  // namespace
 }  // namespace mongo_emulator
+
+namespace mongo_emulator {
+namespace {
+
+TEST(path_may_affect, only_provably_disjoint_paths_skip_an_index) {
+  EXPECT_TRUE(path_may_affect("a", "a"));
+  EXPECT_TRUE(path_may_affect("a", "a.b"));      // a parent of the indexed value
+  EXPECT_TRUE(path_may_affect("a.b.c", "a.b"));  // inside the indexed value
+  EXPECT_TRUE(path_may_affect("items", "items.productId"));
+  EXPECT_TRUE(path_may_affect("items.3", "items.productId"));  // a whole element
+  EXPECT_TRUE(path_may_affect("items.3.productId", "items.productId"));
+  EXPECT_TRUE(path_may_affect("a.0.0.b", "a.0.b"));  // positions on both sides
+  EXPECT_TRUE(path_may_affect("a.1", "a.0"));
+  EXPECT_FALSE(path_may_affect("customer.name", "customerId"));
+  EXPECT_FALSE(path_may_affect("items.3.product.title", "items.productId"));
+  EXPECT_FALSE(path_may_affect("ab", "a"));
+  EXPECT_FALSE(path_may_affect("a.b", "a.c"));
+  EXPECT_FALSE(path_may_affect("a.1.x", "a.0.y"));
+}
+
+doc_ptr J(std::string_view json) {
+  return std::make_shared<const bson::document>(bson::parse_json(json).value());
+}
+
+denormd::query::matcher M(std::string_view json) {
+  return denormd::query::matcher::compile(bson::parse_json(json).value()).value();
+}
+
+// collection::update trusts the update description to skip indexes on unchanged paths; the
+// indexes on changed paths must still follow the document, including unique checks.
+TEST(collection_update, skips_only_indexes_on_unchanged_paths) {
+  collection c{"db", "c"};
+  index_spec by_item;
+  by_item.name = "items.productId_1";
+  by_item.key = bson::parse_json(R"({"items.productId": 1})").value();
+  index_spec by_code;
+  by_code.name = "code_1";
+  by_code.key = bson::parse_json(R"({"code": 1})").value();
+  by_code.unique = true;
+  ASSERT_TRUE(c.create_index(by_item));
+  ASSERT_TRUE(c.create_index(by_code));
+  auto r1 = c.insert(J(R"({"_id": 1, "code": 1, "items": [{"productId": 5, "t": "x"}]})"));
+  auto r2 = c.insert(J(R"({"_id": 2, "code": 2, "items": [{"productId": 6, "t": "x"}]})"));
+  ASSERT_TRUE(r1 && r2);
+
+  // A title change leaves both indexes as they were.
+  ASSERT_TRUE(c.update(*r1, J(R"({"_id": 1, "code": 1, "items": [{"productId": 5, "t": "y"}]})"),
+                       bson::parse_json(R"({"updatedFields": {"items.0.t": "y"},
+                                            "removedFields": [], "truncatedArrays": []})")
+                           .value()));
+  EXPECT_EQ(c.candidates(M(R"({"items.productId": 5})")), std::vector<std::uint64_t>{*r1});
+
+  // A changed array moves the multikey entries.
+  ASSERT_TRUE(c.update(*r1, J(R"({"_id": 1, "code": 1, "items": [{"productId": 7}]})"),
+                       bson::parse_json(R"({"updatedFields": {"items": [{"productId": 7}]},
+                                            "removedFields": [], "truncatedArrays": []})")
+                           .value()));
+  EXPECT_TRUE(c.candidates(M(R"({"items.productId": 5})")).empty());
+  EXPECT_EQ(c.candidates(M(R"({"items.productId": 7})")), std::vector<std::uint64_t>{*r1});
+
+  // A removed field leaves the index, and a unique clash is still refused.
+  ASSERT_TRUE(c.update(*r2, J(R"({"_id": 2, "items": [{"productId": 6}]})"),
+                       bson::parse_json(R"({"updatedFields": {}, "removedFields": ["code"],
+                                            "truncatedArrays": []})")
+                           .value()));
+  EXPECT_TRUE(c.candidates(M(R"({"code": 2})")).empty());
+  auto clash = c.update(*r2, J(R"({"_id": 2, "code": 1, "items": [{"productId": 6}]})"),
+                        bson::parse_json(R"({"updatedFields": {"code": 1}, "removedFields": [],
+                                             "truncatedArrays": []})")
+                            .value());
+  ASSERT_FALSE(clash);
+  EXPECT_EQ(clash.error().code, 11000);
+}
+
+}  // namespace
+}  // namespace mongo_emulator

@@ -218,6 +218,18 @@ denormd::status change_stream::check_resume_point(const storage& s,
   return {};
 }
 
+watch_scope change_stream::scope_watched() const {
+  switch (scope_) {
+    case scope::collection:
+      return {watch_scope::kind::collection, db_, coll_};
+    case scope::database:
+      return {watch_scope::kind::database, db_, {}};
+    case scope::cluster:
+      break;
+  }
+  return {};
+}
+
 bool change_stream::in_scope(std::string_view db, std::string_view coll) const {
   switch (scope_) {
     case scope::collection:

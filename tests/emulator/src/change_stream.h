@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bson/value.h"
+#include "change_notifier.h"
 #include "common/expected.h"
 #include "resume_token.h"
 #include "storage.h"
@@ -44,6 +45,8 @@ class change_stream {
 
   // The namespace cursor replies carry ("db.coll", or "db.$cmd.aggregate" for wider scopes).
   const std::string& ns() const { return ns_; }
+  // The namespaces whose changes can produce events here (for waking await-data getMores).
+  watch_scope scope_watched() const;
 
   // Up to `max_events` events (and about `max_bytes`) after the current position. Errors are
   // fatal for the stream (e.g. 280 when a stage changed `_id`, 286 when history was lost).

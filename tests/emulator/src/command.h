@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bson/value.h"
+#include "change_notifier.h"
 #include "common/expected.h"
 #include "server_state.h"
 #include "wire_codec.h"
@@ -37,6 +38,7 @@ struct command_context {
 struct await_changes {
   std::chrono::steady_clock::time_point deadline;
   std::uint64_t seen = 0;
+  watch_scope scope;  // changes elsewhere do not wake the waiter
 };
 
 struct command_result {

@@ -140,7 +140,7 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
       // Await-data: park a timer until changes arrive or the deadline passes; no lock is held.
       auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor,
                                                         outcome->await->deadline);
-      server_.store().notifier().park(timer, outcome->await->seen);
+      server_.store().notifier().park(timer, outcome->await->seen, outcome->await->scope);
       boost::system::error_code ignored;
       co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
       outcome = spec.handler(ctx);

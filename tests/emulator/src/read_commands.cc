@@ -177,8 +177,9 @@ command_outcome get_more(command_context& ctx) {
       ctx.started +
       (max_time->value_or(0) > 0 ? std::chrono::milliseconds(**max_time) : default_await_time);
   if (batch->events.empty() && !batch->invalidated && std::chrono::steady_clock::now() < deadline) {
+    watch_scope scope = c->stream->scope_watched();  // before unpinning: c may go away then
     ctx.server.cursors().unpin(id, false);
-    return command_result{{}, await_changes{deadline, seen}};
+    return command_result{{}, await_changes{deadline, seen, std::move(scope)}};
   }
   ctx.server.cursors().unpin(id, batch->invalidated);
   return command_result{cursor_reply(batch->invalidated ? 0 : id, ns, std::move(batch->events),

@@ -1,5 +1,6 @@
 #include "storage.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "error_codes.h"
@@ -32,8 +33,10 @@ storage::write_lock::write_lock(storage& s)
 
 storage::write_lock::~write_lock() {
   const std::uint64_t changes = storage_.change_count_;
+  changed_namespaces changed = std::move(storage_.pending_);
+  storage_.pending_ = {};
   lock_.unlock();
-  if (changes != changes_before_) storage_.notifier_.notify(changes);
+  if (changes != changes_before_) storage_.notifier_.notify(changes, changed);
 }
 
 collection* storage::find(std::string_view db, std::string_view coll) {
@@ -188,6 +191,15 @@ void storage::record_document_change(op_type op, const collection& c, const bson
 }
 
 void storage::record(oplog_entry entry) {
+  const bool document_change = entry.op == op_type::insert || entry.op == op_type::update ||
+                               entry.op == op_type::replace || entry.op == op_type::remove;
+  if (!document_change) {
+    pending_.everything = true;
+  } else if (std::none_of(
+                 pending_.namespaces.begin(), pending_.namespaces.end(),
+                 [&](const auto& ns) { return ns.first == entry.db && ns.second == entry.coll; })) {
+    pending_.namespaces.emplace_back(entry.db, entry.coll);
+  }
   entry.ts = tick();
   entry.wall_ms = wall_clock_ms();
   oplog_.append(std::move(entry));

@@ -87,6 +87,7 @@ class storage {
   oplog oplog_;
   std::atomic<std::uint64_t> clock_{0};  // timestamp packed as t << 32 | i
   std::uint64_t change_count_ = 0;
+  changed_namespaces pending_;  // changes of the current write lock, announced on release
   change_notifier notifier_;
 };
 

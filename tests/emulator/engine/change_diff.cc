@@ -15,7 +15,21 @@ std::string dotted(const runtime_path& path) {
   return out;
 }
 
-bson::document update_description::to_document() const {
+bson::document update_description::to_document() && {
+  bson::array removed;
+  for (auto& r : removed_fields)
+    removed.emplace_back(std::move(r));
+  bson::array truncated;
+  for (auto& t : truncated_arrays)
+    truncated.emplace_back(std::move(t));
+  bson::document out;
+  out.append("updatedFields", std::move(updated_fields));
+  out.append("removedFields", std::move(removed));
+  out.append("truncatedArrays", std::move(truncated));
+  return out;
+}
+
+bson::document update_description::to_document() const& {
   bson::array removed;
   for (const auto& r : removed_fields)
     removed.emplace_back(r);

@@ -38,7 +38,9 @@ struct update_description {
            truncated_arrays.empty();
   }
   // {updatedFields, removedFields, truncatedArrays} as a change event carries it.
-  denormd::bson::document to_document() const;
+  denormd::bson::document to_document() const&;
+  // The same, moving the fields out (no copy of the updated values).
+  denormd::bson::document to_document() &&;
 };
 
 class change_diff {

@@ -44,7 +44,7 @@ denormd::expected<prepared_update::result> prepared_update::apply(
   if (!description) return description.error();
   r.changed = !description->empty();
   r.replaced = description->replaced;
-  if (r.changed && !r.replaced) r.update_description = description->to_document();
+  if (r.changed && !r.replaced) r.update_description = std::move(*description).to_document();
   return r;
 }
 

@@ -227,16 +227,20 @@ int daemon::run() {
     stop_cv_.wait(lock, [&] { return stop_; });
   }
 
-  // Reverse order: stop reading, close the hand-overs, let writers finish and checkpoint.
+  // Reverse order: stop reading (a watcher ends within one await), close the hand-overs, let
+  // writers finish and checkpoint. Joining the watchers first means every token they read is
+  // queued, so an applier stopping on an empty queue stores the newest position.
   for (auto& p : pipelines) {
     if (p.watcher) p.watcher->request_stop();
+  }
+  for (auto& p : pipelines) {
+    if (p.watcher) p.watcher->join();
   }
   for (auto& p : pipelines) {
     if (p.queue) p.queue->close();
     if (p.applier) p.applier->request_stop();
   }
   for (auto& p : pipelines) {
-    if (p.watcher) p.watcher->join();
     if (p.applier) p.applier->join();
   }
   std::uint64_t applied = 0;

@@ -160,7 +160,16 @@ void applier::run(std::stop_token stop) {
         !store_pending(stop))
       break;
   }
-  // Stopping: one attempt to store what was applied; if it fails, the next start replays it.
+  // Stopping. Token-only items queued before the first unapplied event need no write: taking
+  // them keeps a quick start-then-stop from leaving no checkpoint at all.
+  if (queue_.closed() && !in_flight_oldest_ms_.load()) {
+    for (auto& item : queue_.pop_batch(opts_.max_batch, std::chrono::milliseconds(0))) {
+      if (!item.event.empty()) break;
+      pending_ = checkpoint::checkpoint{std::move(item.token),
+                                        pending_ ? pending_->event_ms : std::int64_t{0}, 0};
+    }
+  }
+  // One attempt to store what was applied; if it fails, the next start replays it.
   if (pending_ && !opts_.dry_run) {
     if (auto st = checkpoints_.save(opts_.source, *pending_); st) {
       checkpoint_ms_ = now_ms();

@@ -188,6 +188,16 @@ class DaemonTest(unittest.TestCase):
         self.converge()
         wait_until(lambda: token() != busy_last, timeout=10, message="the last token stored when quiet")
 
+    def test_a_start_and_an_immediate_stop_leave_a_checkpoint_so_nothing_written_later_is_lost(self):
+        self.shop.seed(customers=5, products=5, orders=10, hosts=2, logs=10, reviews=10)
+        self.shop.fill_recent_arrays()
+        self.assertEqual(self.start().stop(), 0)
+        self.assertEqual(self.db.denormd_checkpoints.count_documents({}), 6)
+        for _ in range(30):
+            self.shop.random_change()  # while denormd is down
+        self.start()
+        self.converge()
+
     def test_metrics_and_readiness(self):
         self.shop.seed(customers=5, products=5, orders=10, hosts=2, logs=10, reviews=10)
         self.shop.fill_recent_arrays()

@@ -7,6 +7,10 @@
 #include <chrono>
 #include <thread>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "app/replay.h"
 #include "checkpoint/checkpoint_store.h"
 #include "common/log.h"
@@ -33,8 +37,8 @@ std::int64_t now_ms() {
 
 // Queue bounds per source: enough to keep the writer busy, small enough that RSS stays
 // bounded when the writer is blocked (DESIGN §3: back-pressure, bounded memory).
-constexpr std::size_t queue_items = 20000;
-constexpr std::size_t queue_bytes = 16 * 1024 * 1024;
+constexpr std::size_t queue_items = 4000;
+constexpr std::size_t queue_bytes = 4 * 1024 * 1024;
 
 struct pipeline {
   mapping::ns source;
@@ -93,6 +97,13 @@ bool daemon::wait_or_stop(std::chrono::milliseconds d) {
 }
 
 int daemon::run() {
+#if defined(__GLIBC__)
+  // glibc gives each thread that allocates its own arena (up to 8 per core) and keeps what
+  // was freed in each; with a watcher and an applier per source that added a fifth to peak
+  // RSS while catching up (58 -> 47 MB). Two arenas measured the same speed. Set before any
+  // thread starts.
+  mallopt(M_ARENA_MAX, 2);
+#endif
   if (opts_.uri.empty()) {
     log::error("daemon", "no MongoDB URI: pass --uri or set DENORMD_URI");
     return 2;

@@ -167,6 +167,9 @@ void watcher::run(std::stop_token stop) {
     w.resume_after = token;
     if (!token) w.start_at_operation_time = opts_.start_at;
     w.max_await_ms = opts_.max_await_ms;
+    // A getMore reply is held in memory whole: 1,000 events (about 1 MB) instead of the
+    // server's 16 MB keeps memory bounded while catching up, at no cost in round trips.
+    w.batch_size = 1000;
     auto stream = conn_.watch(opts_.source.db, opts_.source.coll, w);
     if (!stream) {
       if (!recovered(stream.error(), "cannot open the change stream")) break;

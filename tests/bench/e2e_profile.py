@@ -43,15 +43,21 @@ def main():
             perf = subprocess.Popen(["perf", "record", "-F", "499", "--call-graph", "dwarf,16384",
                                      "-p", str(pid), "-o", a.out], stderr=subprocess.DEVNULL)
             time.sleep(0.5)
-        c0 = bench.cpu()
+        def commands():
+            got = bench.client.admin.command("serverStatus").get("metrics", {}).get("commands", {})
+            return {k: v["total"] for k, v in got.items()}
+
+        c0, k0 = bench.cpu(), commands()
         n, s = bench.gen.drive(make, a.rate, seconds=a.secs)
         bench.settle()
-        c1 = bench.cpu()
+        c1, k1 = bench.cpu(), commands()
         if perf:
             perf.send_signal(2)
             perf.wait()
         print("%d events at %.0f/s; CPU µs per event: %s" % (
             n, n / s, {k: round((c1[k] - c0[k]) / n * 1e6, 1) for k in c0}))
+        print("server commands per source event: %s" % {
+            k: round((k1[k] - k0.get(k, 0)) / n, 3) for k in sorted(k1) if k1[k] - k0.get(k, 0) > n / 1000})
     finally:
         bench.denormd.stop()
         bench.stop_server()

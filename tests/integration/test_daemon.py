@@ -240,9 +240,10 @@ class DaemonTest(unittest.TestCase):
                                          for i in range(2000)])
             peak = max(peak, d.rss_kib())
         # 60k events of about 1.2 KB each arrived while writes were blocked.
-        print("RSS grew by %d KiB while 60,000 events queued up" % (peak - baseline))
+        print("RSS grew by %d KiB to %d KiB while 60,000 events queued up" % (peak - baseline, peak))
         if os.environ.get("DENORMD_SANITIZED") != "1":  # ASan keeps freed memory in quarantine
-            self.assertLess(peak - baseline, 96 * 1024, "RSS grew by %d KiB" % (peak - baseline))
+            # The documented bound (docs/performance.md): 64 MiB however large the backlog.
+            self.assertLess(peak, 64 * 1024, "RSS grew by %d KiB to %d KiB" % (peak - baseline, peak))
         self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
         self.converge(timeout=120)
         self.assertEqual(d.stop(), 0)

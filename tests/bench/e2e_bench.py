@@ -685,7 +685,7 @@ class Bench:
 
     def run(self):
         self.results["machine"] = machine()
-        t0 = time.time()
+        t0, cpu0 = time.time(), cpu_times()
         self.run_denormd()
         if self.args.only:
             return self.results
@@ -693,7 +693,17 @@ class Bench:
             self.run_baseline()
             self.results["ratios"] = ratios(self.results)
         self.results["seconds"] = round(time.time() - t0)
+        cpu1 = cpu_times()
+        total = sum(cpu1) - sum(cpu0)
+        # Time the hypervisor gave this VM's CPUs to others: a busy host moves tail latencies.
+        self.results["machine"]["steal_percent"] = round(100 * (cpu1[7] - cpu0[7]) / max(total, 1), 1)
         return self.results
+
+
+def cpu_times():
+    """The aggregate "cpu" line of /proc/stat: user nice system idle iowait irq softirq steal."""
+    with open("/proc/stat") as f:
+        return [int(x) for x in f.readline().split()[1:9]]
 
 
 def ms(seconds):
@@ -704,12 +714,19 @@ def round_or_none(v):
     return None if v is None else round(v, 1)
 
 
+def best_rate(t):
+    return max([t["sustained"]] + [st["applied_per_s"] for st in t["steps"]])
+
+
 def ratios(r):
     d, b = r["denormd"], r["baseline"]
     out = {}
     for k in ("copy", "recent"):
-        if b[k]["sustained"]:
-            out["throughput_" + k] = round(d[k]["sustained"] / b[k]["sustained"], 1)
+        # The baseline's best: the rate it kept up with, or what it applied per second when it
+        # could not (its drain rate), whichever is higher. Conservative for denormd.
+        best = best_rate(b[k])
+        if best:
+            out["throughput_" + k] = round(d[k]["sustained"] / best, 1)
     if b["coalescing"]["write_ops"]:
         out["coalescing_write_ops"] = round(b["coalescing"]["write_ops"] / max(1, d["coalescing"]["write_ops"]), 1)
     for k in set(d["latency"]) & set(b["latency"]):
@@ -742,9 +759,10 @@ def machine():
 def markdown(r):
     d, b = r["denormd"], r.get("baseline") or {}
     m, rat = r["machine"], r.get("ratios", {})
-    lines = ["Machine: %s, %d cores, %d GiB, Linux %s; %s build; server: %s; %s; %d s in all." % (
-        m["cpu"], m["cores"], m["memory_gib"], m["kernel"], m["build"], m["server"], m["date"],
-        r.get("seconds", 0)), ""]
+    lines = ["Machine: %s, %d cores, %d GiB, Linux %s; %s build; server: %s; %s; %d s in all; "
+             "CPU steal by the hypervisor during the run: %s%%." % (
+                 m["cpu"], m["cores"], m["memory_gib"], m["kernel"], m["build"], m["server"], m["date"],
+                 r.get("seconds", 0), m.get("steal_percent", "?")), ""]
     lines += ["| Measurement | denormd | naive loop | ratio |", "|---|---|---|---|"]
 
     def row(name, dv, bv="", ratio=""):
@@ -761,7 +779,8 @@ def markdown(r):
         bk = b.get(k)
         row("Sustained throughput, %s mappings (source events/s kept up with)" % k,
             "**%d** (limit: %s)" % (d[k]["sustained"], d[k]["limited_by"]),
-            "**%d**" % bk["sustained"] if bk else "", times("throughput_" + k))
+            ("**%d** (best applied rate: %d)" % (bk["sustained"], best_rate(bk))) if bk else "",
+            times("throughput_" + k))
         row("… at the last step (%s)" % k, last_step(d[k]), last_step(bk) if bk else "")
     keys = sorted(set(d["latency"]) | set(b.get("latency", {})), key=lambda k: (k.split("_")[0], int(k.split("_")[1])))
     for k in keys:

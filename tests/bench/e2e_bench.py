@@ -605,7 +605,7 @@ class Bench:
         t0 = time.time()
         self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args())
         self.sync_proc = Proc(self.denormd.proc.pid)
-        c0 = self.sync_proc.cpu()
+        c0, s0 = self.sync_proc.cpu(), self.server_proc.cpu()
         rss = [0]
         stop = threading.Event()
 
@@ -623,6 +623,7 @@ class Bench:
         row = dict(backlog=n, written_per_s=round(n / gen_s), seconds=round(t1 - t0, 2),
                    events_per_s=round(n / (t1 - t0)), events_read=int(metric_total(m, "denormd_events_total")),
                    cpu_us_per_event=round((self.sync_proc.cpu() - c0) / n * 1e6, 1),
+                   server_cpu_us_per_event=round((self.server_proc.cpu() - s0) / n * 1e6, 1),
                    rss_kib_peak=max(rss[0], self.sync_proc.status_kib("VmHWM")),
                    history_lost=int(metric_total(m, "denormd_history_lost_total")))
         if row["history_lost"]:
@@ -806,8 +807,9 @@ def markdown(r):
     c = d["catch_up"]
     row("Catch-up: %d events written while stopped (source events/s until all applied)" % c["backlog"],
         "**%d** (%.1f s; %d events read, echoes included)" % (c["events_per_s"], c["seconds"], c["events_read"]))
-    row("Catch-up: denormd CPU µs per source event / peak RSS (MiB)",
-        "%s / **%.1f**" % (c["cpu_us_per_event"], c["rss_kib_peak"] / 1024))
+    server = " (server %s)" % c["server_cpu_us_per_event"] if "server_cpu_us_per_event" in c else ""
+    row("Catch-up: denormd CPU µs per source event / denormd's peak RSS (MiB)",
+        "%s%s / **%.1f**" % (c["cpu_us_per_event"], server, c["rss_kib_peak"] / 1024))
     row("Peak RSS while streaming (MiB)", "%.1f" % (d["rss_kib_peak_streaming"] / 1024),
         "%.1f" % (b["rss_kib_peak_streaming"] / 1024) if b else "")
     f = d["fanout"]

@@ -182,7 +182,8 @@ class DaemonTest(unittest.TestCase):
             self.db.customers.update_one({"_id": 1 + i % 5}, {"$set": {"name": "busy %d" % i}})
             seen.add(token())
             time.sleep(0.02)
-        self.assertLessEqual(len(seen), 3, "checkpoints were stored while the source was busy")
+        # A loaded machine may pause the writes past 200 ms a few times; per batch would be ~100.
+        self.assertLess(len(seen), 15, "checkpoints were stored while the source was busy")
         # Quiet again: the token of the last applied change is stored at once.
         busy_last = token()
         self.converge()

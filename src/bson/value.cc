@@ -9,16 +9,11 @@
 #include <cstring>
 #include <random>
 
+#include "common/json_text.h"
+
 namespace denormd::bson {
 
 namespace {
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 template <class T>
 int three_way(const T& a, const T& b) {

@@ -21,8 +21,6 @@ std::atomic<format> format_{format::text};
 std::mutex sink_mutex_;
 std::ostream* sink_ = &std::cerr;
 
-constexpr char hex_digits[] = "0123456789abcdef";
-
 // Text values are written bare when that is unambiguous (logfmt style), otherwise quoted with
 // the same escapes as JSON, so one entry always stays on one line.
 bool needs_quotes(std::string_view s) {

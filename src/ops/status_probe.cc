@@ -4,18 +4,12 @@
 
 #include "bson/json.h"
 #include "checkpoint/checkpoint_store.h"
+#include "common/json_text.h"
 #include "ops/progress_line.h"
 
 namespace denormd::ops {
 
 namespace {
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 std::string_view history_name(history_state h) {
   switch (h) {

@@ -19,7 +19,8 @@ FROM ${DEBIAN_IMAGE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
-      libmongoc-dev libbson-dev libboost-dev libboost-system-dev prometheus-cpp-dev \
+      libmongoc-dev libbson-dev libboost-dev libboost-system-dev libboost-program-options-dev \
+      prometheus-cpp-dev \
       nlohmann-json3-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The denormd demo: a sample shop on the embedded test server, denormd keeping its copies
-true while a scripted stream of changes runs, and a before/after of what it did."""
+true while a scripted stream of changes runs, and a before/after of what it did. Run it with
+scripts/demo.sh (it seeds with the tests' sample shop, so the repository root is on PYTHONPATH)."""
 import datetime
 import os
 import random
@@ -8,13 +9,14 @@ import re
 import sys
 import time
 
+import pymongo
+
+from tests.integration import seed as shop_seed
+from tests.integration.harness import Denormd, Emulator, wait_until
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
-from harness import Denormd, Emulator, wait_until  # noqa: E402
-
-import pymongo  # noqa: E402
-
-T0 = datetime.datetime(2024, 1, 1)
+T0 = shop_seed.T0
+SIZES = dict(customers=2000, products=500, orders=20000, hosts=20, logmsgs=30000, reviews=5000)
 
 
 def say(text=""):
@@ -22,57 +24,10 @@ def say(text=""):
 
 
 def seed(db, rng):
-    customers, products, orders, hosts, logs, reviews = 2000, 500, 20000, 20, 30000, 5000
-    db.customers.insert_many([{"_id": i, "name": "Customer %d" % i, "email": "c%d@example.com" % i,
-                               "address": {"city": rng.choice(["Oslo", "Lyon", "Porto", "Kyoto"])}}
-                              for i in range(1, customers + 1)])
-    db.products.insert_many([{"_id": i, "title": "Product %d" % i, "sku": "SKU-%05d" % i, "price": 5 + i % 90}
-                             for i in range(1, products + 1)])
-    db.hosts.insert_many([{"_id": "web-%02d" % i, "name": "web-%02d" % i, "ipaddr": "10.0.0.%d" % i}
-                          for i in range(1, hosts + 1)])
-    cust = {c["_id"]: c for c in db.customers.find()}
-    prod = {p["_id"]: p for p in db.products.find()}
-    batch = []
-    for i in range(1, orders + 1):
-        c = cust[rng.randint(1, customers)]
-        items = []
-        for _ in range(rng.randint(1, 3)):
-            p = prod[rng.randint(1, products)]
-            items.append({"productId": p["_id"], "qty": rng.randint(1, 3), "priceAtOrder": p["price"],
-                          "product": {"title": p["title"], "sku": p["sku"]}})
-        batch.append({"_id": i, "customerId": c["_id"], "status": rng.choice(["NEW", "PAID", "DELIVERED"]),
-                      "total": sum(it["priceAtOrder"] * it["qty"] for it in items),
-                      "createdAt": T0 + datetime.timedelta(minutes=i),
-                      "customer": {"name": c["name"], "email": c["email"], "city": c["address"]["city"]},
-                      "items": items})
-        if len(batch) == 2000:
-            db.orders.insert_many(batch)
-            batch = []
-    host = {h["_id"]: h for h in db.hosts.find()}
-    for start in range(1, logs + 1, 5000):
-        db.logmsgs.insert_many([{"_id": i, "hostId": h, "time": T0 + datetime.timedelta(seconds=i),
-                                 "message": "GET /item/%d 200" % rng.randint(1, 999),
-                                 "host": {"name": host[h]["name"], "ipaddr": host[h]["ipaddr"]}}
-                                for i in range(start, min(start + 5000, logs + 1))
-                                for h in ["web-%02d" % (1 + i % hosts)]])
-    db.reviews.insert_many([{"_id": i, "productId": 1 + i % products, "stars": rng.randint(1, 5),
-                             "text": "Review %d: %s" % (i, rng.choice(["great", "fine", "meh", "broke"])),
-                             "createdAt": T0 + datetime.timedelta(hours=i)} for i in range(1, reviews + 1)])
-    # The recent arrays as they stand before denormd starts.
-    for coll, child, key, sort, limit, fields in (
-            ("products", "reviews", "productId", "createdAt", 10,
-             (("reviewId", "_id"), ("stars", "stars"), ("excerpt", "text"), ("createdAt", "createdAt"))),
-            ("hosts", "logmsgs", "hostId", "time", 100, (("logId", "_id"), ("time", "time"), ("message", "message"))),
-            ("customers", "orders", "customerId", "createdAt", 5,
-             (("orderId", "_id"), ("total", "total"), ("status", "status"), ("createdAt", "createdAt")))):
-        groups = {}
-        for d in db[child].find({}, {key: 1, **{s: 1 for _, s in fields}}):
-            groups.setdefault(d[key], []).append(d)
-        into = {"products": "recentReviews", "hosts": "recentLogs", "customers": "recentOrders"}[coll]
-        for parent, kids in groups.items():
-            kids.sort(key=lambda d: (-d[sort].timestamp(), d["_id"]))
-            db[coll].update_one({"_id": parent}, {"$set": {into: [{n: k[s] for n, s in fields} for k in kids[:limit]]}})
-    return dict(customers=customers, products=products, orders=orders, hosts=hosts, logs=logs, reviews=reviews)
+    """The sample shop, with the recent arrays as they stand before denormd starts."""
+    shop_seed.seed_shop(db, rng, indexes=True, **SIZES)
+    shop_seed.fill_recent_arrays(db)
+    return SIZES
 
 
 def show_order(db, oid):
@@ -136,7 +91,7 @@ def main():
         oid = db.orders.find_one({"status": "NEW"})["_id"]
         order = db.orders.find_one({"_id": oid})
         cid, pid = order["customerId"], order["items"][0]["productId"]
-        hid = "web-07"
+        hid = shop_seed.host_id(7)
         say("\n-- before")
         say("   " + show_order(db, oid))
         say("   " + show_product(db, pid))

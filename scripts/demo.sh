@@ -6,5 +6,6 @@ scripts/install-deps.sh
 build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$(nproc)" --target denormd mongo-emulator
+# demo.py seeds with the tests' sample shop (the package tests.integration, from the repository root).
 DENORMD_BIN="$PWD/$build/bin/denormd" DENORMD_EMULATOR="$PWD/$build/tests/emulator/mongo-emulator" \
-  /usr/bin/python3 scripts/demo.py
+  PYTHONPATH="$PWD" /usr/bin/python3 scripts/demo.py

@@ -6,7 +6,8 @@ packages=(
   # build
   g++ cmake ninja-build pkg-config clang-format
   # libraries
-  libmongoc-dev libbson-dev libboost-dev libboost-system-dev prometheus-cpp-dev
+  libmongoc-dev libbson-dev libboost-dev libboost-system-dev libboost-program-options-dev
+  prometheus-cpp-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   # tests: the Python driver for compatibility tests, tools for process checks
   python3 python3-pymongo procps curl

@@ -2,24 +2,23 @@
 
 #include <unistd.h>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-
 #include <chrono>
 #include <fstream>
 #include <iostream>
-#include <thread>
 
 #include "app/daemon.h"
 #include "app/describe.h"
+#include "app/signals.h"
 #include "app/version.h"
 #include "bson/json.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "config/mapping_loader.h"
 #include "mapping/coalescer.h"
 #include "mapping/planner.h"
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
+#include "mongo/uri_redaction.h"
 #include "ops/backfiller.h"
 #include "ops/status_probe.h"
 #include "ops/verifier.h"
@@ -78,41 +77,29 @@ int open_db_context(const options& o, std::ostream& err, db_context& ctx) {
     err << "error: no MongoDB URI: pass --uri or set DENORMD_URI\n";
     return exit_usage;
   }
-  auto conn = mongo::connection::open(o.uri, "denormd");
+  // No single wait on an unreachable server outlasts --timeout (connecting: at most 10 s).
+  const mongo::connect_options timeouts{o.timeout_s * 1000, std::min(o.timeout_s, 10) * 1000};
+  auto conn = mongo::connection::open(o.uri, "denormd", timeouts);
   if (!conn) {
-    err << "error: " << conn.error().to_string() << " (" << redact_uri(o.uri) << ")\n";
+    err << "error: " << conn.error().to_string() << " (" << mongo::redact_uri(o.uri) << ")\n";
     return exit_usage;
   }
   ctx.conn = std::move(conn).value();
   ctx.meta_db = meta_database(o, ctx.conn->default_database());
+  // Reach the server once before starting, so that every command reports an unreachable
+  // one alike.
+  if (auto ping = ctx.conn->command("admin", bson::document{{"ping", 1}}); !ping) {
+    if (ping.error().from == mongo::driver_error::origin::network) {
+      err << "error: cannot reach MongoDB at " << mongo::redact_uri(o.uri) << " within "
+          << o.timeout_s << " s (--timeout): " << ping.error().to_string() << "\n";
+    } else {
+      err << "error: MongoDB at " << mongo::redact_uri(o.uri)
+          << " refused a ping: " << ping.error().to_string() << "\n";
+    }
+    return exit_failure;
+  }
   return exit_ok;
 }
-
-// SIGINT/SIGTERM request a stop through `stop` while it lives (a backfill then stores its
-// progress and ends); the default handling comes back when it goes.
-class stop_on_signal {
- public:
-  explicit stop_on_signal(std::stop_source& stop) : signals_(io_, SIGINT, SIGTERM) {
-    signals_.async_wait([&stop](const boost::system::error_code& ec, int sig) {
-      if (ec) return;
-      log::info("backfill", "signal received; stopping after the batch in flight",
-                {{"signal", sig}});
-      stop.request_stop();
-    });
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~stop_on_signal() {
-    io_.stop();
-    thread_.join();
-  }
-  stop_on_signal(const stop_on_signal&) = delete;
-  stop_on_signal& operator=(const stop_on_signal&) = delete;
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::signal_set signals_;
-  std::thread thread_;
-};
 
 // Clears the terminal line before each line written through it, so that log lines replace the
 // backfill's progress line instead of running into it.
@@ -134,18 +121,15 @@ class line_clearing_buf : public std::streambuf {
   bool at_line_start_ = true;
 };
 
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 application::application(options opts, std::ostream& out, std::ostream& err)
     : opts_(std::move(opts)), out_(out), err_(err) {}
 
 int application::run() {
+  // run and backfill stop cleanly on a signal once their handling is in place; the others
+  // keep the default action.
+  if (opts_.cmd != command::run && opts_.cmd != command::backfill) unblock_stop_signals();
   switch (opts_.cmd) {
     case command::help:
       out_ << help_text(opts_.help_topic);
@@ -184,6 +168,7 @@ int application::backfill() {
   ops::backfiller backfiller(*ctx.conn, *ctx.planner, m, ctx.meta_db);
   ops::backfill_options bo;
   bo.dry_run = opts_.dry_run;
+  bo.give_up_after = std::chrono::seconds(opts_.timeout_s);
   // On a terminal: one progress line, rewritten in place a few times a second.
   auto last_line = std::chrono::steady_clock::time_point{};
   line_clearing_buf clearing(err_.rdbuf());
@@ -201,7 +186,8 @@ int application::backfill() {
   }
   std::stop_source stop;
   mongo::result<ops::backfill_outcome> outcome = [&] {
-    stop_on_signal on_signal(stop);
+    stop_on_signal on_signal(stop, "backfill",
+                             "signal received; stopping after the batch in flight");
     return backfiller.run(ctx.selected, bo, stop.get_token());
   }();
   if (terminal) {
@@ -266,6 +252,10 @@ int application::check() {
   if (!mappings) return exit_usage;
   for (const auto& m : *mappings)
     out_ << describe_mapping(m) << "\n";
+  for (const auto& m : *mappings) {
+    for (const auto& w : mapping_warnings(m))
+      err_ << "warning: " << w << "\n";
+  }
   out_ << mappings->size() << " mapping(s) OK\n";
   return exit_ok;
 }

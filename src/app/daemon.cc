@@ -1,10 +1,7 @@
 #include "app/daemon.h"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #if defined(__GLIBC__)
@@ -12,16 +9,19 @@
 #endif
 
 #include "app/replay.h"
+#include "app/signals.h"
 #include "checkpoint/checkpoint_store.h"
+#include "common/backoff.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "http/endpoint.h"
 #include "mapping/planner.h"
-#include "metrics/http_server.h"
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
+#include "mongo/uri_redaction.h"
 #include "ops/backfiller.h"
-#include "sink/applier.h"
+#include "pipeline/supervisor.h"
 #include "sink/writer.h"
-#include "source/event_queue.h"
 #include "source/watcher.h"
 #include "version.h"
 
@@ -29,53 +29,166 @@ namespace denormd::app {
 
 namespace {
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+// Every call into the driver gives up on an unreachable server within this, so that each
+// thread re-checks its stop request at least as often and a stop needs no more than a few
+// of them (the watcher's, the applier's batch, its last checkpoint). Retrying is the
+// callers' job anyway; a URI that sets these options itself wins.
+constexpr mongo::connect_options daemon_timeouts{2000, 2000};
+// A stop that still waits on the driver after this (a server that accepts connections but
+// never answers holds a call for socketTimeoutMS) exits anyway: whatever is unacknowledged
+// was not checkpointed, so the next start replays it.
+constexpr std::chrono::seconds stop_deadline{4};
+
+void tune_malloc() {
+#if defined(__GLIBC__)
+  // glibc gives each thread that allocates its own arena (up to 8 per core) and keeps what
+  // was freed in each; with a watcher and an applier per source that added a fifth to peak
+  // RSS while catching up (58 -> 47 MB). Two arenas measured the same speed. Set before any
+  // thread starts.
+  mallopt(M_ARENA_MAX, 2);
+#endif
 }
 
-// Queue bounds per source: enough to keep the writer busy, small enough that RSS stays
-// bounded when the writer is blocked (DESIGN §3: back-pressure, bounded memory).
-constexpr std::size_t queue_items = 4000;
-constexpr std::size_t queue_bytes = 4 * 1024 * 1024;
+// The MongoDB parts of every pipeline. Thread-safe: resync() runs on the watchers' threads.
+class mongo_parts final : public pipeline::parts_factory {
+ public:
+  mongo_parts(mongo::connection& conn, checkpoint::checkpoint_store& checkpoints,
+              metrics::metrics& m, std::string meta_db, bool dry_run)
+      : conn_(conn),
+        checkpoints_(checkpoints),
+        metrics_(m),
+        meta_db_(std::move(meta_db)),
+        dry_run_(dry_run) {}
 
-struct pipeline {
-  mapping::ns source;
-  std::unique_ptr<source::event_queue> queue;
-  std::unique_ptr<sink::writer> writer;
-  std::unique_ptr<sink::applier> applier;
-  std::unique_ptr<source::watcher> watcher;
+  std::unique_ptr<source::change_source> make_source(const mapping::ns& source,
+                                                     const pipeline::start_position& from,
+                                                     source::event_queue& queue,
+                                                     source::resync_hook resync) override {
+    source::watcher_options wo;
+    wo.source = source;
+    wo.resume_after = from.resume_after;
+    wo.start_at = from.start_at;
+    wo.resync = std::move(resync);
+    return std::make_unique<source::watcher>(conn_, std::move(wo), queue, metrics_);
+  }
+
+  std::unique_ptr<sink::batch_writer> make_writer() override {
+    return std::make_unique<sink::writer>(conn_, metrics_,
+                                          sink::writer_options{meta_db_, dry_run_});
+  }
+
+  checkpoint::position_store& positions() override { return checkpoints_; }
+
+  // Takes the cluster's time, then backfills every mapping that reads `source` (as source,
+  // or as the target it fills) and hands back that time: streaming resumes from it, so
+  // nothing between is skipped.
+  mongo::result<std::optional<bson::timestamp>> resync(const mapping::planner& planner,
+                                                       const mapping::ns& source,
+                                                       std::stop_token stop) override {
+    auto from = conn_.operation_time();
+    if (!from) return from.error();
+    std::vector<const mapping::mapping*> which;
+    for (const auto& mp : planner.mappings()) {
+      if (mp.source == source || (mp.fill_new_targets && mp.target == source)) which.push_back(&mp);
+    }
+    ops::backfill_options opts;
+    opts.restart = true;  // a partial earlier pass may have missed changes before its lastKey
+    ops::backfiller backfill(conn_, planner, metrics_, meta_db_);
+    auto outcome = backfill.run(which, opts, stop);
+    if (!outcome) return outcome.error();
+    if (!outcome->complete) return std::optional<bson::timestamp>{};  // stopped
+    return std::optional<bson::timestamp>{*from};
+  }
+
+ private:
+  mongo::connection& conn_;
+  checkpoint::checkpoint_store& checkpoints_;
+  metrics::metrics& metrics_;
+  const std::string meta_db_;
+  const bool dry_run_;
 };
 
-mongo::driver_error stopping() {
-  return mongo::driver_error{mongo::driver_error::origin::client, 0, "stopping", {}};
+pipeline::pipeline_options pipeline_options_of(const options& o) {
+  pipeline::pipeline_options po;
+  po.applier.dry_run = o.dry_run;
+  po.applier.linger = std::chrono::milliseconds(o.linger_ms);
+  po.applier.checkpoint_interval = std::chrono::milliseconds(o.checkpoint_interval_ms);
+  return po;
 }
 
-// History of `p.source` was lost: apply everything already read, take the cluster's time,
-// backfill every mapping that reads this namespace (as source, or as the target it fills),
-// and hand back that time: streaming resumes from it, so nothing between is skipped.
-mongo::result<bson::timestamp> resync(mongo::connection& conn, const mapping::planner& planner,
-                                      metrics::metrics& m, const std::string& meta_db,
-                                      const pipeline& p, std::stop_token stop) {
-  while (p.applier->completed_items() < p.watcher->pushed()) {
-    if (stop.stop_requested()) return mongo::failure(stopping());
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+// Where `source` starts: --resume-after/--start-at, else its stored checkpoint, read again
+// after a back-off until the server answers. nullopt when stopped first.
+std::optional<pipeline::start_position> start_position_of(const mapping::ns& source,
+                                                          const replay_point& replay,
+                                                          checkpoint::position_store& checkpoints,
+                                                          metrics::metrics& m,
+                                                          std::stop_token stop) {
+  if (replay.resume_after || replay.start_at)
+    return pipeline::start_position{replay.resume_after, replay.start_at, 0};
+  backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
+  while (true) {
+    auto cp = checkpoints.load(source);
+    if (cp) {
+      if (!*cp) return pipeline::start_position{};
+      return pipeline::start_position{(*cp)->token, std::nullopt, (*cp)->saved_ms};
+    }
+    m.count_error("checkpoint", cp.error().metric_code());
+    log::warn("daemon", "cannot read the checkpoint; retrying",
+              {{"source", source.full()}, {"error", cp.error().to_string()}});
+    if (!retry.wait(stop)) return std::nullopt;
   }
-  auto from = conn.operation_time();
-  if (!from) return from.error();
-  std::vector<const mapping::mapping*> which;
-  for (const auto& mp : planner.mappings()) {
-    if (mp.source == p.source || (mp.fill_new_targets && mp.target == p.source))
-      which.push_back(&mp);
+}
+
+// What /readyz reports: every watched namespace streaming, else which are not and why.
+http::readiness readiness_of(const std::vector<mapping::ns>& watched,
+                             const pipeline::supervisor& pipelines) {
+  http::readiness r{true, ""};
+  for (const auto& src : watched) {
+    const auto s = pipelines.status(src);
+    if (s && s->ready) continue;
+    r.ready = false;
+    r.detail += src.full() + ": " + (s ? s->state : "starting") + "\n";
   }
-  ops::backfill_options opts;
-  opts.restart = true;  // a partial earlier pass may have missed changes before its lastKey
-  ops::backfiller backfill(conn, planner, m, meta_db);
-  auto outcome = backfill.run(which, opts, stop);
-  if (!outcome) return outcome.error();
-  if (!outcome->complete) return mongo::failure(stopping());
-  return *from;
+  return r;
+}
+
+// Exits the process `stop_deadline` after it is made, unless it is stopped first.
+std::jthread exit_at_deadline() {
+  return std::jthread([](std::stop_token stop) {
+    if (!sleep_unless_stopped(stop, stop_deadline)) return;
+    log::warn("daemon",
+              "stop deadline passed with calls still waiting on the server; exiting without "
+              "them (nothing unacknowledged was checkpointed: the next start replays it)",
+              {{"deadline_s", static_cast<std::int64_t>(stop_deadline.count())}});
+    std::_Exit(0);
+  });
+}
+
+// A pipeline per watched namespace, each from its start position, until stopped.
+void start_pipelines(pipeline::supervisor& pipelines,
+                     const std::shared_ptr<const mapping::planner>& planner,
+                     const std::vector<mapping::ns>& watched, const replay_point& replay,
+                     checkpoint::position_store& checkpoints, metrics::metrics& m,
+                     std::stop_token stop) {
+  for (const auto& src : watched) {
+    if (stop.stop_requested()) return;  // stopped while starting
+    auto from = start_position_of(src, replay, checkpoints, m, stop);
+    if (!from) return;
+    pipelines.start(src, planner, std::move(*from));
+  }
+}
+
+// Stops the pipelines (within the stop deadline), then the endpoint.
+void shut_down(pipeline::supervisor& pipelines, http::endpoint& endpoint) {
+  // Reverse order: stop reading (a watcher ends within one await), close the hand-overs, let
+  // writers finish and checkpoint; a stop still waiting on the server after the deadline
+  // exits without it.
+  std::jthread deadline = exit_at_deadline();
+  const std::uint64_t applied = pipelines.stop_all();
+  deadline.request_stop();
+  deadline.join();
+  endpoint.stop();
+  log::info("daemon", "stopped", {{"events_applied", applied}});
 }
 
 }  // namespace
@@ -86,24 +199,11 @@ daemon::daemon(options opts, std::vector<mapping::mapping> mappings)
 daemon::~daemon() = default;
 
 void daemon::request_stop() {
-  std::lock_guard lock(mutex_);
-  stop_ = true;
-  stop_cv_.notify_all();
-}
-
-bool daemon::wait_or_stop(std::chrono::milliseconds d) {
-  std::unique_lock lock(mutex_);
-  return !stop_cv_.wait_for(lock, d, [&] { return stop_; });
+  stop_.request_stop();
 }
 
 int daemon::run() {
-#if defined(__GLIBC__)
-  // glibc gives each thread that allocates its own arena (up to 8 per core) and keeps what
-  // was freed in each; with a watcher and an applier per source that added a fifth to peak
-  // RSS while catching up (58 -> 47 MB). Two arenas measured the same speed. Set before any
-  // thread starts.
-  mallopt(M_ARENA_MAX, 2);
-#endif
+  tune_malloc();
   if (opts_.uri.empty()) {
     log::error("daemon", "no MongoDB URI: pass --uri or set DENORMD_URI");
     return 2;
@@ -113,155 +213,46 @@ int daemon::run() {
     log::error("daemon", replay.error().message);
     return 2;
   }
-  const mapping::planner planner(std::move(mappings_));
+  const auto planner = std::make_shared<const mapping::planner>(std::move(mappings_));
+  // fillNewTargets targets are watched too: their inserts are what fills new dependents.
+  const std::vector<mapping::ns> watched = planner->watched_namespaces();
   metrics::metrics m(denormd_version);
-  for (const auto& src : planner.watched_namespaces())
+  for (const auto& src : watched)
     m.declare_source(src.full());
-  for (const auto& mp : planner.mappings())
+  for (const auto& mp : planner->mappings())
     m.declare_mapping(mp.name);
+  const stop_on_signal on_signal(stop_, "daemon", "signal received; stopping");
 
-  // Signals and the endpoint run on their own thread.
-  boost::asio::io_context io;
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([this](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    log::info("daemon", "signal received; stopping", {{"signal", sig}});
-    request_stop();
-  });
-
-  auto conn = mongo::connection::open(opts_.uri, "denormd");
+  auto conn = mongo::connection::open(opts_.uri, "denormd", daemon_timeouts);
   if (!conn) {
-    log::error("daemon", conn.error().to_string(), {{"uri", redact_uri(opts_.uri)}});
+    log::error("daemon", conn.error().to_string(), {{"uri", mongo::redact_uri(opts_.uri)}});
     return 2;
   }
   const std::string meta_db = meta_database(opts_, (*conn)->default_database());
   checkpoint::checkpoint_store checkpoints(**conn, meta_db);
+  mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run);
+  pipeline::supervisor pipelines(parts, m, pipeline_options_of(opts_));
 
-  // fillNewTargets targets are watched too: their inserts are what fills new dependents.
-  std::vector<pipeline> pipelines;
-  for (const auto& src : planner.watched_namespaces())
-    pipelines.push_back(pipeline{src, {}, {}, {}, {}});
-
-  auto readiness = [&]() {
-    metrics::readiness r{true, ""};
-    for (const auto& p : pipelines) {
-      if (p.watcher && p.watcher->ready()) continue;
-      r.ready = false;
-      r.detail += p.source.full() + ": " + (p.watcher ? p.watcher->state() : "starting") + "\n";
-    }
-    return r;
-  };
-  auto server = metrics::http_server::create(
-      io, opts_.metrics_addr, [&] { return m.serialize(); }, readiness);
-  if (!server) {
-    log::error("daemon", "cannot serve metrics: " + server.error().message,
+  auto endpoint = http::endpoint::start(
+      opts_.metrics_addr, [&] { return m.serialize(); },
+      [&] { return readiness_of(watched, pipelines); });
+  if (!endpoint) {
+    log::error("daemon", "cannot serve metrics: " + endpoint.error().message,
                {{"address", opts_.metrics_addr}});
     return 2;
   }
-  (*server)->start();
   log::info("daemon", "metrics listening",
-            {{"address", opts_.metrics_addr}, {"port", static_cast<int>((*server)->port())}});
-
-  // Once a second: lag and checkpoint age.
-  boost::asio::steady_timer timer(io);
-  std::function<void()> tick = [&] {
-    const std::int64_t now = now_ms();
-    for (const auto& p : pipelines) {
-      if (!p.applier) continue;
-      m.set_lag(p.source.full(), p.applier->lag_seconds(now));
-      m.set_checkpoint_age(p.source.full(), p.applier->checkpoint_age_seconds(now));
-    }
-    timer.expires_after(std::chrono::seconds(1));
-    timer.async_wait([&](const boost::system::error_code& ec) {
-      if (!ec) tick();
-    });
-  };
-  tick();
-  std::thread io_thread([&] { io.run(); });
+            {{"address", opts_.metrics_addr}, {"port", static_cast<int>((*endpoint)->port())}});
 
   log::info("daemon", "starting",
-            {{"uri", redact_uri(opts_.uri)},
-             {"sources", static_cast<int>(pipelines.size())},
+            {{"uri", mongo::redact_uri(opts_.uri)},
+             {"sources", static_cast<int>(watched.size())},
              {"checkpoints", meta_db + "." + checkpoint::collection_name},
              {"dry_run", opts_.dry_run}});
-  // Where each source starts: --resume-after/--start-at, else the stored checkpoint.
-  bool stopping = false;
-  for (auto& p : pipelines) {
-    source::watcher_options wo;
-    wo.source = p.source;
-    std::int64_t saved_ms = 0;
-    if (replay->resume_after || replay->start_at) {
-      wo.resume_after = replay->resume_after;
-      wo.start_at = replay->start_at;
-    } else {
-      std::chrono::milliseconds backoff{200};
-      while (true) {
-        auto cp = checkpoints.load(p.source);
-        if (cp) {
-          if (*cp) {
-            wo.resume_after = (*cp)->token;
-            saved_ms = (*cp)->saved_ms;
-          }
-          break;
-        }
-        m.count_error("checkpoint", cp.error().metric_code());
-        log::warn("daemon", "cannot read the checkpoint; retrying",
-                  {{"source", p.source.full()}, {"error", cp.error().to_string()}});
-        if (!wait_or_stop(backoff)) {
-          stopping = true;
-          break;
-        }
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
-      }
-    }
-    if (stopping) break;
-    wo.resync = [&, &pl = p](std::stop_token st) {
-      return resync(**conn, planner, m, meta_db, pl, st);
-    };
-    p.queue = std::make_unique<source::event_queue>(queue_items, queue_bytes);
-    p.writer =
-        std::make_unique<sink::writer>(**conn, m, sink::writer_options{meta_db, opts_.dry_run});
-    sink::applier_options ao;
-    ao.source = p.source;
-    ao.dry_run = opts_.dry_run;
-    ao.initial_checkpoint_ms = saved_ms;
-    ao.linger = std::chrono::milliseconds(opts_.linger_ms);
-    ao.checkpoint_interval = std::chrono::milliseconds(opts_.checkpoint_interval_ms);
-    p.applier = std::make_unique<sink::applier>(planner, *p.writer, checkpoints, *p.queue, m, ao);
-    p.applier->start();
-    p.watcher = std::make_unique<source::watcher>(**conn, wo, *p.queue, m);
-    p.watcher->start();
+  start_pipelines(pipelines, planner, watched, *replay, checkpoints, m, stop_.get_token());
+  while (sleep_unless_stopped(stop_.get_token(), std::chrono::hours(1))) {
   }
-
-  {
-    std::unique_lock lock(mutex_);
-    stop_cv_.wait(lock, [&] { return stop_; });
-  }
-
-  // Reverse order: stop reading (a watcher ends within one await), close the hand-overs, let
-  // writers finish and checkpoint. Joining the watchers first means every token they read is
-  // queued, so an applier stopping on an empty queue stores the newest position.
-  for (auto& p : pipelines) {
-    if (p.watcher) p.watcher->request_stop();
-  }
-  for (auto& p : pipelines) {
-    if (p.watcher) p.watcher->join();
-  }
-  for (auto& p : pipelines) {
-    if (p.queue) p.queue->close();
-    if (p.applier) p.applier->request_stop();
-  }
-  for (auto& p : pipelines) {
-    if (p.applier) p.applier->join();
-  }
-  std::uint64_t applied = 0;
-  for (const auto& p : pipelines)
-    applied += p.applier ? p.applier->applied_events() : 0;
-  (*server)->stop();
-  io.stop();
-  io_thread.join();
-  pipelines.clear();
-  log::info("daemon", "stopped", {{"events_applied", applied}});
+  shut_down(pipelines, **endpoint);
   return 0;
 }
 

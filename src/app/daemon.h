@@ -1,13 +1,12 @@
 #pragma once
-// `denormd run`: one pipeline (watcher -> bounded queue -> applier) per source namespace,
-// the metrics endpoint, signal handling. Starts in data-flow order and stops in reverse:
+// `denormd run`: sequences start-up and shutdown around a supervisor that owns one pipeline
+// (watcher -> bounded queue -> applier) per watched namespace, the HTTP endpoint (metrics,
+// health, readiness) and signal handling. Starts in data-flow order and stops in reverse:
 // watchers stop reading, queues close, appliers finish the batch in flight and store its
 // checkpoint, then the endpoint and the connection go. run() blocks until SIGINT/SIGTERM
 // (or request_stop()) and returns the exit code. request_stop() is thread-safe.
 
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
+#include <stop_token>
 #include <vector>
 
 #include "app/options.h"
@@ -26,13 +25,9 @@ class daemon {
   void request_stop();
 
  private:
-  bool wait_or_stop(std::chrono::milliseconds d);
-
   options opts_;
   std::vector<mapping::mapping> mappings_;
-  std::mutex mutex_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;
+  std::stop_source stop_;
 };
 
 }  // namespace denormd::app

@@ -1,6 +1,7 @@
 #pragma once
 // Human-readable description of a mapping for `denormd check`: what it watches, the writes
-// each event type produces, and the indexes those writes need. Pure.
+// each event type produces, the indexes those writes need, and warnings; each kind says its
+// part. Pure.
 
 #include <string>
 #include <vector>
@@ -9,13 +10,9 @@
 
 namespace denormd::app {
 
-struct index_need {
-  mapping::ns where;
-  std::string keys;  // Extended JSON key document, e.g. {"customerId":1}
-  std::string why;
-};
-
-std::vector<index_need> indexes_needed(const mapping::mapping& m);
+std::vector<mapping::index_need> indexes_needed(const mapping::mapping& m);
 std::string describe_mapping(const mapping::mapping& m);
+// What a valid mapping does that its author may not expect: one sentence each, for `check`.
+std::vector<std::string> mapping_warnings(const mapping::mapping& m);
 
 }  // namespace denormd::app

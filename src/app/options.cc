@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <map>
 
+#include <boost/program_options.hpp>
+
 namespace denormd::app {
 
 namespace {
@@ -29,15 +31,24 @@ const std::map<std::string, command_info>& commands() {
         "--mappings DIR --events FILE|- [--db NAME] [--coalesce]"}},
       {"backfill",
        {command::backfill, "bring every dependent in line with its sources",
-        "--uri URI --db NAME --mappings DIR [--mapping NAME]... [--dry-run]"}},
+        "--uri URI --db NAME --mappings DIR [--mapping NAME]... [--dry-run] [--timeout SECONDS]"}},
       {"verify",
        {command::verify, "count dependents that differ from their sources",
-        "--uri URI --db NAME --mappings DIR [--mapping NAME]... [--repair [--dry-run]] [--json]"}},
+        "--uri URI --db NAME --mappings DIR [--mapping NAME]... [--repair [--dry-run]] [--json] "
+        "[--timeout SECONDS]"}},
       {"status",
        {command::status, "print the stored checkpoints, their age and whether history reaches them",
-        "--uri URI --db NAME --mappings DIR [--json]"}},
+        "--uri URI --db NAME --mappings DIR [--json] [--timeout SECONDS]"}},
   };
   return all;
+}
+
+// A whole number from `min` to `max`, or nullopt.
+std::optional<int> whole_number(const std::string& v, long min, long max) {
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < min || n > max) return std::nullopt;
+  return static_cast<int>(n);
 }
 
 }  // namespace
@@ -47,7 +58,11 @@ std::string help_text(const std::string& topic) {
     return "usage: denormd " + topic + " " + it->second.flags + "\n\n" + it->second.summary +
            ".\n\nThe URI may also come from DENORMD_URI. Exit codes: 0 ok, 1 runtime failure, 2 "
            "bad usage or bad mappings" +
-           (topic == "verify" ? ", 3 drift found" : "") + ".\n";
+           (topic == "verify" ? ", 3 drift found" : "") + ".\n" +
+           (std::string(it->second.flags).find("--timeout") != std::string::npos
+                ? "\n--timeout SECONDS (default 30): how long MongoDB may be unreachable, at the "
+                  "start or\nin between, before the command gives up with exit 1.\n"
+                : "");
   }
   std::string text =
       "denormd keeps denormalized MongoDB data true: it watches the sources' change streams and\n"
@@ -60,27 +75,159 @@ std::string help_text(const std::string& topic) {
   return text;
 }
 
-std::string redact_uri(const std::string& uri) {
-  const auto scheme = uri.find("://");
-  if (scheme == std::string::npos) return uri;
-  const auto at = uri.find('@', scheme + 3);
-  const auto slash = uri.find('/', scheme + 3);
-  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return uri;
-  const auto colon = uri.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return uri;
-  return uri.substr(0, colon + 1) + "****" + uri.substr(at);
-}
-
 std::string meta_database(const options& o, const std::string& uri_database) {
   if (!o.db.empty()) return o.db;
   return !uri_database.empty() ? uri_database : "denormd";
 }
 
+namespace {
+
+namespace po = boost::program_options;
+
+// Every flag, for every command: a command ignores the ones it does not use (--timeout aside).
+const po::options_description& flags() {
+  static const po::options_description all = [] {
+    po::options_description d;
+    d.add_options()("help,h", "");
+    for (const char* name : {"dry-run", "repair", "json", "coalesce"})
+      d.add_options()(name, "");
+    for (const char* name :
+         {"uri", "db", "mappings", "metrics-addr", "resume-after", "start-at", "events",
+          "log-format", "log-level", "linger-ms", "checkpoint-interval-ms", "timeout", "mapping"}) {
+      d.add_options()(name, po::value<std::string>());
+    }
+    return d;
+  }();
+  return all;
+}
+
+// Long flags as --name VALUE or --name=VALUE, and -h; no abbreviations, no bundling.
+constexpr int flag_style =
+    po::command_line_style::allow_long | po::command_line_style::long_allow_adjacent |
+    po::command_line_style::long_allow_next | po::command_line_style::allow_short |
+    po::command_line_style::short_allow_next | po::command_line_style::allow_dash_for_short;
+
+status whole_number_flag(const std::string& flag, const std::string& v, int max, int& into) {
+  const auto n = whole_number(v, 0, max);
+  if (!n)
+    return fail(flag + " must be a whole number of milliseconds from 0 to " + std::to_string(max) +
+                ", not \"" + v + "\"");
+  into = *n;
+  return {};
+}
+
+status timeout_flag(const std::string& v, const std::string& name, options& o) {
+  const auto n = whole_number(v, 1, 86400);
+  if (!n)
+    return fail("--timeout must be a whole number of seconds from 1 to 86400, not \"" + v + "\"");
+  if (o.cmd != command::backfill && o.cmd != command::verify && o.cmd != command::status)
+    return fail("--timeout is for backfill, verify and status, not " + name);
+  o.timeout_s = *n;
+  return {};
+}
+
+// Applies one recognized flag with its value ("" for a switch).
+status apply_flag(const std::string& key, const std::string& v, const std::string& name,
+                  options& o) {
+  static const std::map<std::string, std::string options::*> strings = {
+      {"uri", &options::uri},
+      {"db", &options::db},
+      {"mappings", &options::mappings_dir},
+      {"metrics-addr", &options::metrics_addr},
+      {"resume-after", &options::resume_after},
+      {"start-at", &options::start_at},
+      {"events", &options::events_file},
+      {"log-format", &options::log_format},
+      {"log-level", &options::log_level}};
+  static const std::map<std::string, bool options::*> switches = {{"dry-run", &options::dry_run},
+                                                                  {"repair", &options::repair},
+                                                                  {"json", &options::json},
+                                                                  {"coalesce", &options::coalesce}};
+  if (auto s = strings.find(key); s != strings.end()) {
+    o.*(s->second) = v;
+  } else if (auto b = switches.find(key); b != switches.end()) {
+    o.*(b->second) = true;
+  } else if (key == "linger-ms") {
+    return whole_number_flag("--linger-ms", v, 1000, o.linger_ms);
+  } else if (key == "checkpoint-interval-ms") {
+    return whole_number_flag("--checkpoint-interval-ms", v, 600000, o.checkpoint_interval_ms);
+  } else if (key == "timeout") {
+    return timeout_flag(v, name, o);
+  } else if (key == "mapping") {
+    o.only_mappings.push_back(v);
+  }
+  return {};
+}
+
+std::string unknown_flag(const std::string& token, const std::string& name) {
+  return "unknown flag \"" + token + "\" for " + name + " (see denormd " + name + " --help)";
+}
+
+// A syntax error from the parser, in this program's words.
+std::string syntax_error(const po::error_with_option_name& e, const std::vector<std::string>& args,
+                         const std::string& name) {
+  const std::string flag = e.get_option_name();
+  if (const auto* s = dynamic_cast<const po::invalid_command_line_syntax*>(&e);
+      s != nullptr && s->kind() == po::invalid_command_line_syntax::extra_parameter) {
+    // A switch given a value (--dry-run=yes): name the whole word as it was typed.
+    for (const auto& a : args) {
+      if (a.starts_with(flag + "=")) return unknown_flag(a, name);
+    }
+    return unknown_flag(flag, name);
+  }
+  return flag + " needs a value";
+}
+
+// The flags after the command, applied in command-line order (a repeated flag's last value
+// wins; --mapping collects).
+status parse_flags(const std::vector<std::string>& args, const std::string& name, options& o) {
+  po::parsed_options parsed(nullptr);
+  try {
+    parsed =
+        po::command_line_parser(args).options(flags()).style(flag_style).allow_unregistered().run();
+  } catch (const po::error_with_option_name& e) {
+    return fail(syntax_error(e, args, name));
+  } catch (const po::error& e) {
+    return fail(std::string(e.what()) + " (see denormd " + name + " --help)");
+  }
+  for (const auto& opt : parsed.options) {
+    if (opt.unregistered || opt.string_key.empty()) {
+      return fail(unknown_flag(opt.original_tokens.front(), name));
+    }
+    if (opt.string_key == "help") {
+      o.cmd = command::help;
+      o.help_topic = name;
+      return {};
+    }
+    const std::string value = opt.value.empty() ? "" : opt.value.front();
+    if (auto st = apply_flag(opt.string_key, value, name, o); !st) return st;
+  }
+  return {};
+}
+
+// Rules across flags, checked once all are read.
+status check_combination(const options& o) {
+  if (o.log_format != "text" && o.log_format != "json") {
+    return fail("--log-format must be text or json, not \"" + o.log_format + "\"");
+  }
+  static const char* levels[] = {"debug", "info", "warn", "error"};
+  if (std::find(std::begin(levels), std::end(levels), o.log_level) == std::end(levels)) {
+    return fail("--log-level must be debug, info, warn or error, not \"" + o.log_level + "\"");
+  }
+  if (!o.resume_after.empty() && !o.start_at.empty()) {
+    return fail("--resume-after and --start-at cannot be used together");
+  }
+  if (o.cmd == command::plan && o.events_file.empty())
+    return fail("plan needs --events FILE (or - for stdin)");
+  return {};
+}
+
+}  // namespace
+
 expected<options> parse_options(const std::vector<std::string>& args, const std::string& env_uri) {
   options o;
   o.uri = env_uri;
   if (args.empty()) return o;  // help
-  std::size_t i = 0;
   const std::string& first = args[0];
   if (first == "--help" || first == "-h" || first == "help") {
     o.cmd = command::help;
@@ -94,86 +241,9 @@ expected<options> parse_options(const std::vector<std::string>& args, const std:
   auto it = commands().find(first);
   if (it == commands().end()) return fail("unknown command \"" + first + "\" (see denormd --help)");
   o.cmd = it->second.cmd;
-  const std::string name = first;
-  ++i;
-
-  auto value_of = [&](const std::string& flag) -> expected<std::string> {
-    if (i + 1 >= args.size()) return fail(flag + " needs a value");
-    return args[++i];
-  };
-  for (; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::optional<std::string> inline_value;
-    if (auto eq = flag.find('='); flag.starts_with("--") && eq != std::string::npos) {
-      inline_value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    }
-    auto take = [&](std::string& into) -> status {
-      if (inline_value) {
-        into = *inline_value;
-        return {};
-      }
-      auto v = value_of(flag);
-      if (!v) return v.error();
-      into = *v;
-      return {};
-    };
-    static const std::map<std::string, std::string options::*> string_flags = {
-        {"--uri", &options::uri},
-        {"--db", &options::db},
-        {"--mappings", &options::mappings_dir},
-        {"--metrics-addr", &options::metrics_addr},
-        {"--resume-after", &options::resume_after},
-        {"--start-at", &options::start_at},
-        {"--events", &options::events_file},
-        {"--log-format", &options::log_format},
-        {"--log-level", &options::log_level}};
-    static const std::map<std::string, bool options::*> bool_flags = {
-        {"--dry-run", &options::dry_run},
-        {"--repair", &options::repair},
-        {"--json", &options::json},
-        {"--coalesce", &options::coalesce}};
-    if (flag == "--help" || flag == "-h") {
-      o.cmd = command::help;
-      o.help_topic = name;
-      return o;
-    }
-    if (auto s = string_flags.find(flag); s != string_flags.end()) {
-      if (auto st = take(o.*(s->second)); !st) return st.error();
-    } else if (auto b = bool_flags.find(flag); b != bool_flags.end() && !inline_value) {
-      o.*(b->second) = true;
-    } else if (flag == "--linger-ms" || flag == "--checkpoint-interval-ms") {
-      std::string v;
-      if (auto st = take(v); !st) return st.error();
-      int& into = flag == "--linger-ms" ? o.linger_ms : o.checkpoint_interval_ms;
-      const int max = flag == "--linger-ms" ? 1000 : 600000;
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 0 || n > max)
-        return fail(flag + " must be a whole number of milliseconds from 0 to " +
-                    std::to_string(max) + ", not \"" + v + "\"");
-      into = static_cast<int>(n);
-    } else if (flag == "--mapping") {
-      std::string v;
-      if (auto st = take(v); !st) return st.error();
-      o.only_mappings.push_back(v);
-    } else {
-      return fail("unknown flag \"" + args[i] + "\" for " + name + " (see denormd " + name +
-                  " --help)");
-    }
-  }
-  if (o.log_format != "text" && o.log_format != "json") {
-    return fail("--log-format must be text or json, not \"" + o.log_format + "\"");
-  }
-  static const char* levels[] = {"debug", "info", "warn", "error"};
-  if (std::find(std::begin(levels), std::end(levels), o.log_level) == std::end(levels)) {
-    return fail("--log-level must be debug, info, warn or error, not \"" + o.log_level + "\"");
-  }
-  if (!o.resume_after.empty() && !o.start_at.empty()) {
-    return fail("--resume-after and --start-at cannot be used together");
-  }
-  if (o.cmd == command::plan && o.events_file.empty())
-    return fail("plan needs --events FILE (or - for stdin)");
+  if (auto st = parse_flags({args.begin() + 1, args.end()}, first, o); !st) return st.error();
+  if (o.cmd == command::help) return o;
+  if (auto st = check_combination(o); !st) return st.error();
   return o;
 }
 

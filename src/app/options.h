@@ -1,5 +1,5 @@
 #pragma once
-// The parsed command line (DESIGN §6). Parsing is pure; the application acts on the result.
+// The parsed command line (README, "Running"). Parsing is pure; the application acts on the result.
 
 #include <optional>
 #include <string>
@@ -28,6 +28,7 @@ struct options {
   bool coalesce = false;              // plan: apply the batch step over all events
   int linger_ms = 5;                  // run: --linger-ms
   int checkpoint_interval_ms = 1000;  // run: --checkpoint-interval-ms
+  int timeout_s = 30;  // backfill, verify, status: --timeout, how long the server may be away
   std::string log_format = "text";
   std::string log_level = "info";
 };
@@ -37,9 +38,6 @@ expected<options> parse_options(const std::vector<std::string>& args, const std:
 
 // Help text for a command ("" for the overview).
 std::string help_text(const std::string& topic);
-
-// The URI with any password replaced by "****", for logs and messages.
-std::string redact_uri(const std::string& uri);
 
 // Where denormd keeps its own state (checkpoints, dead letters, backfill progress): --db,
 // else the URI's database (`uri_database`, "" when it names none), else "denormd".

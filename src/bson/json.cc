@@ -4,9 +4,9 @@
 
 #include <charconv>
 #include <cmath>
-#include <ctime>
 
 #include "bson/convert.h"
+#include "common/clock.h"
 #include "common/json_text.h"
 
 namespace denormd::bson {
@@ -46,20 +46,9 @@ void write_wrapped(std::string& out, std::string_view key, std::string_view text
 }
 
 void write_iso_date(std::string& out, std::int64_t millis) {
-  const std::time_t secs = static_cast<std::time_t>(millis / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  const int ms = static_cast<int>(millis % 1000);
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   out += "{\"$date\":\"";
-  out += buf;
-  if (ms != 0) {
-    std::snprintf(buf, sizeof buf, ".%03d", ms);
-    out += buf;
-  }
-  out += "Z\"}";
+  append_iso8601(out, millis, iso_millis::when_nonzero);
+  out += "\"}";
 }
 
 std::string base64(const std::vector<std::uint8_t>& data) {
@@ -95,7 +84,16 @@ expected<document> parse_json(std::string_view text) {
   bson_error_t err{};
   bson_ptr b(bson_new_from_json(reinterpret_cast<const std::uint8_t*>(text.data()),
                                 static_cast<ssize_t>(text.size()), &err));
-  if (!b) return fail(std::string("invalid JSON: ") + err.message);
+  if (!b) {
+    std::string message = std::string("invalid JSON: ") + err.message;
+    // libbson's own words for its nesting limit say nothing to a reader.
+    if (message.find("LEVELS_EXCEEDED") != std::string::npos) {
+      message +=
+          " (nested too deeply: libbson's JSON reader stops at about 100 levels of "
+          "objects and arrays)";
+    }
+    return fail(std::move(message));
+  }
   return from_bson(*b);
 }
 

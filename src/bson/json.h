@@ -1,6 +1,7 @@
 #pragma once
 // MongoDB Extended JSON v2: parsing accepts canonical and relaxed forms (libbson's parser);
-// printing is our own compact writer so output is one line with no padding.
+// printing is our own compact writer so output is one line with no padding (libbson's
+// bson_as_relaxed_extended_json writes `{ "a" : 1 }`, and would need a bson_t copy first).
 
 #include <string>
 #include <string_view>

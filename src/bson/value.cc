@@ -2,14 +2,9 @@
 
 #include <bson/bson.h>
 
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <random>
-
-#include "common/json_text.h"
 
 namespace denormd::bson {
 
@@ -50,47 +45,12 @@ int compare_numbers(const value& a, const value& b) {
 // ---- oid ----
 
 std::string oid::to_hex() const {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string s(24, '0');
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    s[2 * i] = digits[bytes[i] >> 4];
-    s[2 * i + 1] = digits[bytes[i] & 0xF];
-  }
-  return s;
-}
-
-bool oid::from_hex(std::string_view hex, oid& out) {
-  if (hex.size() != 24) return false;
-  for (std::size_t i = 0; i < 12; ++i) {
-    const int hi = hex_digit(hex[2 * i]);
-    const int lo = hex_digit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out.bytes[i] = static_cast<std::uint8_t>(hi * 16 + lo);
-  }
-  return true;
-}
-
-oid oid::generate() {
-  static const std::uint64_t process_unique = [] {
-    std::random_device rd;
-    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  }();
-  static std::atomic<std::uint32_t> counter{[] {
-    std::random_device rd;
-    return static_cast<std::uint32_t>(rd());
-  }()};
-  oid o;
-  const auto now = std::chrono::system_clock::now().time_since_epoch();
-  const auto secs =
-      static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(now).count());
-  const std::uint32_t c = counter.fetch_add(1, std::memory_order_relaxed);
-  for (int i = 0; i < 4; ++i)
-    o.bytes[i] = static_cast<std::uint8_t>(secs >> (24 - 8 * i));
-  for (int i = 0; i < 5; ++i)
-    o.bytes[4 + i] = static_cast<std::uint8_t>(process_unique >> (8 * i));
-  for (int i = 0; i < 3; ++i)
-    o.bytes[9 + i] = static_cast<std::uint8_t>(c >> (16 - 8 * i));
-  return o;
+  bson_oid_t raw;
+  static_assert(sizeof(raw.bytes) == sizeof(bytes));
+  std::memcpy(raw.bytes, bytes.data(), sizeof(raw.bytes));
+  char text[25];
+  bson_oid_to_string(&raw, text);
+  return std::string(text, 24);
 }
 
 // ---- decimal128 ----

@@ -51,8 +51,6 @@ struct oid {
   std::array<std::uint8_t, 12> bytes{};
   bool operator==(const oid&) const = default;
   std::string to_hex() const;
-  static bool from_hex(std::string_view hex, oid& out);
-  static oid generate();  // a new ObjectId (time + process-unique + counter)
 };
 struct date_time {
   std::int64_t millis = 0;  // since the Unix epoch

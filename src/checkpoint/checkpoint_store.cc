@@ -4,6 +4,27 @@
 
 namespace denormd::checkpoint {
 
+bson::document save_update(const checkpoint& cp, std::int64_t now_ms) {
+  bson::document set{{"token", cp.token},
+                     {"savedAt", bson::date_time{cp.saved_ms != 0 ? cp.saved_ms : now_ms}}};
+  if (cp.event_ms != 0) set.append("wallTime", bson::date_time{cp.event_ms});
+  return bson::document{{"$set", std::move(set)}};
+}
+
+std::optional<checkpoint> parse_checkpoint(const bson::document& doc) {
+  const bson::value* token = doc.get("token");
+  if (token == nullptr || !token->is_document()) return std::nullopt;
+  checkpoint cp;
+  cp.token = token->as_document();
+  if (const bson::value* w = doc.get("wallTime"); w != nullptr && w->is<bson::date_time>()) {
+    cp.event_ms = w->as<bson::date_time>().millis;
+  }
+  if (const bson::value* s = doc.get("savedAt"); s != nullptr && s->is<bson::date_time>()) {
+    cp.saved_ms = s->as<bson::date_time>().millis;
+  }
+  return cp;
+}
+
 checkpoint_store::checkpoint_store(mongo::connection& conn, std::string db)
     : conn_(conn), db_(std::move(db)) {}
 
@@ -11,38 +32,22 @@ mongo::result<std::optional<checkpoint>> checkpoint_store::load(const mapping::n
   auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.full()}});
   if (!doc) return doc.error();
   if (!*doc) return std::optional<checkpoint>{};
-  checkpoint cp;
-  const bson::value* token = (*doc)->get("token");
-  if (token == nullptr || !token->is_document()) return std::optional<checkpoint>{};
-  cp.token = token->as_document();
-  if (const bson::value* w = (*doc)->get("wallTime"); w != nullptr && w->is<bson::date_time>()) {
-    cp.event_ms = w->as<bson::date_time>().millis;
-  }
-  if (const bson::value* s = (*doc)->get("savedAt"); s != nullptr && s->is<bson::date_time>()) {
-    cp.saved_ms = s->as<bson::date_time>().millis;
-  }
-  return std::optional<checkpoint>(std::move(cp));
+  return parse_checkpoint(**doc);
 }
 
 mongo::status checkpoint_store::save(const mapping::ns& source, const checkpoint& cp) {
   const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
-  bson::document doc{{"_id", source.full()},
-                     {"token", cp.token},
-                     {"wallTime", bson::date_time{cp.event_ms}},
-                     {"savedAt", bson::date_time{cp.saved_ms != 0 ? cp.saved_ms : now}}};
-  return conn_.replace_one(db_, collection_name, bson::document{{"_id", source.full()}}, doc, true);
-}
-
-mongo::status checkpoint_store::clear(const mapping::ns& source) {
   const bson::document filter{{"_id", source.full()}};
-  const bson::document update{{"$unset", bson::document{{"token", ""}}}};
+  const bson::document update = save_update(cp, now);
   mongo::write_request r;
   r.filter = &filter;
   r.update = &update;
+  r.upsert = true;
   auto out = conn_.update_bulk(db_, collection_name, std::span(&r, 1), true);
   if (!out) return out.error();
+  if (out->write_error) return *out->write_error;
   return {};
 }
 

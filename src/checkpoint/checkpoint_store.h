@@ -8,28 +8,26 @@
 #include <optional>
 #include <string>
 
-#include "bson/value.h"
-#include "mapping/mapping.h"
+#include "checkpoint/position_store.h"
 #include "mongo/connection.h"
 
 namespace denormd::checkpoint {
 
 inline constexpr const char* collection_name = "denormd_checkpoints";
 
-struct checkpoint {
-  bson::document token;
-  std::int64_t event_ms = 0;  // wall time of the last applied event (0 when unknown)
-  std::int64_t saved_ms = 0;  // when it was stored
-};
+// The stored document's fields, as an upsert's update: a checkpoint that knows no event time
+// (event_ms 0: the stream was idle since the start) leaves the stored wallTime as it is, so
+// the last event's time is never overwritten with 1970. Pure.
+bson::document save_update(const checkpoint& cp, std::int64_t now_ms);
+// A stored document back as a checkpoint; nullopt when it holds no token (cleared). Pure.
+std::optional<checkpoint> parse_checkpoint(const bson::document& doc);
 
-class checkpoint_store {
+class checkpoint_store final : public position_store {
  public:
   checkpoint_store(mongo::connection& conn, std::string db);
 
-  mongo::result<std::optional<checkpoint>> load(const mapping::ns& source);
-  mongo::status save(const mapping::ns& source, const checkpoint& cp);
-  // Removes a stored position (used when history was lost and a re-sync starts afresh).
-  mongo::status clear(const mapping::ns& source);
+  mongo::result<std::optional<checkpoint>> load(const mapping::ns& source) override;
+  mongo::status save(const mapping::ns& source, const checkpoint& cp) override;
   const std::string& db() const { return db_; }
 
  private:

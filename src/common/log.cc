@@ -1,5 +1,6 @@
 #include "common/log.h"
 
+#include "common/clock.h"
 #include "common/json_text.h"
 
 #include <array>
@@ -101,27 +102,6 @@ void append_value(std::string& out, const field::value_type& v, format fmt) {
       v);
 }
 
-// "2026-11-21T20:41:12.123Z"
-void append_timestamp(std::string& out, std::int64_t unix_ms) {
-  std::int64_t secs = unix_ms / 1000;
-  std::int64_t ms = unix_ms % 1000;
-  if (ms < 0) {
-    ms += 1000;
-    --secs;
-  }
-  const auto t = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::array<char, 32> buf{};
-  const std::size_t n = std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%S", &tm);
-  out.append(buf.data(), n);
-  out += '.';
-  out += static_cast<char>('0' + ms / 100);
-  out += static_cast<char>('0' + ms / 10 % 10);
-  out += static_cast<char>('0' + ms % 10);
-  out += 'Z';
-}
-
 std::string_view upper_name(level l) {
   switch (l) {
     case level::debug:
@@ -183,7 +163,7 @@ std::string format_line(format fmt, std::int64_t unix_ms, level l, std::string_v
   out.reserve(96 + msg.size() + f.size() * 24);
   if (fmt == format::json) {
     out += "{\"ts\":\"";
-    append_timestamp(out, unix_ms);
+    append_iso8601(out, unix_ms);
     out += "\",\"level\":\"";
     out += to_string(l);
     out += "\",\"component\":\"";
@@ -199,7 +179,7 @@ std::string format_line(format fmt, std::int64_t unix_ms, level l, std::string_v
     }
     out += '}';
   } else {
-    append_timestamp(out, unix_ms);
+    append_iso8601(out, unix_ms);
     out += ' ';
     out += upper_name(l);
     out += ' ';

@@ -9,17 +9,20 @@
 
 #include "common/expected.h"
 #include "mapping/mapping.h"
+#include "mapping/spec_reader.h"
 
 namespace denormd::config {
 
-struct load_error {
-  std::string file;
-  std::string pointer;  // JSON pointer inside the file ("" for the whole file)
-  std::string message;
-  std::string to_string() const;  // "file: /pointer: message"
-};
+using mapping::load_error;
 
 using load_result = expected<std::vector<mapping::mapping>, std::vector<load_error>>;
+
+// Limits that keep a careless or hostile mapping file from exhausting the stack or the CPU
+// (docs/operations.md, "Known limits", documents them).
+inline constexpr std::size_t max_name_length = 128;
+// Objects and arrays in a whole file, the file's own object being level 1.
+inline constexpr int max_file_depth = 100;
+// (The depth of queries, mapping::max_query_depth, is checked where a kind reads them.)
 
 // `default_db` fills a missing "db" in source and target. `path` is a folder (every *.json
 // in it, in name order) or a single mapping file.

@@ -49,8 +49,9 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
           if (op.event_ms != 0 && (into.event_ms == 0 || op.event_ms < into.event_ms)) {
             into.event_ms = op.event_ms;
           }
-          for (auto& v : op.push->ids)
-            into.push->ids.push_back(std::move(v));
+          auto& into_ids = into.as<update_write>()->push->ids;
+          for (auto& v : op.as<update_write>()->push->ids)
+            into_ids.push_back(std::move(v));
           for (auto& e : pushed_elements(op))
             pushed_elements(into).push_back(std::move(e));
           continue;
@@ -76,10 +77,13 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
   out.reserve(slots.size());
   for (auto& slot : slots) {
     if (!slot) continue;
-    if (slot->merge == merge_rule::push && slot->push && slot->push->ids.size() > 1) {
+    auto* w = slot->as<update_write>();
+    if (slot->merge == merge_rule::push && w != nullptr && w->push && w->push->ids.size() > 1) {
       const std::size_t first = out.size();
-      append_push_ops(*slot->source_mapping, std::move(slot->push->parent),
-                      std::move(slot->push->ids), std::move(pushed_elements(*slot)), out);
+      // Only the recent kind pushes.
+      const mapping& m = *slot->source_mapping;
+      std::get<recent_kind>(m.kind).push(m, std::move(w->push->parent), std::move(w->push->ids),
+                                         std::move(pushed_elements(*slot)), out);
       for (std::size_t i = first; i < out.size(); ++i) {
         out[i].event = slot->event;
         out[i].event_ms = slot->event_ms;

@@ -1,25 +1,24 @@
 #pragma once
-// The typed, validated form of one mapping file (DESIGN §2). Built by config/mapping_loader;
-// immutable afterwards and safe to share between threads.
+// The typed, validated form of one mapping file (docs/architecture.md, "Mapping kinds"): the
+// settings every kind has, and the kind itself, which holds its own settings and knows how to
+// read, plan, complete, describe and verify them. Built by config/mapping_loader; immutable
+// afterwards and safe to share between threads.
 
-#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
-#include "query/matcher.h"
+#include "mapping/copy_kind.h"
+#include "mapping/ns.h"
+#include "mapping/recent_kind.h"
 
 namespace denormd::mapping {
 
-// A MongoDB namespace.
-struct ns {
-  std::string db;
-  std::string coll;
-  std::string full() const { return db + "." + coll; }
-  bool operator==(const ns&) const = default;
-  auto operator<=>(const ns&) const = default;
-};
-
-enum class mapping_kind { copy, recent };
+// Every kind of mapping. Adding one: a new `<name>_kind.{h,cc}` with the members the others
+// have, and its type here. Dispatch is std::visit, so a kind that lacks one does not compile.
+using any_kind = std::variant<copy_kind, recent_kind>;
 
 enum class delete_policy {
   keep,            // copy: leave the copies as they are
@@ -34,46 +33,50 @@ struct field_map {
   std::string source_path;
 };
 
-struct sort_key {
-  std::string name;  // a field name in `fields`
-  int direction = 1;
+// An index a mapping's reads and writes want (`denormd check` lists them).
+struct index_need {
+  ns where;
+  std::string keys;  // the key document as JSON
+  std::string why;
 };
 
 struct mapping {
   std::string name;
   std::string file;  // where it was loaded from, for messages
   std::string description;
-  mapping_kind kind = mapping_kind::copy;
   ns source;
   ns target;
   std::string into;  // copy: optional prefix of the copied fields; recent: the array field
   std::vector<field_map> fields;
   delete_policy on_source_delete = delete_policy::keep;
-
-  // copy
-  std::string source_key = "_id";  // source field whose value the targets reference
-  std::string target_key;          // target field (inside the array element with target_array)
-  std::string target_array;        // non-empty: copies live in each matching element
-  std::optional<query::matcher> where;
   bool fill_new_targets = false;
+  any_kind kind;
 
-  // recent
-  std::string parent_key;            // child field holding the parent's key
-  std::string parent_field = "_id";  // parent field that parent_key refers to
-  std::optional<query::matcher> filter;
-  std::string id_field;        // the name in `fields` that identifies an element (copies _id)
-  std::vector<sort_key> sort;  // always ends with id_field as a tie-breaker
-  int limit = 0;
-
-  // Where a copied field lives in the target document ("customer.name",
-  // "items.$[e].product.title" for array copies, "recentReviews" for recent).
-  std::string target_path(const field_map& f) const;
+  std::string_view kind_name() const;
   // The target paths this mapping writes (for overlap checks and `check`).
   std::vector<std::string> written_paths() const;
-  // Source paths whose change can change the copies (fields, keys, filter).
+  // Source paths whose change can change the dependents (fields, keys, filter).
   std::vector<std::string> watched_paths() const;
   const field_map* field_named(std::string_view n) const;
+  // Calls `f(kind)` with the mapping's kind as its own type.
+  template <class F>
+  decltype(auto) visit(F&& f) const {
+    return std::visit(std::forward<F>(f), kind);
+  }
+  template <class K>
+  const K* as() const {
+    return std::get_if<K>(&kind);
+  }
 };
+
+// Calls `f.template operator()<K>()` for every kind K, in the order of any_kind.
+template <class F>
+void for_each_kind(F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f.template operator()<std::variant_alternative_t<I, any_kind>>(), ...);
+  }
+  (std::make_index_sequence<std::variant_size_v<any_kind>>{});
+}
 
 // The identifier the planner uses in arrayFilters for array copies.
 inline constexpr std::string_view array_element_id = "e";

@@ -1,25 +1,60 @@
 #include "mapping/write_op.h"
 
 #include "bson/json.h"
+#include "common/overloaded.h"
+#include "mapping/reference.h"
 
 namespace denormd::mapping {
 
-std::string_view kind_name(write_kind k) {
-  switch (k) {
-    case write_kind::update_one:
-      return "updateOne";
-    case write_kind::update_many:
-      return "updateMany";
-    case write_kind::refill:
-      return "refill";
-    case write_kind::fill:
-      return "fill";
+const bson::document* write_op::selector() const {
+  return std::visit(
+      overloaded{[](const update_write& w) { return &w.filter; },
+                 [](const refill_write& w) { return &w.parents; },
+                 [](const fill_write& w) { return &w.filter; },
+                 [](const dead_letter_write&) -> const bson::document* { return nullptr; }},
+      what);
+}
+
+std::string_view write_op::name() const {
+  return std::visit(
+      overloaded{[](const update_write& w) { return w.many ? "updateMany" : "updateOne"; },
+                 [](const refill_write&) { return "refill"; },
+                 [](const fill_write&) { return "fill"; },
+                 [](const dead_letter_write&) { return "deadLetter"; }},
+      what);
+}
+
+write_op dead_letter_op(const mapping& m, std::string reason) {
+  write_op op;
+  op.source_mapping = &m;
+  op.target = m.target;
+  op.what = dead_letter_write{std::move(reason)};
+  return op;
+}
+
+bool refused(const mapping& m, const reference_site& at, const bson::value& v,
+             std::vector<write_op>& out) {
+  auto problem = reference_problem(v);
+  if (!problem) return false;
+  out.push_back(dead_letter_op(m, reference_reason(at, v, *problem)));
+  return true;
+}
+
+void set_path(bson::document& doc, std::string_view dotted, bson::value v) {
+  const auto dot = dotted.find('.');
+  if (dot == std::string_view::npos) {
+    doc.set(dotted, std::move(v));
+    return;
   }
-  return "?";
+  bson::value* child = doc.get(dotted.substr(0, dot));
+  if (child == nullptr || !child->is_document()) {
+    child = &doc.set(dotted.substr(0, dot), bson::document{});
+  }
+  set_path(child->as_document(), dotted.substr(dot + 1), std::move(v));
 }
 
 bson::document children_filter(const refill_query& r, const bson::value& key) {
-  bson::document f{{r.parent_key, key}};
+  bson::document f{{r.parent_key, key_match(r.parent_key, key)}};
   if (r.filter.empty()) return f;
   if (r.filter.contains(r.parent_key)) return bson::document{{"$and", bson::array{f, r.filter}}};
   for (const auto& field : r.filter)
@@ -27,31 +62,41 @@ bson::document children_filter(const refill_query& r, const bson::value& key) {
   return f;
 }
 
+bson::document fill_filter(const fill_query& f) {
+  return bson::document{{f.key_field, key_match(f.key_field, f.key)}};
+}
+
 std::string to_plan_json(const write_op& op) {
   bson::document out;
   out.append("mapping", op.source_mapping != nullptr ? op.source_mapping->name : "");
   out.append("ns", op.target.full());
-  out.append("op", std::string(kind_name(op.kind)));
-  out.append("filter", op.filter);
-  if (op.kind == write_kind::refill && op.refill) {
-    const auto& r = *op.refill;
-    out.append("source", bson::document{{"ns", r.source.full()},
-                                        {"filter", r.filter},
-                                        {"parentKey", r.parent_key},
-                                        {"parentField", r.parent_field},
-                                        {"sort", r.sort},
-                                        {"limit", r.limit}});
-    out.append("into", op.source_mapping != nullptr ? op.source_mapping->into : "");
-  } else if (op.kind == write_kind::fill && op.fill) {
-    out.append("source",
-               bson::document{{"ns", op.fill->source.full()},
-                              {"filter", bson::document{{op.fill->key_field, op.fill->key}}}});
-    if (!op.array_filters.empty()) out.append("arrayFilters", op.array_filters);
-  } else {
-    out.append("update", op.update);
-    if (!op.array_filters.empty()) out.append("arrayFilters", op.array_filters);
-    out.append("upsert", op.upsert);
-  }
+  out.append("op", std::string(op.name()));
+  std::visit(overloaded{[&](const update_write& w) {
+                          out.append("filter", w.filter);
+                          out.append("update", w.update);
+                          if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
+                          out.append("upsert", w.upsert);
+                        },
+                        [&](const refill_write& w) {
+                          const auto& r = w.children;
+                          out.append("filter", w.parents);
+                          out.append("source", bson::document{{"ns", r.source.full()},
+                                                              {"filter", r.filter},
+                                                              {"parentKey", r.parent_key},
+                                                              {"parentField", r.parent_field},
+                                                              {"sort", r.sort},
+                                                              {"limit", r.limit}});
+                          out.append("into", op.source_mapping != nullptr ? op.source_mapping->into
+                                                                          : std::string());
+                        },
+                        [&](const fill_write& w) {
+                          out.append("filter", w.filter);
+                          out.append("source", bson::document{{"ns", w.source.source.full()},
+                                                              {"filter", fill_filter(w.source)}});
+                          if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
+                        },
+                        [&](const dead_letter_write& w) { out.append("reason", w.reason); }},
+             op.what);
   return bson::to_json(out);
 }
 

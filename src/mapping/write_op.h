@@ -3,20 +3,17 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
 
 #include "bson/value.h"
 #include "mapping/mapping.h"
+#include "mapping/reference.h"
 
 namespace denormd::mapping {
 
-enum class write_kind {
-  update_one,
-  update_many,
-  refill,  // read the children, then set the parent's whole recent array
-  fill,    // read one source document, then set the copies of one new target
-};
-
-// For a refill: the children query run once per parent matched by write_op::filter.
+// For a refill: the children query run once per parent the refill selects.
 struct refill_query {
   ns source;
   bson::document filter;     // the mapping's filter; the writer adds {parentKey: <parent key>}
@@ -49,17 +46,37 @@ enum class merge_rule {
   mapping_barrier  // recent: touches unknown parents; no push of the mapping merges across
 };
 
-struct write_op {
-  const mapping* source_mapping = nullptr;
-  write_kind kind = write_kind::update_many;
-  ns target;
+// The alternatives of a planned write, one per way it reaches the database.
+// An update statement: updateOne, or updateMany with `many`.
+struct update_write {
+  bool many = false;
   bson::document filter;
   bson::document update;
   bson::array array_filters;
   bool upsert = false;
-  std::optional<refill_query> refill;
-  std::optional<fill_query> fill;
-  std::optional<push_items> push;
+  std::optional<push_items> push;  // a recent push (merge_rule::push)
+};
+// Read the children, then set each selected parent's whole recent array.
+struct refill_write {
+  bson::document parents;
+  refill_query children;
+};
+// Read one source document, then set the copies of one new target.
+struct fill_write {
+  bson::document filter;
+  bson::array array_filters;
+  fill_query source;
+};
+// Write nothing: the event cannot be followed (`reason` says why); stored as a dead letter so
+// that nothing is lost silently.
+struct dead_letter_write {
+  std::string reason;
+};
+
+struct write_op {
+  const mapping* source_mapping = nullptr;
+  ns target;
+  std::variant<update_write, refill_write, fill_write, dead_letter_write> what;
   merge_rule merge = merge_rule::none;
   bson::value merge_key;  // source key (copy) or parent key (recent)
 
@@ -67,14 +84,39 @@ struct write_op {
   // wall time of the earliest one (for apply latency). The planner leaves them 0.
   std::size_t event = 0;
   std::int64_t event_ms = 0;
+
+  template <class W>
+  W* as() {
+    return std::get_if<W>(&what);
+  }
+  template <class W>
+  const W* as() const {
+    return std::get_if<W>(&what);
+  }
+  // The documents it selects in `target` (an update's or fill's filter, a refill's parents);
+  // nullptr for a dead letter.
+  const bson::document* selector() const;
+  // "updateOne", "updateMany", "refill", "fill" or "deadLetter".
+  std::string_view name() const;
 };
 
-// A refill's children query for one parent key: {parentKey: key} and the mapping's filter,
-// joined with $and only when both name the parent key.
+// A refill's children query for one parent key: {parentKey: key_match(key)} and the mapping's
+// filter, joined with $and only when both name the parent key.
 bson::document children_filter(const refill_query& r, const bson::value& key);
+
+// A fill's source query: {key_field: key_match(key)}.
+bson::document fill_filter(const fill_query& f);
+
+// A write that is not made: the event names something that cannot be a reference.
+write_op dead_letter_op(const mapping& m, std::string reason);
+// Appends a dead letter and returns true when `v` cannot be a reference.
+bool refused(const mapping& m, const reference_site& at, const bson::value& v,
+             std::vector<write_op>& out);
+
+// Sets `value` at a dotted path, creating sub-documents as needed.
+void set_path(bson::document& doc, std::string_view dotted, bson::value v);
 
 // One line of `denormd plan` output (relaxed Extended JSON).
 std::string to_plan_json(const write_op& op);
-std::string_view kind_name(write_kind k);
 
 }  // namespace denormd::mapping

@@ -120,7 +120,8 @@ struct metrics::impl {
       {"mapping"}};
   labelled<prometheus::Gauge, 1> lag{
       gauge(*registry, "denormd_lag_seconds",
-            "Now minus the cluster time of the oldest event not yet applied; 0 when caught up."),
+            "Now minus the cluster time of the oldest event not yet applied; 0 when caught up; "
+            "the stored checkpoint's age until the stream is first read."),
       {"source"}};
   labelled<prometheus::Histogram, 1> apply_latency{
       histogram(*registry, "denormd_apply_latency_seconds",
@@ -140,13 +141,15 @@ struct metrics::impl {
       counter(*registry, "denormd_resumes_total",
               "Times a change stream was reopened, by reason: checkpoint (at start, from the "
               "stored token), error (after a transient error such as a dropped connection or "
-              "a step-down, from the last token read), resync (after lost history, from the "
+              "a step-down, from the last token read; the driver's own resume inside a read "
+              "counts too), resync (after lost history, from the "
               "operation time taken before the re-sync)."),
       {"source", "reason"}};
   labelled<prometheus::Counter, 1> history_lost{
       counter(*registry, "denormd_history_lost_total",
-              "Times the stored token had fallen off the oplog (error 286) and the affected "
-              "mappings were re-synced by a backfill."),
+              "Times the stream's position had fallen off the oplog (error 286) and the "
+              "affected mappings were re-synced by a backfill; once per episode, however many "
+              "re-syncs it took."),
       {"source"}};
   labelled<prometheus::Counter, 2> errors{
       counter(*registry, "denormd_errors_total",
@@ -155,8 +158,9 @@ struct metrics::impl {
       {"stage", "code"}};
   labelled<prometheus::Counter, 1> deadletters{
       counter(*registry, "denormd_deadletters_total",
-              "Writes the server rejected for good (document too large, validation) and stored in "
-              "denormd_deadletters."),
+              "Writes the server rejected for good (document too large, validation; one per "
+              "document left out) and events not followed because a reference value cannot be "
+              "one (op: \"deadLetter\"), all stored in denormd_deadletters."),
       {"mapping"}};
   labelled<prometheus::Gauge, 1> watcher_ready{
       gauge(*registry, "denormd_watcher_ready",

@@ -1,5 +1,5 @@
 #pragma once
-// The Prometheus metrics of DESIGN §5, named and labelled exactly as documented. One
+// The Prometheus metrics of docs/metrics.md, named and labelled exactly as documented. One
 // instance per process, created at start-up and shared by every stage; all methods are
 // thread-safe (prometheus-cpp's metrics are atomic; label lookups go through a small
 // mutex-guarded cache per family).

@@ -1,11 +1,16 @@
 #include "mongo/connection.h"
 
 #include <mongoc/mongoc.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <mutex>
 
 #include "bson/convert.h"
 #include "common/handle.h"
+#include "common/log.h"
+#include "mongo/uri_redaction.h"
 
 namespace denormd::mongo {
 
@@ -21,6 +26,7 @@ using stream_ptr = c_handle<mongoc_change_stream_t, mongoc_change_stream_destroy
 using cursor_ptr = c_handle<mongoc_cursor_t, mongoc_cursor_destroy>;
 using bulk_ptr = c_handle<mongoc_bulk_operation_t, mongoc_bulk_operation_destroy>;
 using write_concern_ptr = c_handle<mongoc_write_concern_t, mongoc_write_concern_destroy>;
+using apm_ptr = c_handle<mongoc_apm_callbacks_t, mongoc_apm_callbacks_destroy>;
 #pragma GCC diagnostic pop
 
 // A reply the driver initializes in caller storage (its out-parameters want a bson_t it can
@@ -33,12 +39,67 @@ struct scoped_reply {
   ~scoped_reply() { bson_destroy(&doc); }
 };
 
-// mongoc_init/mongoc_cleanup once per process.
+// Set while this thread has the driver parse a URI: whatever it logs then is about the URI
+// (its log domain does not say so reliably: "Unsupported URI option" comes as "mongoc").
+thread_local bool parsing_uri = false;
+
+// The driver's own log lines go through denormd's logger, so they obey --log-level and
+// --log-format, and are redacted: they may quote the URI, a host or an option value. Its
+// TRACE lines are dropped.
+void route_driver_log(mongoc_log_level_t level, const char* domain, const char* message,
+                      void* /*user_data*/) {
+  log::level l = log::level::debug;
+  switch (level) {
+    case MONGOC_LOG_LEVEL_ERROR:
+    case MONGOC_LOG_LEVEL_CRITICAL:
+      l = log::level::error;
+      break;
+    case MONGOC_LOG_LEVEL_WARNING:
+      l = log::level::warn;
+      break;
+    case MONGOC_LOG_LEVEL_MESSAGE:
+    case MONGOC_LOG_LEVEL_INFO:
+      l = log::level::info;
+      break;
+    case MONGOC_LOG_LEVEL_DEBUG:
+      l = log::level::debug;
+      break;
+    case MONGOC_LOG_LEVEL_TRACE:
+      return;
+  }
+  if (!log::enabled(l)) return;
+  const std::string_view d = domain != nullptr ? domain : "";
+  const char* text = message != nullptr ? message : "";
+  // Messages about the URI quote user names, passwords, option values and pieces of them.
+  const bool about_uri = parsing_uri || d == "uri";
+  log::write(l, "mongoc", about_uri ? redact_known_uri_message(text) : redact_known_secrets(text),
+             {{"domain", d}});
+}
+
+// libmongoc 1.23 as Debian builds it initializes itself in a library constructor, before
+// main, and keeps its counters in /dev/shm/mongoc-<pid>. A process that is killed (or leaves
+// through _Exit at the stop deadline) leaves that file behind; a later process that gets the
+// same pid then finds it and warns on stderr in the driver's own format, before denormd's log
+// handler exists. denormd does not export those counters, so it removes the name: a stale one
+// in a preinit function, which runs before any library constructor, and its own as soon as it
+// can. The mapping stays valid without a name.
+void unlink_shared_memory_counters(int /*argc*/, char** /*argv*/, char** /*envp*/) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/mongoc-%u", static_cast<unsigned>(getpid()));
+  shm_unlink(name);
+}
+using preinit_function = void (*)(int, char**, char**);
+[[gnu::section(".preinit_array"), gnu::used]] const preinit_function unlink_stale_counters =
+    unlink_shared_memory_counters;
+
+// mongoc_init/mongoc_cleanup once per process; the log handler before anything can log.
 void init_driver() {
   static std::once_flag once;
   std::call_once(once, [] {
+    mongoc_log_set_handler(route_driver_log, nullptr);
     mongoc_init();
     std::atexit(mongoc_cleanup);
+    unlink_shared_memory_counters(0, nullptr, nullptr);
   });
 }
 
@@ -58,7 +119,7 @@ std::vector<std::string> labels_of(const bson_t* reply) {
 driver_error to_error(const bson_error_t& e, const bson_t* reply) {
   driver_error d;
   d.code = e.code;
-  d.message = e.message;
+  d.message = redact_known_secrets(e.message);
   switch (e.domain) {
     case MONGOC_ERROR_SERVER:
     case MONGOC_ERROR_WRITE_CONCERN:
@@ -89,6 +150,24 @@ struct pool_return {
   }
 };
 using lease = std::unique_ptr<mongoc_client_t, pool_return>;
+
+// The resume counter of the change stream whose next() runs on this thread, if any: the
+// driver's internal resume is an `aggregate` it sends from inside mongoc_change_stream_next,
+// on the calling thread, and APM is the only place it shows.
+thread_local std::uint64_t* resumes_in_next = nullptr;
+
+void count_driver_resume(const mongoc_apm_command_started_t* event) {
+  if (resumes_in_next != nullptr &&
+      std::string_view(mongoc_apm_command_started_get_command_name(event)) == "aggregate") {
+    ++*resumes_in_next;
+  }
+}
+
+// A URI option denormd sets unless the URI already does.
+void default_uri_option(mongoc_uri_t* uri, const char* option, std::int32_t value) {
+  if (value > 0 && !mongoc_uri_has_option(uri, option))
+    mongoc_uri_set_option_as_int32(uri, option, value);
+}
 
 std::int64_t int_field(const bson_t& doc, const char* key) {
   bson_iter_t it;
@@ -123,21 +202,36 @@ struct change_stream::impl {
   lease client;
   collection_ptr coll;
   stream_ptr stream;
+  std::uint64_t driver_resumes = 0;
 };
 
 connection::connection(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
 connection::~connection() = default;
 
 result<std::unique_ptr<connection>> connection::open(const std::string& uri,
-                                                     const std::string& app_name) {
+                                                     const std::string& app_name,
+                                                     const connect_options& timeouts) {
+  // Known before the driver sees the URI: its parser may log or return them.
+  remember_uri_secrets(uri);
   init_driver();
   auto i = std::make_unique<impl>();
   bson_error_t err;
+  parsing_uri = true;
   i->uri.reset(mongoc_uri_new_with_error(uri.c_str(), &err));
-  if (!i->uri) return failure(client_error(std::string("invalid MongoDB URI: ") + err.message));
+  if (i->uri) {
+    default_uri_option(i->uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
+                       timeouts.server_selection_timeout_ms);
+    default_uri_option(i->uri.get(), MONGOC_URI_CONNECTTIMEOUTMS, timeouts.connect_timeout_ms);
+    i->pool.reset(mongoc_client_pool_new(i->uri.get()));
+  }
+  parsing_uri = false;
+  if (!i->uri)
+    return failure(client_error("invalid MongoDB URI: " + redact_known_uri_message(err.message)));
   if (const char* db = mongoc_uri_get_database(i->uri.get())) i->default_db = db;
-  i->pool.reset(mongoc_client_pool_new(i->uri.get()));
   if (!i->pool) return failure(client_error("cannot create a client pool for this URI"));
+  const apm_ptr apm(mongoc_apm_callbacks_new());
+  mongoc_apm_set_command_started_cb(apm.get(), count_driver_resume);
+  mongoc_client_pool_set_apm_callbacks(i->pool.get(), apm.get(), nullptr);
   mongoc_client_pool_set_error_api(i->pool.get(), MONGOC_ERROR_API_VERSION_2);
   mongoc_client_pool_set_appname(i->pool.get(), app_name.c_str());
   i->majority.reset(mongoc_write_concern_new());
@@ -226,7 +320,7 @@ result<bulk_outcome> connection::update_bulk(const std::string& db, const std::s
       } else if (key == "code" && BSON_ITER_HOLDS_NUMBER(&first)) {
         e.code = static_cast<std::uint32_t>(bson_iter_as_int64(&first));
       } else if (key == "errmsg" && BSON_ITER_HOLDS_UTF8(&first)) {
-        e.message = bson_iter_utf8(&first, nullptr);
+        e.message = redact_known_secrets(bson_iter_utf8(&first, nullptr));
       }
     }
     e.labels = labels_of(&reply.doc);
@@ -352,7 +446,10 @@ change_stream::~change_stream() {
 
 result<std::optional<std::vector<std::uint8_t>>> change_stream::next() {
   const bson_t* doc = nullptr;
-  if (mongoc_change_stream_next(impl_->stream.get(), &doc)) {
+  resumes_in_next = &impl_->driver_resumes;
+  const bool got = mongoc_change_stream_next(impl_->stream.get(), &doc);
+  resumes_in_next = nullptr;
+  if (got) {
     const std::uint8_t* data = bson_get_data(doc);
     return std::optional<std::vector<std::uint8_t>>(
         std::vector<std::uint8_t>(data, data + doc->len));
@@ -363,6 +460,10 @@ result<std::optional<std::vector<std::uint8_t>>> change_stream::next() {
     return failure(to_error(err, reply));
   }
   return std::optional<std::vector<std::uint8_t>>{};
+}
+
+std::uint64_t change_stream::driver_resumes() const {
+  return impl_->driver_resumes;
 }
 
 std::optional<bson::document> change_stream::resume_token() const {

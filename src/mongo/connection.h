@@ -55,11 +55,20 @@ struct watch_options {
   bson::array pipeline;  // stages after $changeStream
 };
 
+// How long one operation may block on an unreachable server: waiting for a server to be
+// selected, and for a new connection to be set up. 0 keeps the driver's default (30 s and
+// 10 s); an option the URI sets itself wins.
+struct connect_options {
+  std::int32_t server_selection_timeout_ms = 0;
+  std::int32_t connect_timeout_ms = 0;
+};
+
 class connection {
  public:
   // Parses the URI and creates the pool; does not contact the server yet.
   static result<std::unique_ptr<connection>> open(const std::string& uri,
-                                                  const std::string& app_name);
+                                                  const std::string& app_name,
+                                                  const connect_options& timeouts = {});
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -111,6 +120,9 @@ class change_stream {
   result<std::optional<std::vector<std::uint8_t>>> next();
   // Where to resume: after the last event returned, or the post-batch token when idle.
   std::optional<bson::document> resume_token() const;
+  // Times the driver reopened this stream by itself inside next(), after a resumable error
+  // it did not report (it does that once per error before giving up).
+  std::uint64_t driver_resumes() const;
 
   struct impl;
   explicit change_stream(std::unique_ptr<impl> i);

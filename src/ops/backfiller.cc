@@ -6,9 +6,12 @@
 #include <thread>
 
 #include "bson/json.h"
+#include "common/backoff.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/overloaded.h"
 #include "mapping/change_event.h"
-#include "ops/backoff.h"
+#include "mapping/reference.h"
 #include "ops/drift.h"
 #include "sink/writer.h"
 
@@ -17,12 +20,6 @@ namespace denormd::ops {
 namespace {
 
 using clock = std::chrono::steady_clock;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 double seconds_since(clock::time_point t) {
   return std::chrono::duration<double>(clock::now() - t).count();
@@ -71,9 +68,76 @@ std::optional<std::uint64_t> count_documents(mongo::connection& conn, const mapp
   return static_cast<std::uint64_t>(n->to_double());
 }
 
-// The collection a mapping's backfill walks: its sources (copy) or its parents (recent).
-const mapping::ns& walked(const mapping::mapping& m) {
-  return m.kind == mapping::mapping_kind::copy ? m.source : m.target;
+// How a mapping's backfill walks, by kind: copy walks the sources, writes what a fresh insert
+// of each would, and reads the batch again afterwards; recent walks the parents and refills
+// them, a share of each batch per thread.
+struct walk_plan {
+  mapping::ns walked;
+  bson::document projection;
+  bool recheck_sources = false;
+  bool parallel_refills = false;
+};
+
+walk_plan plan_walk(const mapping::mapping& m, const mapping::planner& planner) {
+  return m.visit(overloaded{[&](const mapping::copy_kind&) {
+                              walk_plan w{m.source, {}, true, false};
+                              for (const auto& f : planner.document_fields(m.source))
+                                w.projection.append(f, 1);
+                              return w;
+                            },
+                            [&](const mapping::recent_kind& k) {
+                              walk_plan w{m.target, bson::document{{"_id", 1}}, false, true};
+                              if (k.parent_field != "_id") w.projection.append(k.parent_field, 1);
+                              return w;
+                            }});
+}
+
+// The progress line (or the caller's callback) of one mapping's run, at most once per
+// log_interval and always at the end.
+class progress_reporter {
+ public:
+  progress_reporter(std::string mapping, clock::time_point began, const backfill_options& opts,
+                    std::optional<std::uint64_t> total)
+      : began_(began), opts_(opts), last_log_(clock::now()) {
+    progress_.mapping = std::move(mapping);
+    progress_.total = total;
+  }
+
+  void report(const mapping_backfill& out, bool done) {
+    progress_.documents = out.documents;
+    progress_.run_documents = out.run_documents;
+    progress_.elapsed_seconds = seconds_since(began_);
+    progress_.done = done;
+    if (opts_.on_progress) {
+      opts_.on_progress(progress_);
+    } else if (done || clock::now() - last_log_ >= opts_.log_interval) {
+      last_log_ = clock::now();
+      log::info("backfill", progress_line(progress_),
+                {{"mapping", progress_.mapping},
+                 {"documents", out.documents},
+                 {"rate", rate_per_second(progress_)}});
+    }
+  }
+
+ private:
+  backfill_progress progress_;
+  clock::time_point began_;
+  const backfill_options& opts_;
+  clock::time_point last_log_;
+};
+
+void announce(const mapping::mapping& m, const mapping::ns& walked,
+              const std::optional<bson::value>& after, mapping_backfill& out) {
+  if (!after) {
+    log::info("backfill", "starting", {{"mapping", m.name}, {"collection", walked.full()}});
+    return;
+  }
+  out.resumed_after = *after;
+  log::info("backfill", "continuing an unfinished backfill",
+            {{"mapping", m.name},
+             {"collection", walked.full()},
+             {"after", bson::to_json(*after)},
+             {"documents_done", out.documents}});
 }
 
 }  // namespace
@@ -101,17 +165,12 @@ bson::document after_key_filter(const bson::value& last) {
 }
 
 std::string mapping_fingerprint(const mapping::mapping& m) {
-  std::string s = m.kind == mapping::mapping_kind::copy ? "copy" : "recent";
+  std::string s(m.kind_name());
   s += "|" + m.source.full() + "|" + m.target.full() + "|" + m.into + "|";
   for (const auto& f : m.fields)
     s += f.name + "=" + f.source_path + ",";
-  s += "|" + m.source_key + "|" + m.target_key + "|" + m.target_array + "|";
-  if (m.where) s += bson::to_json(m.where->filter(), bson::json_mode::canonical);
-  s += "|" + m.parent_key + "|" + m.parent_field + "|";
-  if (m.filter) s += bson::to_json(m.filter->filter(), bson::json_mode::canonical);
-  for (const auto& k : m.sort)
-    s += "|" + k.name + ":" + std::to_string(k.direction);
-  s += "|" + std::to_string(m.limit) + "|" + std::to_string(static_cast<int>(m.on_source_delete));
+  m.visit([&](const auto& k) { k.fingerprint(s); });
+  s += "|" + std::to_string(static_cast<int>(m.on_source_delete));
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(s)));
   return hex;
@@ -155,16 +214,21 @@ std::vector<mapping::write_op> backfiller::plan_batch(const mapping::mapping& m,
                                                       std::vector<bson::document>& batch,
                                                       const backfill_options& opts) const {
   std::vector<mapping::write_op> ops;
-  if (m.kind == mapping::mapping_kind::recent) {
+  if (const auto* k = m.as<mapping::recent_kind>()) {
     // One refill per thread, each over a contiguous share of the batch's parents.
     const std::size_t parts = std::clamp<std::size_t>(opts.refill_threads, 1, batch.size());
     for (std::size_t part = 0; part < parts; ++part) {
       bson::array ids;
       for (std::size_t i = part * batch.size() / parts; i < (part + 1) * batch.size() / parts;
            ++i) {
-        if (const bson::value* id = batch[i].get("_id")) ids.push_back(*id);
+        const bson::value* id = batch[i].get("_id");
+        // A parent whose _id cannot be a reference is not refilled (verify skips it too).
+        if (id != nullptr && !mapping::reference_problem(*id)) ids.push_back(*id);
       }
-      if (!ids.empty()) ops.push_back(refill_for(m, parents_filter(std::move(ids))));
+      if (!ids.empty()) {
+        ops.push_back(
+            k->refill(m, parents_filter(std::move(ids)), mapping::merge_rule::mapping_barrier));
+      }
     }
     return ops;
   }
@@ -180,8 +244,9 @@ std::vector<mapping::write_op> backfiller::plan_batch(const mapping::mapping& m,
     planned.clear();
     planner_.plan(ev, planned);
     for (auto& op : planned) {
-      if (op.source_mapping == &m && (op.kind == mapping::write_kind::update_one ||
-                                      op.kind == mapping::write_kind::update_many)) {
+      // Dead letters too: a source whose key cannot be followed is reported, not skipped.
+      if (op.source_mapping == &m && (op.as<mapping::update_write>() != nullptr ||
+                                      op.as<mapping::dead_letter_write>() != nullptr)) {
         ops.push_back(std::move(op));
       }
     }
@@ -193,7 +258,7 @@ mongo::status backfiller::apply_batch(const mapping::mapping& m,
                                       const std::vector<mapping::write_op>& ops,
                                       const backfill_options& opts) {
   const sink::writer_options wo{meta_db_, opts.dry_run};
-  if (ops.size() <= 1 || m.kind == mapping::mapping_kind::copy) {
+  if (ops.size() <= 1 || !plan_walk(m, planner_).parallel_refills) {
     return sink::writer(conn_, metrics_, wo).apply(ops, {}, m.source);
   }
   // The refills are independent: each runs on its own thread with its own writer.
@@ -222,7 +287,8 @@ mongo::status backfiller::recheck_copies(const mapping::mapping& m,
     std::map<bson::value, std::size_t, decltype(less)> at(less);
     bson::array ids;
     for (std::size_t i = 0; i < written.size(); ++i) {
-      if (const bson::value* id = written[i].get("_id")) {
+      const bson::value* id = written[i].get("_id");
+      if (id != nullptr && !mapping::reference_problem(*id)) {
         at.emplace(*id, i);
         ids.push_back(*id);
       }
@@ -243,94 +309,93 @@ mongo::status backfiller::recheck_copies(const mapping::mapping& m,
   return {};
 }
 
+mongo::result<backfiller::position> backfiller::resume_point(const mapping::mapping& m,
+                                                             const std::string& fingerprint,
+                                                             const backfill_options& opts,
+                                                             bool first_attempt,
+                                                             mapping_backfill& out) {
+  // Where to start: after the stored lastKey of an unfinished run of the same definition.
+  position at{std::nullopt, wall_ms()};
+  auto stored = conn_.find_one(meta_db_, backfill_collection, bson::document{{"_id", m.name}});
+  if (!stored) return stored.error();
+  if (!*stored || (first_attempt && opts.restart)) return at;
+  const bson::document& p = **stored;
+  const bson::value* done = p.get("done");
+  const bson::value* print = p.get("fingerprint");
+  const bool unfinished = done != nullptr && done->is<bool>() && !done->as<bool>();
+  const bool same = print != nullptr && print->is_string() && print->as_string() == fingerprint;
+  if (unfinished && same) {
+    if (const bson::value* k = p.get("lastKey")) at.last_key = *k;
+    if (const bson::value* d = p.get("documents"); d != nullptr && d->is_number()) {
+      out.documents = static_cast<std::uint64_t>(d->to_double());
+    }
+    if (const bson::value* t = p.get("startedAt"); t != nullptr && t->is<bson::date_time>()) {
+      at.started_ms = t->as<bson::date_time>().millis;
+    }
+  } else if (first_attempt && unfinished) {
+    log::warn("backfill", "the mapping changed since its unfinished backfill; starting over",
+              {{"mapping", m.name}});
+  }
+  return at;
+}
+
+mongo::status backfiller::save_progress(const mapping::mapping& m, const std::string& fingerprint,
+                                        const mapping::ns& walked, const position& at, bool done,
+                                        std::uint64_t documents, const backfill_options& opts) {
+  if (opts.dry_run) return {};
+  bson::document doc{{"_id", m.name}};
+  if (at.last_key) doc.append("lastKey", *at.last_key);
+  doc.append("done", done);
+  doc.append("startedAt", bson::date_time{at.started_ms});
+  doc.append("updatedAt", bson::date_time{wall_ms()});
+  doc.append("documents", static_cast<std::int64_t>(documents));
+  doc.append("fingerprint", fingerprint);
+  doc.append("kind", std::string(m.kind_name()));
+  doc.append("collection", walked.full());
+  return conn_.replace_one(meta_db_, backfill_collection, bson::document{{"_id", m.name}}, doc,
+                           true);
+}
+
+mongo::status backfiller::write_batch(const mapping::mapping& m, bool recheck_sources,
+                                      std::vector<bson::document>& batch,
+                                      const mongo::find_options& find,
+                                      const backfill_options& opts) {
+  // Copies: the daemon's stream of the source may write newer copies meanwhile (beside a
+  // re-sync of a fillNewTargets target, or a backfill run by hand); a copy written from this
+  // older read must not stay the last one written, so the batch is read again.
+  std::vector<bson::document> read;
+  if (recheck_sources) read = batch;
+  const auto ops = plan_batch(m, batch, opts);
+  if (auto st = apply_batch(m, ops, opts); !st) return st;
+  return recheck_copies(m, std::move(read), find, opts);
+}
+
 mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill_options& opts,
                                        bool first_attempt, clock::time_point began,
                                        std::stop_token& stop, mapping_backfill& out) {
-  const mapping::ns& ns = walked(m);
+  const walk_plan walk = plan_walk(m, planner_);
+  const mapping::ns& ns = walk.walked;
   const std::string fingerprint = mapping_fingerprint(m);
-  const bson::document progress_id{{"_id", m.name}};
-
-  // Where to start: after the stored lastKey of an unfinished run of the same definition.
-  std::optional<bson::value> last_key;
-  std::int64_t started_ms = now_ms();
-  auto stored = conn_.find_one(meta_db_, backfill_collection, progress_id);
-  if (!stored) return stored.error();
-  if (*stored && !(first_attempt && opts.restart)) {
-    const bson::document& p = **stored;
-    const bson::value* done = p.get("done");
-    const bson::value* print = p.get("fingerprint");
-    const bool same = print != nullptr && print->is_string() && print->as_string() == fingerprint;
-    if (done != nullptr && done->is<bool>() && !done->as<bool>() && same) {
-      if (const bson::value* k = p.get("lastKey")) last_key = *k;
-      if (const bson::value* d = p.get("documents"); d != nullptr && d->is_number()) {
-        out.documents = static_cast<std::uint64_t>(d->to_double());
-      }
-      if (const bson::value* s = p.get("startedAt"); s != nullptr && s->is<bson::date_time>()) {
-        started_ms = s->as<bson::date_time>().millis;
-      }
-    } else if (first_attempt && done != nullptr && done->is<bool>() && !done->as<bool>()) {
-      log::warn("backfill", "the mapping changed since its unfinished backfill; starting over",
-                {{"mapping", m.name}});
-    }
-  }
-  auto save = [&](bool done) -> mongo::status {
-    if (opts.dry_run) return {};
-    bson::document doc{{"_id", m.name}};
-    if (last_key) doc.append("lastKey", *last_key);
-    doc.append("done", done);
-    doc.append("startedAt", bson::date_time{started_ms});
-    doc.append("updatedAt", bson::date_time{now_ms()});
-    doc.append("documents", static_cast<std::int64_t>(out.documents));
-    doc.append("fingerprint", fingerprint);
-    doc.append("kind", m.kind == mapping::mapping_kind::copy ? "copy" : "recent");
-    doc.append("collection", ns.full());
-    return conn_.replace_one(meta_db_, backfill_collection, progress_id, doc, true);
+  auto resumed = resume_point(m, fingerprint, opts, first_attempt, out);
+  if (!resumed) return resumed.error();
+  position at = *resumed;
+  auto save = [&](bool done) {
+    return save_progress(m, fingerprint, ns, at, done, out.documents, opts);
   };
 
-  if (last_key) {
-    if (first_attempt) {
-      out.resumed_after = *last_key;
-      log::info("backfill", "continuing an unfinished backfill",
-                {{"mapping", m.name},
-                 {"collection", ns.full()},
-                 {"after", bson::to_json(*last_key)},
-                 {"documents_done", out.documents}});
-    }
-  } else {
-    if (first_attempt) {
-      log::info("backfill", "starting", {{"mapping", m.name}, {"collection", ns.full()}});
-    }
+  if (first_attempt) announce(m, ns, at.last_key, out);
+  if (!at.last_key) {
     out.documents = 0;
     // Stored at once, so that even a backfill killed before its first batch is on record.
     if (auto st = save(false); !st) return st;
   }
 
-  backfill_progress progress{m.name, out.documents, 0, count_documents(conn_, ns), 0, false};
-  auto last_log = clock::now();
-  auto report = [&](bool done) {
-    progress.documents = out.documents;
-    progress.run_documents = out.run_documents;
-    progress.elapsed_seconds = seconds_since(began);
-    progress.done = done;
-    if (opts.on_progress) {
-      opts.on_progress(progress);
-    } else if (done || clock::now() - last_log >= opts.log_interval) {
-      last_log = clock::now();
-      log::info(
-          "backfill", progress_line(progress),
-          {{"mapping", m.name}, {"documents", out.documents}, {"rate", rate_per_second(progress)}});
-    }
-  };
+  progress_reporter progress(m.name, began, opts, count_documents(conn_, ns));
+  auto report = [&](bool done) { progress.report(out, done); };
 
   mongo::find_options find;
   find.sort = bson::document{{"_id", 1}};
-  if (m.kind == mapping::mapping_kind::copy) {
-    for (const auto& f : planner_.document_fields(m.source))
-      find.projection.append(f, 1);
-  } else {
-    find.projection.append("_id", 1);
-    if (m.parent_field != "_id") find.projection.append(m.parent_field, 1);
-  }
+  find.projection = walk.projection;
   find.batch_size = static_cast<std::int32_t>(opts.batch_size);
 
   std::vector<bson::document> batch;
@@ -343,22 +408,13 @@ mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill
     const bson::value batch_last =
         batch.back().get("_id") != nullptr ? *batch.back().get("_id") : bson::value{};
     const std::size_t n = batch.size();
-    // Copies: the daemon's stream of the source may write newer copies meanwhile (beside a
-    // re-sync of a fillNewTargets target, or a backfill run by hand); a copy written from
-    // this older read must not stay the last one written, so the batch is read again.
-    std::vector<bson::document> read;
-    if (m.kind == mapping::mapping_kind::copy) read = batch;
-    const auto ops = plan_batch(m, batch, opts);
+    auto written = write_batch(m, walk.recheck_sources, batch, find, opts);
     batch.clear();
-    if (auto st = apply_batch(m, ops, opts); !st) {
-      failed = st.error();
+    if (!written) {
+      failed = written.error();
       return false;
     }
-    if (auto st = recheck_copies(m, std::move(read), find, opts); !st) {
-      failed = st.error();
-      return false;
-    }
-    last_key = batch_last;
+    at.last_key = batch_last;
     out.documents += n;
     if (auto st = save(false); !st) {
       // Not stored: the next attempt walks the batch again (its writes are idempotent).
@@ -372,7 +428,7 @@ mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill
   };
 
   bool stopped = false;
-  const bson::document filter = last_key ? after_key_filter(*last_key) : bson::document{};
+  const bson::document filter = at.last_key ? after_key_filter(*at.last_key) : bson::document{};
   auto st = conn_.find_each(ns.db, ns.coll, filter, find, [&](bson::document&& doc) {
     if (stop.stop_requested()) {
       stopped = true;
@@ -387,7 +443,7 @@ mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill
     log::info("backfill", "stopped; progress is stored, a new backfill continues from here",
               {{"mapping", m.name},
                {"documents", out.documents},
-               {"after", last_key ? bson::to_json(*last_key) : std::string("(start)")}});
+               {"after", at.last_key ? bson::to_json(*at.last_key) : std::string("(start)")}});
     return {};
   }
   if (!flush()) return *failed;

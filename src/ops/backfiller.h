@@ -71,6 +71,18 @@ class backfiller {
                                       const backfill_options& opts, std::stop_token stop);
 
  private:
+  // Where a run of a mapping stands: the last _id written, and when the run began.
+  struct position {
+    std::optional<bson::value> last_key;
+    std::int64_t started_ms = 0;
+  };
+  // The stored position of an unfinished run of the same definition, or a fresh one.
+  mongo::result<position> resume_point(const mapping::mapping& m, const std::string& fingerprint,
+                                       const backfill_options& opts, bool first_attempt,
+                                       mapping_backfill& out);
+  mongo::status save_progress(const mapping::mapping& m, const std::string& fingerprint,
+                              const mapping::ns& walked, const position& at, bool done,
+                              std::uint64_t documents, const backfill_options& opts);
   // One attempt: from the stored progress to the end, or to the first failure.
   mongo::status backfill_one(const mapping::mapping& m, const backfill_options& opts,
                              bool first_attempt, std::chrono::steady_clock::time_point began,
@@ -79,6 +91,10 @@ class backfiller {
                                             std::vector<bson::document>& batch,
                                             const backfill_options& opts) const;
   mongo::status apply_batch(const mapping::mapping& m, const std::vector<mapping::write_op>& ops,
+                            const backfill_options& opts);
+  // Plans, writes and (copy) rechecks one batch of walked documents.
+  mongo::status write_batch(const mapping::mapping& m, bool recheck_sources,
+                            std::vector<bson::document>& batch, const mongo::find_options& find,
                             const backfill_options& opts);
   // Copy: reads the sources of `written` (as they were read for the batch just written)
   // again, and writes those changed since, until none did.

@@ -1,9 +1,8 @@
 #include "ops/status_probe.h"
 
-#include <ctime>
-
 #include "bson/json.h"
 #include "checkpoint/checkpoint_store.h"
+#include "common/clock.h"
 #include "common/json_text.h"
 #include "ops/progress_line.h"
 
@@ -44,17 +43,6 @@ std::optional<bson::timestamp> token_cluster_time(const bson::document& token) {
     v = (v << 4) | static_cast<std::uint64_t>(d);
   }
   return bson::timestamp{static_cast<std::uint32_t>(v >> 32), static_cast<std::uint32_t>(v)};
-}
-
-std::string iso_time(std::int64_t unix_ms) {
-  const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000 - (unix_ms % 1000 < 0 ? 1 : 0));
-  const auto ms = static_cast<int>(((unix_ms % 1000) + 1000) % 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[96];  // room for any int the format could print
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-  return buf;
 }
 
 status_probe::status_probe(mongo::connection& conn, std::string meta_db)
@@ -108,10 +96,10 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) 
       out += " no checkpoint (denormd run starts this source at the current time)\n";
       continue;
     }
-    out += " checkpoint saved " + iso_time(s.saved_ms) + " (" +
+    out += " checkpoint saved " + iso8601(s.saved_ms) + " (" +
            format_duration(age_seconds(now_ms, s.saved_ms)) + " ago)";
     if (s.event_ms > 0) {
-      out += ", last event " + iso_time(s.event_ms) + " (" +
+      out += ", last event " + iso8601(s.event_ms) + " (" +
              format_duration(age_seconds(now_ms, s.event_ms)) + " ago)";
     }
     if (s.cluster_time) {
@@ -146,8 +134,8 @@ std::string to_json(const std::vector<source_status>& all, std::int64_t now_ms) 
                                         {"t", static_cast<std::int64_t>(s.cluster_time->t)},
                                         {"i", static_cast<std::int64_t>(s.cluster_time->i)}})
                                   : bson::value());
-      d.append("wallTime", s.event_ms > 0 ? bson::value(iso_time(s.event_ms)) : bson::value());
-      d.append("savedAt", iso_time(s.saved_ms));
+      d.append("wallTime", s.event_ms > 0 ? bson::value(iso8601(s.event_ms)) : bson::value());
+      d.append("savedAt", iso8601(s.saved_ms));
       d.append("ageSeconds", age_seconds(now_ms, s.saved_ms));
     }
     d.append("history", std::string(history_name(s.history)));

@@ -46,9 +46,6 @@ class status_probe {
 // the timestamp's 8 bytes big-endian); nullopt for any other format.
 std::optional<bson::timestamp> token_cluster_time(const bson::document& token);
 
-// "2024-05-01T10:00:00.123Z"
-std::string iso_time(std::int64_t unix_ms);
-
 std::string to_text(const std::vector<source_status>& s, std::int64_t now_ms);
 std::string to_json(const std::vector<source_status>& s, std::int64_t now_ms);
 

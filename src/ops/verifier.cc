@@ -4,7 +4,9 @@
 #include <map>
 #include <set>
 
+#include "common/overloaded.h"
 #include "mapping/change_event.h"
+#include "mapping/reference.h"
 #include "ops/drift.h"
 #include "sink/writer.h"
 
@@ -52,6 +54,32 @@ void project(bson::document& projection, const std::string& path) {
   if (!projection.contains(field)) projection.append(field, 1);
 }
 
+// The sources a batch of copy targets references, by key. A non-unique source key: the first
+// document wins. An array holding the key is not a reference to it.
+mongo::result<std::map<bson::value, bson::document, value_less>> find_sources(
+    mongo::connection& conn, const mapping::mapping& m, const mapping::copy_kind& kind,
+    const std::vector<bson::document>& targets, const mongo::find_options& projection) {
+  std::set<bson::value, value_less> keys;
+  for (const auto& t : targets) {
+    for (auto& k : kind.referenced_keys(m, t))
+      keys.insert(std::move(k));
+  }
+  std::map<bson::value, bson::document, value_less> found;
+  if (keys.empty()) return found;
+  const bson::document query{
+      {kind.source_key, bson::document{{"$in", bson::array(keys.begin(), keys.end())}}}};
+  auto st =
+      conn.find_each(m.source.db, m.source.coll, query, projection, [&](bson::document&& doc) {
+        const bson::value* k = doc.find_path(kind.source_key);
+        if (k != nullptr && !mapping::reference_problem(*k)) {
+          found.emplace(*k, std::move(doc));
+        }
+        return true;
+      });
+  if (!st) return st.error();
+  return found;
+}
+
 }  // namespace
 
 verifier::verifier(mongo::connection& conn, const mapping::planner& planner, metrics::metrics& m,
@@ -69,13 +97,16 @@ mongo::result<verify_report> verifier::run(const std::vector<const mapping::mapp
     }
     mapping_report r;
     r.mapping = m->name;
-    r.kind = m->kind;
+    r.kind = std::string(m->kind_name());
     r.source = m->source.full();
     r.target = m->target.full();
-    r.orphans_allowed = m->kind == mapping::mapping_kind::copy &&
-                        m->on_source_delete == mapping::delete_policy::keep;
-    auto st = m->kind == mapping::mapping_kind::copy ? verify_copy(*m, opts, stop, r)
-                                                     : verify_recent(*m, opts, stop, r);
+    auto st = m->visit(overloaded{
+        [&](const mapping::copy_kind& k) {
+          r.reports_orphans = true;
+          r.orphans_allowed = m->on_source_delete == mapping::delete_policy::keep;
+          return verify_copy(*m, k, opts, stop, r);
+        },
+        [&](const mapping::recent_kind& k) { return verify_recent(*m, k, opts, stop, r); }});
     if (!st) return st.error();
     report.mappings.push_back(std::move(r));
   }
@@ -84,6 +115,7 @@ mongo::result<verify_report> verifier::run(const std::vector<const mapping::mapp
 }
 
 std::vector<mapping::write_op> verifier::plan_source(const mapping::mapping& m,
+                                                     const mapping::copy_kind& k,
                                                      const bson::value& key,
                                                      const bson::document* source) const {
   mapping::change_event ev;
@@ -96,11 +128,11 @@ std::vector<mapping::write_op> verifier::plan_source(const mapping::mapping& m,
   } else {
     ev.op = mapping::operation::delete_;
     ev.op_name = "delete";
-    if (m.source_key == "_id") {
+    if (k.source_key == "_id") {
       ev.id = key;
     } else {
       bson::document before;
-      mapping::set_path(before, m.source_key, key);
+      mapping::set_path(before, k.source_key, key);
       ev.full_document_before_change = std::move(before);
     }
   }
@@ -108,64 +140,49 @@ std::vector<mapping::write_op> verifier::plan_source(const mapping::mapping& m,
   planner_.plan(ev, planned);
   std::vector<mapping::write_op> out;
   for (auto& op : planned) {
-    if (op.source_mapping == &m && (op.kind == mapping::write_kind::update_one ||
-                                    op.kind == mapping::write_kind::update_many)) {
+    if (op.source_mapping == &m && op.as<mapping::update_write>() != nullptr) {
       out.push_back(std::move(op));
     }
   }
   return out;
 }
 
-mongo::status verifier::verify_copy(const mapping::mapping& m, const verify_options& opts,
-                                    std::stop_token& stop, mapping_report& out) {
+mongo::status verifier::verify_copy(const mapping::mapping& m, const mapping::copy_kind& kind,
+                                    const verify_options& opts, std::stop_token& stop,
+                                    mapping_report& out) {
   // Targets outside `where` keep their snapshot: only the others are compared.
-  const bson::document filter = m.where ? m.where->filter() : bson::document{};
+  const bson::document filter = kind.where ? kind.where->filter() : bson::document{};
   mongo::find_options targets;
   targets.projection.append("_id", 1);
-  if (m.target_array.empty()) {
-    project(targets.projection, m.target_key);
+  if (kind.target_array.empty()) {
+    project(targets.projection, kind.target_key);
     for (const auto& f : m.fields)
       project(targets.projection, m.into.empty() ? f.name : m.into);
   } else {
-    project(targets.projection, m.target_array);
+    project(targets.projection, kind.target_array);
   }
   mongo::find_options sources;
   for (const auto& f : planner_.document_fields(m.source))
     sources.projection.append(f, 1);
-  project(sources.projection, m.source_key);
+  project(sources.projection, kind.source_key);
   sink::writer writer(conn_, metrics_, sink::writer_options{meta_db_, opts.dry_run});
 
   bool stopped = false;
   return walk_batches(
       conn_, m.target, filter, targets, opts.batch_size, stop, stopped,
       [&](std::vector<bson::document>& batch) -> mongo::status {
-        std::set<bson::value, value_less> keys;
-        for (const auto& t : batch) {
-          for (auto& k : referenced_keys(m, t))
-            keys.insert(std::move(k));
-        }
-        std::map<bson::value, bson::document, value_less> found;
-        if (!keys.empty()) {
-          const bson::document query{
-              {m.source_key, bson::document{{"$in", bson::array(keys.begin(), keys.end())}}}};
-          auto st = conn_.find_each(m.source.db, m.source.coll, query, sources,
-                                    [&](bson::document&& doc) {
-                                      const bson::value* k = doc.find_path(m.source_key);
-                                      // A non-unique source key: the first document wins.
-                                      if (k != nullptr) found.emplace(*k, std::move(doc));
-                                      return true;
-                                    });
-          if (!st) return st;
-        }
-        const source_lookup lookup = [&](const bson::value& key) -> const bson::document* {
-          auto it = found.find(key);
-          return it == found.end() ? nullptr : &it->second;
+        auto found = find_sources(conn_, m, kind, batch, sources);
+        if (!found) return found.error();
+        const mapping::source_lookup lookup = [&](const bson::value& key) -> const bson::document* {
+          auto it = found->find(key);
+          return it == found->end() ? nullptr : &it->second;
         };
         std::vector<mapping::write_op> repairs;
-        std::uint64_t repaired = 0;
+        std::vector<std::size_t> repair_target;  // for each repair, which planned target
+        std::size_t planned_targets = 0;
         for (const auto& t : batch) {
           const bson::value id = t.get("_id") != nullptr ? *t.get("_id") : bson::value{};
-          copy_finding finding = check_copy(m, t, lookup);
+          mapping::copy_finding finding = kind.check(m, t, lookup);
           ++out.checked;
           if (!finding.missing_keys.empty()) {
             ++out.orphaned;
@@ -182,69 +199,87 @@ mongo::status verifier::verify_copy(const mapping::mapping& m, const verify_opti
           if (!opts.repair) continue;
           bool planned = false;
           for (const auto& key : finding.drifted_keys) {
-            for (auto& op : plan_source(m, key, lookup(key))) {
+            for (auto& op : plan_source(m, kind, key, lookup(key))) {
               narrow_to(op, id);
               repairs.push_back(std::move(op));
+              repair_target.push_back(planned_targets);
               planned = true;
             }
           }
-          if (planned) ++repaired;
+          if (planned) ++planned_targets;
         }
         if (repairs.empty()) return {};
         if (auto st = writer.apply(repairs, {}, m.source); !st) return st;
-        if (!opts.dry_run) out.repaired += repaired;
+        if (opts.dry_run) return {};
+        // A target is repaired when none of its writes was refused.
+        std::set<std::size_t> refused;
+        for (const mapping::write_op* op : writer.rejected())
+          refused.insert(repair_target[static_cast<std::size_t>(op - repairs.data())]);
+        out.repaired += planned_targets - refused.size();
+        out.unrepaired += refused.size();
         return {};
       });
 }
 
-mongo::status verifier::verify_recent(const mapping::mapping& m, const verify_options& opts,
-                                      std::stop_token& stop, mapping_report& out) {
+mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::recent_kind& k,
+                                      const verify_options& opts, std::stop_token& stop,
+                                      mapping_report& out) {
   mongo::find_options parents;
   parents.projection.append("_id", 1);
-  project(parents.projection, m.parent_field);
+  project(parents.projection, k.parent_field);
   project(parents.projection, m.into);
   mongo::find_options children;
-  children.sort = mapping::planner::child_sort(m);
-  children.limit = m.limit;
+  children.sort = k.child_sort(m);
+  children.limit = k.limit;
   for (const auto& f : m.fields)
     project(children.projection, f.source_path);
   sink::writer writer(conn_, metrics_, sink::writer_options{meta_db_, opts.dry_run});
 
-  const mapping::refill_query refill = *mapping::make_refill(m, {}).refill;
+  const mapping::refill_query refill =
+      std::get<mapping::refill_write>(k.refill(m, {}, mapping::merge_rule::mapping_barrier).what)
+          .children;
   bool stopped = false;
-  return walk_batches(
-      conn_, m.target, bson::document{}, parents, opts.batch_size, stop, stopped,
-      [&](std::vector<bson::document>& batch) -> mongo::status {
-        bson::array drifted;
-        for (const auto& parent : batch) {
-          const bson::value* key = parent.find_path(m.parent_field);
-          const bson::value* id = parent.get("_id");
-          if (key == nullptr || id == nullptr) continue;  // a refill skips it too
-          bson::array expected;
-          auto st =
-              conn_.find_each(m.source.db, m.source.coll, mapping::children_filter(refill, *key),
-                              children, [&](bson::document&& child) {
-                                expected.push_back(mapping::planner::make_element(m, child));
-                                return true;
-                              });
-          if (!st) return st;
-          auto paths = check_recent(m, parent, expected);
-          ++out.checked;
-          if (paths.empty()) continue;
-          ++out.drifted;
-          if (out.examples.size() < opts.max_examples) {
-            out.examples.push_back(drift_example{*id, std::move(paths)});
-          }
-          drifted.push_back(*id);
-        }
-        if (!opts.repair || drifted.empty()) return {};
-        const std::uint64_t n = drifted.size();
-        const std::vector<mapping::write_op> repairs{
-            refill_for(m, bson::document{{"_id", bson::document{{"$in", std::move(drifted)}}}})};
-        if (auto st = writer.apply(repairs, {}, m.source); !st) return st;
-        if (!opts.dry_run) out.repaired += n;
-        return {};
-      });
+  return walk_batches(conn_, m.target, bson::document{}, parents, opts.batch_size, stop, stopped,
+                      [&](std::vector<bson::document>& batch) -> mongo::status {
+                        bson::array drifted;
+                        for (const auto& parent : batch) {
+                          const bson::value* key = parent.find_path(k.parent_field);
+                          const bson::value* id = parent.get("_id");
+                          // A refill skips these too: no child can name such a parent.
+                          if (key == nullptr || id == nullptr || mapping::reference_problem(*key) ||
+                              mapping::reference_problem(*id)) {
+                            continue;
+                          }
+                          bson::array expected;
+                          auto st = conn_.find_each(m.source.db, m.source.coll,
+                                                    mapping::children_filter(refill, *key),
+                                                    children, [&](bson::document&& child) {
+                                                      expected.push_back(k.element(m, child));
+                                                      return true;
+                                                    });
+                          if (!st) return st;
+                          auto paths = k.check(m, parent, expected);
+                          ++out.checked;
+                          if (paths.empty()) continue;
+                          ++out.drifted;
+                          if (out.examples.size() < opts.max_examples) {
+                            out.examples.push_back(drift_example{*id, std::move(paths)});
+                          }
+                          drifted.push_back(*id);
+                        }
+                        if (!opts.repair || drifted.empty()) return {};
+                        const std::uint64_t n = drifted.size();
+                        const std::vector<mapping::write_op> repairs{k.refill(
+                            m, bson::document{{"_id", bson::document{{"$in", std::move(drifted)}}}},
+                            mapping::merge_rule::mapping_barrier)};
+                        if (auto st = writer.apply(repairs, {}, m.source); !st) return st;
+                        if (opts.dry_run) return {};
+                        const std::uint64_t refused =
+                            std::min<std::uint64_t>(writer.refused_writes(), n);
+                        out.repaired += n - refused;
+                        out.unrepaired += refused;
+                        return {};
+                      });
 }
 
 }  // namespace denormd::ops

@@ -38,12 +38,14 @@ class verifier {
                                    const verify_options& opts, std::stop_token stop);
 
  private:
-  mongo::status verify_copy(const mapping::mapping& m, const verify_options& opts,
-                            std::stop_token& stop, mapping_report& out);
-  mongo::status verify_recent(const mapping::mapping& m, const verify_options& opts,
-                              std::stop_token& stop, mapping_report& out);
+  mongo::status verify_copy(const mapping::mapping& m, const mapping::copy_kind& k,
+                            const verify_options& opts, std::stop_token& stop, mapping_report& out);
+  mongo::status verify_recent(const mapping::mapping& m, const mapping::recent_kind& k,
+                              const verify_options& opts, std::stop_token& stop,
+                              mapping_report& out);
   // Plans what the source with key `key` (nullptr: a source that is gone) writes under `m`.
-  std::vector<mapping::write_op> plan_source(const mapping::mapping& m, const bson::value& key,
+  std::vector<mapping::write_op> plan_source(const mapping::mapping& m, const mapping::copy_kind& k,
+                                             const bson::value& key,
                                              const bson::document* source) const;
 
   mongo::connection& conn_;

@@ -15,10 +15,6 @@ std::string join(const std::vector<std::string>& parts, std::size_t max) {
   return out;
 }
 
-std::string kind_name(mapping::mapping_kind k) {
-  return k == mapping::mapping_kind::copy ? "copy" : "recent";
-}
-
 }  // namespace
 
 std::uint64_t verify_report::drifted() const {
@@ -35,6 +31,26 @@ std::uint64_t verify_report::repaired() const {
   return n;
 }
 
+std::uint64_t verify_report::unrepaired() const {
+  std::uint64_t n = 0;
+  for (const auto& m : mappings)
+    n += m.unrepaired;
+  return n;
+}
+
+namespace {
+
+std::string repair_summary(std::uint64_t repaired, std::uint64_t unrepaired) {
+  std::string out = "repaired " + format_count(repaired);
+  if (unrepaired > 0) {
+    out += "; could not repair " + format_count(unrepaired) +
+           " (the server refused the write; see denormd_deadletters)";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string to_text(const verify_report& r) {
   std::string out;
   std::uint64_t checked = 0;
@@ -42,7 +58,7 @@ std::string to_text(const verify_report& r) {
   for (const auto& m : r.mappings) {
     checked += m.checked;
     if (m.drifted > 0) ++drifted_mappings;
-    out += m.mapping + " (" + kind_name(m.kind) + " " + m.source + " -> " + m.target +
+    out += m.mapping + " (" + m.kind + " " + m.source + " -> " + m.target +
            "): " + format_count(m.checked) + " checked, " +
            (m.drifted == 0 ? std::string("in line") : format_count(m.drifted) + " drifted") + "\n";
     for (const auto& e : m.examples)
@@ -59,7 +75,7 @@ std::string to_text(const verify_report& r) {
         out += " _id " + bson::to_json(e.id) + " (" + bson::to_json(bson::value(e.keys)) + ")";
       out += "\n";
     }
-    if (r.repair && m.drifted > 0) out += "  repaired " + format_count(m.repaired) + "\n";
+    if (r.repair && m.drifted > 0) out += "  " + repair_summary(m.repaired, m.unrepaired) + "\n";
   }
   if (!r.complete) out += "stopped before every mapping was checked\n";
   if (r.drifted() == 0) {
@@ -69,7 +85,7 @@ std::string to_text(const verify_report& r) {
     out += "drift: " + format_count(r.drifted()) + " dependent(s) in " +
            std::to_string(drifted_mappings) + " of " + std::to_string(r.mappings.size()) +
            " mapping(s)";
-    out += r.repair ? "; repaired " + format_count(r.repaired()) + "\n"
+    out += r.repair ? "; " + repair_summary(r.repaired(), r.unrepaired()) + "\n"
                     : " (denormd verify --repair rewrites them)\n";
   }
   return out;
@@ -89,24 +105,28 @@ std::string to_json(const verify_report& r) {
     for (const auto& e : m.orphan_examples)
       orphans.push_back(bson::document{{"_id", e.id}, {"keys", e.keys}});
     bson::document d{{"mapping", m.mapping},
-                     {"kind", kind_name(m.kind)},
+                     {"kind", m.kind},
                      {"source", m.source},
                      {"target", m.target},
                      {"checked", static_cast<std::int64_t>(m.checked)},
                      {"drifted", static_cast<std::int64_t>(m.drifted)},
                      {"examples", std::move(examples)}};
-    if (m.kind == mapping::mapping_kind::copy) {
+    if (m.reports_orphans) {
       d.append("orphaned", static_cast<std::int64_t>(m.orphaned));
       d.append("orphansAllowed", m.orphans_allowed);
       d.append("orphanExamples", std::move(orphans));
     }
-    if (r.repair) d.append("repaired", static_cast<std::int64_t>(m.repaired));
+    if (r.repair) {
+      d.append("repaired", static_cast<std::int64_t>(m.repaired));
+      d.append("unrepaired", static_cast<std::int64_t>(m.unrepaired));
+    }
     mappings.push_back(std::move(d));
   }
   bson::document out{
       {"clean", r.drifted() == 0}, {"drifted", static_cast<std::int64_t>(r.drifted())},
       {"repair", r.repair},        {"repaired", static_cast<std::int64_t>(r.repaired())},
       {"complete", r.complete},    {"mappings", std::move(mappings)}};
+  if (r.repair) out.append("unrepaired", static_cast<std::int64_t>(r.unrepaired()));
   return bson::to_json(out);
 }
 

@@ -25,7 +25,7 @@ struct orphan_example {
 
 struct mapping_report {
   std::string mapping;
-  mapping::mapping_kind kind = mapping::mapping_kind::copy;
+  std::string kind;    // the mapping kind's name
   std::string source;  // namespaces, "shop.customers"
   std::string target;
   std::uint64_t checked =
@@ -37,8 +37,10 @@ struct mapping_report {
   // still there are counted in `drifted` too.
   std::uint64_t orphaned = 0;
   bool orphans_allowed = false;
+  bool reports_orphans = false;  // the kind references sources that may be missing (copy)
   std::vector<orphan_example> orphan_examples;
-  std::uint64_t repaired = 0;  // drifted dependents rewritten by --repair
+  std::uint64_t repaired = 0;    // drifted dependents rewritten by --repair
+  std::uint64_t unrepaired = 0;  // drifted dependents the server refused to rewrite
 };
 
 struct verify_report {
@@ -48,6 +50,7 @@ struct verify_report {
 
   std::uint64_t drifted() const;
   std::uint64_t repaired() const;
+  std::uint64_t unrepaired() const;
 };
 
 std::string to_text(const verify_report& r);

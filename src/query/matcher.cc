@@ -1,7 +1,9 @@
 #include "query/matcher.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
+#include <unordered_set>
 
 #include "common/json_text.h"
 #include "query/path.h"
@@ -10,8 +12,14 @@ namespace denormd::query {
 
 namespace {
 
-enum class node_kind { always, and_, or_, nor_, not_, leaf, elem_match_value, elem_match_doc };
-enum class leaf_op { eq, gt, gte, lt, lte, in, exists, size, type, all };
+enum class node_kind { always, and_, or_, not_, leaf, extension };
+enum class leaf_op { eq, gt, gte, lt, lte, in, exists };
+
+constexpr std::pair<std::string_view, leaf_op> comparisons[] = {{"$eq", leaf_op::eq},
+                                                                {"$gt", leaf_op::gt},
+                                                                {"$gte", leaf_op::gte},
+                                                                {"$lt", leaf_op::lt},
+                                                                {"$lte", leaf_op::lte}};
 
 }  // namespace
 
@@ -21,7 +29,7 @@ struct matcher::node {
   std::string path;
   leaf_op op = leaf_op::eq;
   bson::value operand;
-  std::vector<int> type_codes;  // $type; -1 means "number"
+  predicate_ptr extended;  // extension
 };
 
 namespace {
@@ -33,11 +41,6 @@ unexpected<compile_error> bad(std::string pointer, std::string message, int code
   return {compile_error{std::move(pointer), std::move(message), code}};
 }
 
-bool is_operator_document(const bson::value& v) {
-  return v.is_document() && !v.as_document().empty() &&
-         v.as_document().fields().front().name.starts_with('$');
-}
-
 bool truthy(const bson::value& v) {
   if (v.is<bool>()) return v.as<bool>();
   if (v.is_number()) return v.to_double() != 0;
@@ -45,24 +48,21 @@ bool truthy(const bson::value& v) {
 }
 
 struct compiler {
-  op_set ops;
+  const operator_extension* extension;  // nullptr: the mapping language only
   std::vector<std::string>& paths;
+  std::unordered_set<std::string> seen = {};  // `paths` as a set: a filter may name 100,000
 
-  bool allowed(std::string_view op) const {
-    if (ops == op_set::full) return true;
-    static constexpr std::string_view subset[] = {"$eq", "$ne",  "$gt",     "$gte", "$lt", "$lte",
-                                                  "$in", "$nin", "$exists", "$and", "$or", "$not"};
-    return std::find(std::begin(subset), std::end(subset), op) != std::end(subset);
-  }
-
-  unexpected<compile_error> unsupported(const std::string& pointer, std::string_view op) const {
-    return bad(pointer, "operator " + std::string(op) +
+  // An operator neither the mapping language nor the extension knows.
+  unexpected<compile_error> not_known(const std::string& pointer, const std::string& op,
+                                      const char* unknown_text) const {
+    if (extension != nullptr) return bad(pointer, unknown_text + op);
+    return bad(pointer, "operator " + op +
                             " is not supported here (supported: equality, $eq $ne $gt $gte $lt "
                             "$lte $in $nin $exists $and $or $not)");
   }
 
   void note_path(const std::string& path) {
-    if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
+    if (seen.insert(path).second) paths.push_back(path);
   }
 
   compile_result document(const bson::document& filter, const std::string& pointer) {
@@ -91,14 +91,14 @@ struct compiler {
       n.kind = node_kind::and_;
     } else if (op == "$or") {
       n.kind = node_kind::or_;
-    } else if (op == "$nor") {
-      n.kind = node_kind::nor_;
     } else if (op == "$comment") {
       return node{};
+    } else if (extension == nullptr) {
+      return not_known(here, op, "");
     } else {
-      return bad(here, "unknown top level operator: " + op);
+      return extended(extension->top_level_operator(op, arg, here), here, op,
+                      "unknown top level operator: ");
     }
-    if (!allowed(op)) return unsupported(here, op);
     if (!arg.is_array() || arg.as_array().empty()) {
       return bad(here, op + " must be a nonempty array");
     }
@@ -110,6 +110,19 @@ struct compiler {
       if (!child) return child.error();
       n.children.push_back(std::move(child).value());
     }
+    return n;
+  }
+
+  // A node for what the extension compiled, or the error for an operator it does not know.
+  compile_result extended(expected<predicate_ptr, compile_error> p, const std::string& here,
+                          const std::string& op, const char* unknown_text) {
+    if (!p) return unexpected<compile_error>{p.error()};
+    if (*p == nullptr) return not_known(here, op, unknown_text);
+    for (const auto& path : (*p)->paths())
+      note_path(path);
+    node n;
+    n.kind = node_kind::extension;
+    n.extended = std::move(p).value();
     return n;
   }
 
@@ -145,116 +158,29 @@ struct compiler {
   compile_result field_operator(const std::string& path, const std::string& op,
                                 const bson::value& arg, const std::string& here) {
     if (!op.starts_with('$')) return bad(here, "unknown operator: " + op);
-    static constexpr std::pair<std::string_view, leaf_op> comparisons[] = {{"$eq", leaf_op::eq},
-                                                                           {"$gt", leaf_op::gt},
-                                                                           {"$gte", leaf_op::gte},
-                                                                           {"$lt", leaf_op::lt},
-                                                                           {"$lte", leaf_op::lte}};
     for (const auto& [name, lop] : comparisons) {
-      if (op != name) continue;
-      if (!allowed(op)) return unsupported(here, op);
-      return leaf(path, lop, arg);
+      if (op == name) return leaf(path, lop, arg);
     }
     if (op == "$ne") return negate(leaf(path, leaf_op::eq, arg));
-    if (op == "$in" || op == "$nin" || op == "$all") {
-      if (!allowed(op)) return unsupported(here, op);
+    if (op == "$in" || op == "$nin") {
       if (!arg.is_array()) return bad(here, op + " needs an array");
       for (std::size_t i = 0; i < arg.as_array().size(); ++i) {
-        if (is_operator_document(arg.as_array()[i]) && op != "$all") {
+        if (is_operator_document(arg.as_array()[i])) {
           return bad(pointer_join(here, std::to_string(i)), "cannot nest $ under " + op);
         }
       }
-      if (op == "$all") return leaf(path, leaf_op::all, arg);
       node in = leaf(path, leaf_op::in, arg);
       return op == "$in" ? in : negate(std::move(in));
     }
     if (op == "$exists") return leaf(path, leaf_op::exists, bson::value(truthy(arg)));
     if (op == "$not") {
-      if (!allowed(op)) return unsupported(here, op);
       if (!is_operator_document(arg)) return bad(here, "$not needs a regex or a document");
       auto inner = field(path, arg, here);
       if (!inner) return inner.error();
       return negate(std::move(inner).value());
     }
-    if (op == "$size") {
-      if (!allowed(op)) return unsupported(here, op);
-      if (!arg.is_number() || arg.to_double() != std::floor(arg.to_double()) ||
-          arg.to_double() < 0) {
-        return bad(here, "$size needs a non-negative whole number");
-      }
-      return leaf(path, leaf_op::size, arg);
-    }
-    if (op == "$type") {
-      if (!allowed(op)) return unsupported(here, op);
-      node n = leaf(path, leaf_op::type, arg);
-      const bson::array items = arg.is_array() ? arg.as_array() : bson::array{arg};
-      if (items.empty()) return bad(here, "$type must match at least one type");
-      for (const auto& item : items) {
-        const int code = type_code(item);
-        if (code == 0) return bad(here, "unknown type name alias or code: " + describe(item));
-        n.type_codes.push_back(code);
-      }
-      return n;
-    }
-    if (op == "$elemMatch") {
-      if (!allowed(op)) return unsupported(here, op);
-      if (!arg.is_document()) return bad(here, "$elemMatch needs an Object");
-      node n;
-      n.path = path;
-      const auto& spec = arg.as_document();
-      const bool value_form = is_operator_document(arg) && spec.fields().front().name != "$and" &&
-                              spec.fields().front().name != "$or" &&
-                              spec.fields().front().name != "$nor";
-      if (value_form) {
-        n.kind = node_kind::elem_match_value;
-        for (const auto& f : spec) {
-          auto child = field_operator("", f.name, f.val, pointer_join(here, f.name));
-          if (!child) return child.error();
-          n.children.push_back(std::move(child).value());
-        }
-      } else {
-        n.kind = node_kind::elem_match_doc;
-        std::vector<std::string> ignored;
-        compiler sub{ops, ignored};
-        auto child = sub.document(spec, here);
-        if (!child) return child.error();
-        n.children.push_back(std::move(child).value());
-      }
-      return n;
-    }
-    return bad(here, "unknown operator: " + op);
-  }
-
-  static std::string describe(const bson::value& v) {
-    if (v.is_string()) return v.as_string();
-    if (v.is_number()) return std::to_string(v.to_double());
-    return std::string(bson::type_name(v.kind()));
-  }
-
-  // BSON type code for $type, -1 for "number", 0 when unknown.
-  static int type_code(const bson::value& v) {
-    if (v.is_number()) {
-      const double d = v.to_double();
-      static constexpr int valid[] = {1,  2,  3,  4,  5,  6,  7,  8,   9, 10,
-                                      11, 13, 14, 16, 17, 18, 19, 127, -1};
-      for (const int c : valid) {
-        if (d == c) return c;
-      }
-      if (d == -1) return 255;  // MinKey's alias code
-      return 0;
-    }
-    if (!v.is_string()) return 0;
-    if (v.as_string() == "number") return -1;
-    static constexpr bson::type all[] = {
-        bson::type::double_,    bson::type::string,    bson::type::document,  bson::type::array,
-        bson::type::binary,     bson::type::undefined, bson::type::oid,       bson::type::boolean,
-        bson::type::date,       bson::type::null,      bson::type::regex,     bson::type::code,
-        bson::type::symbol,     bson::type::int32,     bson::type::timestamp, bson::type::int64,
-        bson::type::decimal128, bson::type::min_key,   bson::type::max_key};
-    for (const auto t : all) {
-      if (bson::type_name(t) == v.as_string()) return static_cast<int>(t);
-    }
-    return 0;
+    if (extension == nullptr) return not_known(here, op, "");
+    return extended(extension->field_operator(path, op, arg, here), here, op, "unknown operator: ");
   }
 };
 
@@ -271,157 +197,102 @@ bool equal_values(const bson::value& a, const bson::value& b) {
 }
 
 // Tests one value (no array expansion) against a comparison-style leaf.
-bool test_value(const node& n, const bson::value& v) {
-  switch (n.op) {
+bool test_leaf_value(leaf_op op, const bson::value& v, const bson::value& operand) {
+  switch (op) {
     case leaf_op::eq:
-      return equal_values(v, n.operand);
+      return equal_values(v, operand);
     case leaf_op::in:
-      return std::any_of(n.operand.as_array().begin(), n.operand.as_array().end(),
+      return std::any_of(operand.as_array().begin(), operand.as_array().end(),
                          [&](const bson::value& o) { return equal_values(v, o); });
     case leaf_op::gt:
     case leaf_op::gte:
     case leaf_op::lt:
     case leaf_op::lte: {
-      const bool bracket_free = n.operand.is<bson::min_key>() || n.operand.is<bson::max_key>();
-      if (!bracket_free && bson::canonical_rank(v) != bson::canonical_rank(n.operand)) return false;
-      if (n.operand.is_number() && std::isnan(n.operand.to_double())) {
-        return (n.op == leaf_op::gte || n.op == leaf_op::lte) && v.is_number() &&
+      const bool bracket_free = operand.is<bson::min_key>() || operand.is<bson::max_key>();
+      if (!bracket_free && bson::canonical_rank(v) != bson::canonical_rank(operand)) return false;
+      if (operand.is_number() && std::isnan(operand.to_double())) {
+        return (op == leaf_op::gte || op == leaf_op::lte) && v.is_number() &&
                std::isnan(v.to_double());
       }
-      const int c = bson::compare(v, n.operand);
-      if (n.op == leaf_op::gt) return c > 0;
-      if (n.op == leaf_op::gte) return c >= 0;
-      if (n.op == leaf_op::lt) return c < 0;
+      const int c = bson::compare(v, operand);
+      if (op == leaf_op::gt) return c > 0;
+      if (op == leaf_op::gte) return c >= 0;
+      if (op == leaf_op::lt) return c < 0;
       return c <= 0;
     }
-    case leaf_op::size:
-      return v.is_array() && static_cast<double>(v.as_array().size()) == n.operand.to_double();
-    case leaf_op::type:
-      return std::any_of(n.type_codes.begin(), n.type_codes.end(), [&](int code) {
-        return code == -1 ? v.is_number() : code == static_cast<int>(v.kind());
-      });
     case leaf_op::exists:
-    case leaf_op::all:
       return false;
   }
   return false;
 }
 
 // Whether a missing branch satisfies the leaf ({a: null} and {a: {$in: [null]}} do).
-bool test_missing(const node& n) {
-  switch (n.op) {
+bool leaf_accepts_missing(leaf_op op, const bson::value& operand) {
+  switch (op) {
     case leaf_op::eq:
     case leaf_op::gte:
     case leaf_op::lte:
-      return is_nullish(n.operand);
+      return is_nullish(operand);
     case leaf_op::in:
-      return std::any_of(n.operand.as_array().begin(), n.operand.as_array().end(), is_nullish);
+      return std::any_of(operand.as_array().begin(), operand.as_array().end(), is_nullish);
     default:
       return false;
   }
 }
 
-bool evaluate(const node& n, const bson::document& doc, match_details* details);
-
 // Tests a reached value, looking inside a leaf array where MongoDB does.
-bool test_expanding(const node& n, const bson::value& v, std::optional<std::size_t>& index) {
-  if (test_value(n, v)) return true;
-  if (!v.is_array() || n.op == leaf_op::size) return false;
+bool test_expanding(const node& n, const bson::value& v) {
+  if (test_leaf_value(n.op, v, n.operand)) return true;
+  if (!v.is_array()) return false;
   const auto& items = v.as_array();
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (n.op == leaf_op::type && items[i].is_array()) continue;
-    if (test_value(n, items[i])) {
-      if (!index) index = i;
-      return true;
-    }
-  }
   // {a: null} matches an array holding null; missing handled by the caller.
-  return false;
+  return std::any_of(items.begin(), items.end(), [&](const bson::value& item) {
+    return test_leaf_value(n.op, item, n.operand);
+  });
 }
 
-bool evaluate_leaf(const node& n, const bson::document& doc, match_details* details) {
+bool evaluate_leaf(const node& n, const bson::document& doc) {
+  bool matched = false;
   if (n.op == leaf_op::exists) {
-    bool found = false;
     resolve_path(doc, n.path, [&](const bson::value&, std::optional<std::size_t>) {
-      found = true;
+      matched = true;
       return false;
     });
-    return found == n.operand.as<bool>();
+    return matched == n.operand.as<bool>();
   }
-  if (n.op == leaf_op::all) {
-    const auto& items = n.operand.as_array();
-    if (items.empty()) return false;
-    node probe;
-    probe.kind = node_kind::leaf;
-    probe.path = n.path;
-    for (const auto& item : items) {
-      probe.op = leaf_op::eq;
-      probe.operand = item;
-      if (!evaluate_leaf(probe, doc, details)) return false;
-    }
-    return true;
-  }
-  bool matched = false;
-  std::optional<std::size_t> hit_index;
-  resolve_branches(doc, n.path, [&](const bson::value* v, std::optional<std::size_t> index) {
-    if (v == nullptr) {
-      matched = test_missing(n);
-    } else {
-      matched = test_expanding(n, *v, index);
-    }
-    if (matched) hit_index = index;
+  resolve_branches(doc, n.path, [&](const bson::value* v, std::optional<std::size_t>) {
+    matched = v == nullptr ? leaf_accepts_missing(n.op, n.operand) : test_expanding(n, *v);
     return !matched;
   });
-  if (matched && details != nullptr && !details->array_index) details->array_index = hit_index;
   return matched;
 }
 
-bool evaluate_elem_match(const node& n, const bson::document& doc, match_details* details) {
-  bool matched = false;
-  std::optional<std::size_t> hit_index;
-  resolve_path(doc, n.path, [&](const bson::value& v, std::optional<std::size_t> index) {
-    if (!v.is_array()) return true;
-    const auto& items = v.as_array();
-    for (std::size_t i = 0; i < items.size() && !matched; ++i) {
-      if (n.kind == node_kind::elem_match_doc) {
-        matched =
-            items[i].is_document() && evaluate(n.children.front(), items[i].as_document(), nullptr);
-      } else {
-        // Conditions apply to the element itself: wrap it so leaves can address it by "".
-        bson::document wrapper{{"", items[i]}};
-        matched = std::all_of(n.children.begin(), n.children.end(),
-                              [&](const node& c) { return evaluate(c, wrapper, nullptr); });
-      }
-      if (matched) hit_index = index ? index : std::optional<std::size_t>(i);
-    }
-    return !matched;
-  });
-  if (matched && details != nullptr && !details->array_index) details->array_index = hit_index;
-  return matched;
-}
-
-bool evaluate(const node& n, const bson::document& doc, match_details* details) {
+bool evaluate(const node& n, const bson::document& doc) {
   switch (n.kind) {
     case node_kind::always:
       return true;
     case node_kind::and_:
       return std::all_of(n.children.begin(), n.children.end(),
-                         [&](const node& c) { return evaluate(c, doc, details); });
+                         [&](const node& c) { return evaluate(c, doc); });
     case node_kind::or_:
       return std::any_of(n.children.begin(), n.children.end(),
-                         [&](const node& c) { return evaluate(c, doc, details); });
-    case node_kind::nor_:
-      return std::none_of(n.children.begin(), n.children.end(),
-                          [&](const node& c) { return evaluate(c, doc, nullptr); });
+                         [&](const node& c) { return evaluate(c, doc); });
     case node_kind::not_:
-      return !evaluate(n.children.front(), doc, nullptr);
+      return !evaluate(n.children.front(), doc);
     case node_kind::leaf:
-      return evaluate_leaf(n, doc, details);
-    case node_kind::elem_match_value:
-    case node_kind::elem_match_doc:
-      return evaluate_elem_match(n, doc, details);
+      return evaluate_leaf(n, doc);
+    case node_kind::extension:
+      return n.extended->matches(doc);
   }
   return false;
+}
+
+std::optional<leaf_op> comparison_named(std::string_view op) {
+  if (op == "$in") return leaf_op::in;
+  for (const auto& [name, lop] : comparisons) {
+    if (op == name) return lop;
+  }
+  return std::nullopt;
 }
 
 void collect_equalities(const bson::document& filter,
@@ -443,11 +314,29 @@ void collect_equalities(const bson::document& filter,
 
 }  // namespace
 
+bool is_operator_document(const bson::value& v) {
+  return v.is_document() && !v.as_document().empty() &&
+         v.as_document().fields().front().name.starts_with('$');
+}
+
+bool test_value(std::string_view op, const bson::value& v, const bson::value& operand) {
+  const auto lop = comparison_named(op);
+  assert(lop && "test_value takes $eq $gt $gte $lt $lte $in");
+  return test_leaf_value(*lop, v, operand);
+}
+
+bool accepts_missing(std::string_view op, const bson::value& operand) {
+  const auto lop = comparison_named(op);
+  assert(lop && "accepts_missing takes $eq $gt $gte $lt $lte $in");
+  return leaf_accepts_missing(*lop, operand);
+}
+
 matcher::matcher() : root_(std::make_shared<node>()) {}
 
-expected<matcher, compile_error> matcher::compile(const bson::document& filter, op_set ops) {
+expected<matcher, compile_error> matcher::compile_with(const bson::document& filter,
+                                                       const operator_extension* extension) {
   matcher m;
-  compiler c{ops, m.paths_};
+  compiler c{extension, m.paths_};
   auto root = c.document(filter, "");
   if (!root) return unexpected<compile_error>{root.error()};
   m.root_ = std::make_shared<node>(std::move(root).value());
@@ -455,8 +344,17 @@ expected<matcher, compile_error> matcher::compile(const bson::document& filter, 
   return m;
 }
 
-bool matcher::matches(const bson::document& doc, match_details* details) const {
-  return evaluate(*root_, doc, details);
+expected<matcher, compile_error> matcher::compile(const bson::document& filter, op_set) {
+  return compile_with(filter, nullptr);
+}
+
+expected<matcher, compile_error> matcher::compile(const bson::document& filter,
+                                                  const operator_extension& extension) {
+  return compile_with(filter, &extension);
+}
+
+bool matcher::matches(const bson::document& doc) const {
+  return evaluate(*root_, doc);
 }
 
 std::vector<std::pair<std::string, bson::value>> matcher::equalities() const {

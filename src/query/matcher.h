@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bson/value.h"
@@ -12,11 +13,10 @@
 
 namespace denormd::query {
 
-// Which operators compile. The mapping language allows a subset (DESIGN §2); the test
-// server allows everything implemented here.
+// Which operators compile without an extension: the mapping language's (docs/mapping.schema.json):
+// equality, $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $not.
 enum class op_set {
-  mapping_subset,  // equality, $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $not
-  full,            // the above plus $nor $elemMatch $size $type $all
+  mapping_subset,
 };
 
 struct compile_error {
@@ -25,19 +25,49 @@ struct compile_error {
   int code = 2;         // MongoDB error code (2 BadValue)
 };
 
-// What a successful match reports beyond yes/no: the index of the array element that made
-// the first array-traversing predicate match (the positional `$` update operator uses it).
-struct match_details {
-  std::optional<std::size_t> array_index;
+// A compiled operator from an extension: true when the whole document satisfies it.
+class predicate {
+ public:
+  virtual ~predicate() = default;
+  virtual bool matches(const bson::document& doc) const = 0;
+  // Dotted paths it reads besides the field it was compiled for (a top-level operator's).
+  virtual std::vector<std::string> paths() const { return {}; }
 };
+using predicate_ptr = std::shared_ptr<const predicate>;
+
+// Operators beyond the mapping language, for a caller that needs more of MongoDB's query
+// language (the test server in tests/emulator); denormd compiles without one. Stateless
+// from the matcher's view: used only while compiling, from the compiling thread.
+class operator_extension {
+ public:
+  virtual ~operator_extension() = default;
+  // `{path: {op: arg}}`, `pointer` naming `op`; nullptr when `op` is not this extension's.
+  virtual expected<predicate_ptr, compile_error> field_operator(
+      const std::string& path, const std::string& op, const bson::value& arg,
+      const std::string& pointer) const = 0;
+  // Top-level `{op: arg}`; nullptr when `op` is not this extension's.
+  virtual expected<predicate_ptr, compile_error> top_level_operator(
+      const std::string& op, const bson::value& arg, const std::string& pointer) const = 0;
+};
+
+// How one operator of the mapping language ($eq $gt $gte $lt $lte $in) tests one value,
+// without looking inside arrays, and whether it accepts a missing field. Extensions use them
+// so that their operators agree with these.
+bool test_value(std::string_view op, const bson::value& v, const bson::value& operand);
+bool accepts_missing(std::string_view op, const bson::value& operand);
+// Whether a query value is an operator document ({"$gt": 1}), not a value to compare with.
+bool is_operator_document(const bson::value& v);
 
 class matcher {
  public:
   static expected<matcher, compile_error> compile(const bson::document& filter,
-                                                  op_set ops = op_set::full);
+                                                  op_set ops = op_set::mapping_subset);
+  // The mapping language plus the operators `extension` compiles.
+  static expected<matcher, compile_error> compile(const bson::document& filter,
+                                                  const operator_extension& extension);
   matcher();  // matches everything
 
-  bool matches(const bson::document& doc, match_details* details = nullptr) const;
+  bool matches(const bson::document& doc) const;
 
   // Top-level dotted paths the filter reads (deduplicated), e.g. {"status", "address.city"}.
   const std::vector<std::string>& paths() const { return paths_; }
@@ -50,6 +80,9 @@ class matcher {
   struct node;  // implementation detail
 
  private:
+  static expected<matcher, compile_error> compile_with(const bson::document& filter,
+                                                       const operator_extension* extension);
+
   std::shared_ptr<const node> root_;
   std::vector<std::string> paths_;
   bson::document filter_;

@@ -2,18 +2,24 @@
 // The consumer side of one source: takes whatever its watcher queued (up to a batch), plans
 // it, coalesces, writes, and only then may store the checkpoint of the last item. A failed
 // batch is retried whole (ops are idempotent) with capped exponential backoff and jitter,
-// so position is never lost. Lifecycle: start() once; request_stop() lets the batch in
-// flight finish (and checkpoint) and ends the thread; join(). Accessors are thread-safe.
+// so position is never lost. The planner is an immutable snapshot the applier shares, so
+// whoever swaps plans never changes one under a running batch.
+// Lifecycle: start() once; request_stop() lets the batch in flight finish (and checkpoint)
+// and ends the thread; join(). Accessors and wait_until_completed() are thread-safe.
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <stop_token>
 #include <thread>
 
-#include "checkpoint/checkpoint_store.h"
+#include "checkpoint/position_store.h"
 #include "mapping/planner.h"
 #include "metrics/metrics.h"
-#include "sink/writer.h"
+#include "sink/batch_writer.h"
 #include "source/event_queue.h"
 
 namespace denormd::sink {
@@ -23,7 +29,8 @@ struct applier_options {
   std::size_t max_batch = 1000;
   bool dry_run = false;  // plan and log, write nothing, store no checkpoint
   std::chrono::milliseconds max_backoff{10000};
-  std::int64_t initial_checkpoint_ms = 0;  // when the stored checkpoint was saved
+  // When the stored checkpoint was saved: until the first item is read, lag is its age.
+  std::int64_t initial_checkpoint_ms = 0;
   // A batch smaller than max_batch waits this long for more events: fewer, larger writes
   // (and more coalescing) for a few milliseconds of latency. 0 writes at once.
   std::chrono::milliseconds linger{5};
@@ -35,8 +42,9 @@ struct applier_options {
 
 class applier {
  public:
-  applier(const mapping::planner& planner, writer& w, checkpoint::checkpoint_store& checkpoints,
-          source::event_queue& queue, metrics::metrics& m, applier_options opts);
+  applier(std::shared_ptr<const mapping::planner> planner, batch_writer& w,
+          checkpoint::position_store& checkpoints, source::event_queue& queue, metrics::metrics& m,
+          applier_options opts);
   ~applier();
   applier(const applier&) = delete;
   applier& operator=(const applier&) = delete;
@@ -46,35 +54,58 @@ class applier {
   void join();
 
   // Seconds between now and the wall time of the oldest event not yet applied (0 when
-  // caught up); and since the last stored checkpoint.
+  // caught up; the stored checkpoint's age before anything was read, as nothing says we are
+  // caught up yet); and since the last stored checkpoint.
   double lag_seconds(std::int64_t now_ms) const;
   double checkpoint_age_seconds(std::int64_t now_ms) const;
   std::uint64_t applied_events() const { return applied_.load(); }
   // Queue items (events and token-only ones) fully applied and checkpointed so far; equal to
   // the watcher's pushed() count when everything read is applied.
   std::uint64_t completed_items() const { return completed_items_.load(); }
+  // Waits until completed_items() reaches `n`; false when `stop` came first.
+  bool wait_until_completed(std::uint64_t n, std::stop_token stop);
+  // When the last checkpoint was stored (ms since the epoch; initial_checkpoint_ms until then).
+  std::int64_t checkpoint_ms() const { return checkpoint_ms_.load(); }
+  // After join(): the position after which every item taken was applied (stored or not):
+  // where a pipeline replacing this one starts. nullopt when nothing was applied.
+  const std::optional<checkpoint::checkpoint>& applied_position() const { return position_; }
 
  private:
   void run(std::stop_token stop);
   // Retries `attempt` until it succeeds or stop is requested (then false).
   template <class F>
   bool with_retry(std::stop_token& stop, const char* stage, F&& attempt);
-  // Stores `pending_` (retrying until stored or stopped); false when stopped first.
+  // Stores `position_` if pending (retrying until stored or stopped); false when stopped first.
   bool store_pending(std::stop_token& stop);
+  // Parses and plans `items` into the batch buffers; returns the newest event's wall time.
+  std::int64_t plan_batch(const std::vector<source::stream_item>& items);
+  // Everything up to `cp` is applied: it is pending until stored.
+  void advance(checkpoint::checkpoint cp);
 
-  const mapping::planner& planner_;
-  writer& writer_;
-  checkpoint::checkpoint_store& checkpoints_;
+  const std::shared_ptr<const mapping::planner> planner_;
+  batch_writer& writer_;
+  checkpoint::position_store& checkpoints_;
   source::event_queue& queue_;
   metrics::metrics& metrics_;
   applier_options opts_;
   const std::string name_;
-  std::optional<checkpoint::checkpoint> pending_;  // applied, not yet stored (applier thread)
+  // Applier thread only: the batch being planned and written.
+  std::vector<mapping::change_event> events_;
+  std::vector<bson::document> tokens_;
+  std::vector<mapping::write_op> ops_;
+  // The newest applied position, and whether it is not stored yet (applier thread).
+  std::optional<checkpoint::checkpoint> position_;
+  bool pending_ = false;
+  // Wall time of the newest applied event: token-only checkpoints carry it (applier thread).
+  std::int64_t last_event_ms_ = 0;
   std::chrono::steady_clock::time_point stored_at_{};
   std::atomic<std::int64_t> in_flight_oldest_ms_{0};
   std::atomic<std::int64_t> checkpoint_ms_{0};
+  std::atomic<bool> read_any_{false};  // an item was taken from the queue
   std::atomic<std::uint64_t> applied_{0};
   std::atomic<std::uint64_t> completed_items_{0};
+  std::mutex completed_mutex_;  // with completed_cv_: wakes wait_until_completed()
+  std::condition_variable_any completed_cv_;
   std::jthread thread_;
 };
 

@@ -1,21 +1,19 @@
 #include "sink/writer.h"
 
+#include <cassert>
 #include <chrono>
 
 #include "bson/convert.h"
 #include "bson/json.h"
+#include "common/clock.h"
 #include "common/log.h"
-#include "mapping/planner.h"
+#include "common/overloaded.h"
+#include "mapping/document_store.h"
+#include "mapping/reference.h"
 
 namespace denormd::sink {
 
 namespace {
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 const std::string& mapping_name(const mapping::write_op& op) {
   return op.source_mapping->name;
@@ -43,6 +41,8 @@ void writer::acknowledged(const mapping::write_op& op, std::int64_t now) {
 mongo::status writer::apply(const std::vector<mapping::write_op>& ops,
                             std::span<const bson::document> event_tokens,
                             const mapping::ns& source) {
+  rejected_.clear();
+  refused_writes_ = 0;
   if (opts_.dry_run) {
     for (const auto& op : ops) {
       log::info("writer", "dry run", {{"write", mapping::to_plan_json(op)}});
@@ -62,15 +62,25 @@ mongo::status writer::apply(const std::vector<mapping::write_op>& ops,
     run.clear();
     for (const auto& op : ops) {
       if (op.source_mapping != m) continue;
-      if (op.kind != mapping::write_kind::refill && op.kind != mapping::write_kind::fill) {
-        run.push_back(&op);
-        continue;
-      }
       // Reads first, then writes: whatever was planned before must be applied before.
-      if (auto st = run_bulk(run, event_tokens, source); !st) return st;
-      run.clear();
-      auto st = op.kind == mapping::write_kind::refill ? run_refill(op, event_tokens, source)
-                                                       : run_fill(op, event_tokens, source);
+      auto complete = [&]() -> mongo::status {
+        auto st = run_bulk(run, event_tokens, source);
+        run.clear();
+        return st ? run_completion(op, event_tokens, source) : st;
+      };
+      auto st = std::visit(overloaded{[&](const mapping::update_write&) -> mongo::status {
+                                        run.push_back(&op);
+                                        return {};
+                                      },
+                                      [&](const mapping::refill_write&) { return complete(); },
+                                      [&](const mapping::fill_write&) { return complete(); },
+                                      [&](const mapping::dead_letter_write& w) {
+                                        // Writes nothing, so it needs no place in the order.
+                                        return dead_letter(op, nullptr,
+                                                           bson::document{{"reason", w.reason}},
+                                                           token_of(op, event_tokens), source);
+                                      }},
+                           op.what);
       if (!st) return st;
     }
     if (auto st = run_bulk(run, event_tokens, source); !st) return st;
@@ -80,20 +90,19 @@ mongo::status writer::apply(const std::vector<mapping::write_op>& ops,
 
 mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,
                                std::span<const bson::document> event_tokens,
-                               const mapping::ns& source) {
+                               const mapping::ns& source, const mapping::write_op* origin) {
   std::size_t start = 0;
   while (start < run.size()) {
     std::vector<mongo::write_request> requests;
     requests.reserve(run.size() - start);
     for (std::size_t i = start; i < run.size(); ++i) {
-      const auto& op = *run[i];
-      requests.push_back({op.kind == mapping::write_kind::update_many, &op.filter, &op.update,
-                          &op.array_filters, op.upsert});
+      const auto& w = std::get<mapping::update_write>(run[i]->what);
+      requests.push_back({w.many, &w.filter, &w.update, &w.array_filters, w.upsert});
     }
     const auto& target = run[start]->target;
     auto outcome = conn_.update_bulk(target.db, target.coll, requests, true);
     if (!outcome) return outcome.error();
-    const std::int64_t now = now_ms();
+    const std::int64_t now = wall_ms();
     const std::size_t done = outcome->failed_index ? *outcome->failed_index : requests.size();
     for (std::size_t i = start; i < start + done; ++i)
       acknowledged(*run[i], now);
@@ -101,127 +110,182 @@ mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,
       metrics_.count_modified(mapping_name(*run[start]), outcome->modified);
     if (!outcome->failed_index) return {};
     const auto& bad = *run[start + *outcome->failed_index];
+    const auto& bad_write = std::get<mapping::update_write>(bad.what);
     if (outcome->write_error->transient()) return *outcome->write_error;
-    if (auto st = dead_letter(bad, bad.update, *outcome->write_error, token_of(bad, event_tokens),
-                              source);
-        !st) {
-      return st;
+    if (bad_write.many && origin == nullptr) {
+      // One document (too large, say) must not leave the others stale.
+      if (auto st = run_per_document(bad, event_tokens, source); !st) return st;
+    } else {
+      if (auto st = rejected_by_server(origin != nullptr ? *origin : bad, bad_write.update,
+                                       *outcome->write_error, token_of(bad, event_tokens), source,
+                                       origin != nullptr ? &bad_write.filter : nullptr);
+          !st) {
+        return st;
+      }
     }
     start += *outcome->failed_index + 1;
   }
   return {};
 }
 
-mongo::status writer::run_refill(const mapping::write_op& op,
-                                 std::span<const bson::document> event_tokens,
-                                 const mapping::ns& source) {
-  const mapping::mapping& m = *op.source_mapping;
-  const mapping::refill_query& r = *op.refill;
-  mongo::find_options parent_opts;
-  parent_opts.projection = bson::document{{"_id", 1}};
-  if (r.parent_field != "_id") parent_opts.projection.append(r.parent_field, 1);
-  auto parents = conn_.find(op.target.db, op.target.coll, op.filter, parent_opts);
-  if (!parents) return parents.error();
-  mongo::find_options child_opts;
-  child_opts.sort = r.sort;
-  child_opts.limit = r.limit;
-  for (const auto& parent : *parents) {
-    const bson::value* key = parent.find_path(r.parent_field);
-    const bson::value* id = parent.get("_id");
-    if (key == nullptr || id == nullptr) continue;
-    auto children =
-        conn_.find(r.source.db, r.source.coll, mapping::children_filter(r, *key), child_opts);
-    if (!children) return children.error();
-    bson::array elements;
-    elements.reserve(children->size());
-    for (const auto& child : *children)
-      elements.push_back(mapping::planner::make_element(m, child));
-    const bson::document filter{{"_id", *id}};
-    bson::document set;
-    set.append(m.into, std::move(elements));
-    bson::document update;
-    update.append("$set", std::move(set));
-    const mongo::write_request req{false, &filter, &update, nullptr, false};
-    auto outcome = conn_.update_bulk(op.target.db, op.target.coll, std::span(&req, 1), true);
-    if (!outcome) return outcome.error();
-    if (outcome->write_error) {
-      if (outcome->write_error->transient()) return *outcome->write_error;
-      if (auto st =
-              dead_letter(op, update, *outcome->write_error, token_of(op, event_tokens), source);
-          !st) {
-        return st;
-      }
-      continue;
-    }
-    if (outcome->modified > 0) metrics_.count_modified(m.name, outcome->modified);
+mongo::status writer::run_per_document(const mapping::write_op& op,
+                                       std::span<const bson::document> event_tokens,
+                                       const mapping::ns& source) {
+  mongo::find_options ids_only;
+  ids_only.projection = bson::document{{"_id", 1}};
+  const auto& w = std::get<mapping::update_write>(op.what);
+  auto docs = conn_.find(op.target.db, op.target.coll, w.filter, ids_only);
+  if (!docs) return docs.error();
+  std::vector<mapping::write_op> single;
+  single.reserve(docs->size());
+  for (const auto& doc : *docs) {
+    const bson::value* id = doc.get("_id");
+    if (id == nullptr) continue;
+    mapping::write_op one = op;
+    auto& one_write = std::get<mapping::update_write>(one.what);
+    one_write.many = false;
+    one_write.filter = bson::document{
+        {"$and", bson::array{bson::document{{"_id", mapping::literal(*id)}}, w.filter}}};
+    single.push_back(std::move(one));
   }
-  acknowledged(op, now_ms());
-  return {};
+  std::vector<const mapping::write_op*> run;
+  run.reserve(single.size());
+  for (const auto& one : single)
+    run.push_back(&one);
+  log::info("writer", "a multi-document write was rejected; writing its documents one by one",
+            {{"mapping", mapping_name(op)}, {"documents", std::to_string(run.size())}});
+  return run_bulk(run, event_tokens, source, &op);
 }
 
-mongo::status writer::run_fill(const mapping::write_op& op,
-                               std::span<const bson::document> event_tokens,
-                               const mapping::ns& source) {
-  const mapping::mapping& m = *op.source_mapping;
-  const mapping::fill_query& f = *op.fill;
-  const bson::document key{{f.key_field, f.key}};
-  auto doc = conn_.find_one(f.source.db, f.source.coll, key);
-  if (!doc) return doc.error();
-  if (!*doc) {
-    // Nothing to copy from (yet): the source's insert event will fill it.
-    acknowledged(op, now_ms());
+// The kinds' view of the database during one completion: reads and single-document writes,
+// with the writer's policy for refused writes (a dead letter) and failures (kept, returned).
+class writer::store final : public mapping::document_store {
+ public:
+  store(writer& w, std::span<const bson::document> tokens, const mapping::ns& source)
+      : w_(w), tokens_(tokens), source_(source) {}
+
+  std::optional<std::vector<bson::document>> find(const mapping::ns& where,
+                                                  const bson::document& filter,
+                                                  const mapping::read_options& opts) override {
+    mongo::find_options find;
+    find.projection = opts.projection;
+    find.sort = opts.sort;
+    find.limit = opts.limit;
+    auto docs = w_.conn_.find(where.db, where.coll, filter, find);
+    if (!docs) return fail(docs.error());
+    return std::move(docs).value();
+  }
+
+  std::optional<std::optional<bson::document>> find_one(const mapping::ns& where,
+                                                        const bson::document& filter) override {
+    auto doc = w_.conn_.find_one(where.db, where.coll, filter);
+    if (!doc) return fail(doc.error());
+    return std::move(doc).value();
+  }
+
+  mapping::store_write update_one(const mapping::write_op& op, const bson::document& filter,
+                                  const bson::document& update,
+                                  const bson::array& array_filters) override {
+    const mongo::write_request req{false, &filter, &update, &array_filters, false};
+    auto outcome = w_.conn_.update_bulk(op.target.db, op.target.coll, std::span(&req, 1), true);
+    if (!outcome) return failed(outcome.error());
+    if (outcome->write_error) {
+      if (outcome->write_error->transient()) return failed(*outcome->write_error);
+      const bool narrower = &filter != op.selector();
+      if (auto st = w_.rejected_by_server(op, update, *outcome->write_error, token_of(op, tokens_),
+                                          source_, narrower ? &filter : nullptr);
+          !st) {
+        return failed(st.error());
+      }
+      return mapping::store_write::refused;
+    }
+    if (outcome->modified > 0) w_.metrics_.count_modified(mapping_name(op), outcome->modified);
+    return mapping::store_write::applied;
+  }
+
+  mongo::status status() const {
+    if (error_) return *error_;
     return {};
   }
-  bson::document update = mapping::planner::copy_update(m, &**doc);
-  // The source's own stream writes these copies too, from another thread: if it applies a
-  // newer source between our read and our write, our older copy would win for good. So read
-  // the source again after each write until what was written is still current; a change
-  // after that read is applied by the source's stream after our write.
-  while (true) {
-    const mongo::write_request req{false, &op.filter, &update, &op.array_filters, false};
-    auto outcome = conn_.update_bulk(op.target.db, op.target.coll, std::span(&req, 1), true);
-    if (!outcome) return outcome.error();
-    if (outcome->write_error) {
-      if (outcome->write_error->transient()) return *outcome->write_error;
-      return dead_letter(op, update, *outcome->write_error, token_of(op, event_tokens), source);
-    }
-    if (outcome->modified > 0) metrics_.count_modified(mapping_name(op), outcome->modified);
-    auto again = conn_.find_one(f.source.db, f.source.coll, key);
-    if (!again) return again.error();
-    // Deleted since: the copies stay, or go as the delete policy says.
-    if (!*again && m.on_source_delete == mapping::delete_policy::keep) break;
-    bson::document current = mapping::planner::copy_update(m, *again ? &**again : nullptr);
-    if (current == update) break;
-    update = std::move(current);
+
+ private:
+  std::nullopt_t fail(mongo::driver_error e) {
+    error_ = std::move(e);
+    return std::nullopt;
   }
-  acknowledged(op, now_ms());
+  mapping::store_write failed(mongo::driver_error e) {
+    error_ = std::move(e);
+    return mapping::store_write::failed;
+  }
+
+  writer& w_;
+  std::span<const bson::document> tokens_;
+  const mapping::ns& source_;
+  std::optional<mongo::driver_error> error_;
+};
+
+mongo::status writer::run_completion(const mapping::write_op& op,
+                                     std::span<const bson::document> event_tokens,
+                                     const mapping::ns& source) {
+  const mapping::mapping& m = *op.source_mapping;
+  store s(*this, event_tokens, source);
+  if (!m.visit([&](const auto& k) { return k.complete(m, op, s); })) {
+    assert(!s.status() && "a completion stops only after a failed call");
+    return s.status();
+  }
+  acknowledged(op, wall_ms());
   return {};
 }
 
-mongo::status writer::dead_letter(const mapping::write_op& op, const bson::document& update,
-                                  const mongo::driver_error& error, const bson::document* token,
-                                  const mapping::ns& source) {
+mongo::status writer::rejected_by_server(const mapping::write_op& op, const bson::document& update,
+                                         const mongo::driver_error& error,
+                                         const bson::document* token, const mapping::ns& source,
+                                         const bson::document* filter) {
+  metrics_.count_error("write", error.metric_code());
+  ++refused_writes_;
+  return dead_letter(
+      op, &update,
+      bson::document{{"code", static_cast<std::int64_t>(error.code)}, {"message", error.message}},
+      token, source, filter);
+}
+
+mongo::status writer::dead_letter(const mapping::write_op& op, const bson::document* update,
+                                  bson::document error, const bson::document* token,
+                                  const mapping::ns& source, const bson::document* filter) {
+  if (std::find(rejected_.begin(), rejected_.end(), &op) == rejected_.end()) {
+    rejected_.push_back(&op);
+  }
   metrics_.count_writes(mapping_name(op), "rejected");
   metrics_.count_deadletter(mapping_name(op));
-  metrics_.count_error("write", error.metric_code());
   const std::string token_json = token != nullptr ? bson::to_json(*token) : "";
-  log::warn("writer", "write rejected by the server; stored as a dead letter, going on",
+  log::warn("writer",
+            op.as<mapping::dead_letter_write>() != nullptr
+                ? "event not followed; stored as a dead letter, going on"
+                : "write rejected by the server; stored as a dead letter, going on",
             {{"mapping", mapping_name(op)},
              {"source", source.full()},
              {"token", token_json},
-             {"error", error.to_string()}});
+             {"error", bson::to_json(error)}});
   bson::document letter{{"mapping", mapping_name(op)},
                         {"source", source.full()},
                         {"target", op.target.full()},
-                        {"op", std::string(mapping::kind_name(op.kind))},
-                        {"filter", op.filter},
-                        {"error", bson::document{{"code", static_cast<std::int64_t>(error.code)},
-                                                 {"message", error.message}}},
-                        {"at", bson::date_time{now_ms()}}};
+                        {"op", std::string(op.name())},
+                        {"filter", filter != nullptr          ? *filter
+                                   : op.selector() != nullptr ? *op.selector()
+                                                              : bson::document{}},
+                        {"error", std::move(error)},
+                        {"at", bson::date_time{wall_ms()}}};
   if (token != nullptr) letter.append("token", *token);
   // The update may be what made the write too large: keep it only when it is small.
-  if (bson::to_bson(update)->len < 1024 * 1024) letter.append("update", update);
-  if (!op.array_filters.empty()) letter.append("arrayFilters", op.array_filters);
+  if (update != nullptr && bson::to_bson(*update)->len < 1024 * 1024) {
+    letter.append("update", *update);
+  }
+  const bson::array* array_filters = nullptr;
+  if (const auto* u = op.as<mapping::update_write>()) array_filters = &u->array_filters;
+  if (const auto* f = op.as<mapping::fill_write>()) array_filters = &f->array_filters;
+  if (array_filters != nullptr && !array_filters->empty()) {
+    letter.append("arrayFilters", *array_filters);
+  }
   return conn_.insert_one(opts_.meta_db, deadletter_collection, letter);
 }
 

@@ -3,8 +3,11 @@
 // writes with w:"majority" (refills between them run in place); ops of different mappings
 // touch disjoint paths and run as separate bulks. A statement the server rejects for good
 // (document too large, validation) is counted, logged with its event's token and stored in
-// `<db>.denormd_deadletters`, and the rest goes on. Any other failure is returned: every op
-// is idempotent, so the caller retries the whole batch. One writer per applier thread.
+// `<db>.denormd_deadletters`, and the rest goes on; a multi-document statement is then
+// retried one document at a time, so only the documents that fail are left out. Planned
+// dead letters (references that cannot be followed) are stored the same way. Any other
+// failure is returned: every op is idempotent, so the caller retries the whole batch.
+// One writer per thread; not thread-safe.
 
 #include <span>
 #include <string>
@@ -14,6 +17,7 @@
 #include "mapping/write_op.h"
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
+#include "sink/batch_writer.h"
 
 namespace denormd::sink {
 
@@ -24,29 +28,52 @@ struct writer_options {
   bool dry_run = false;  // log the writes, send none
 };
 
-class writer {
+class writer final : public batch_writer {
  public:
   writer(mongo::connection& conn, metrics::metrics& m, writer_options opts);
 
   // `event_tokens[op.event]` is the resume token of the event each op came from.
   mongo::status apply(const std::vector<mapping::write_op>& ops,
-                      std::span<const bson::document> event_tokens, const mapping::ns& source);
+                      std::span<const bson::document> event_tokens,
+                      const mapping::ns& source) override;
+
+  // The ops of the last apply() that left some document without its write (a dead letter),
+  // in the order they failed; each at most once.
+  const std::vector<const mapping::write_op*>& rejected() const { return rejected_; }
+  // The statements of the last apply() the server refused for good (one document each).
+  std::size_t refused_writes() const { return refused_writes_; }
 
  private:
+  // `origin` (optional) is the op the run was split from, for rejected().
   mongo::status run_bulk(std::span<const mapping::write_op* const> run,
-                         std::span<const bson::document> event_tokens, const mapping::ns& source);
-  mongo::status run_refill(const mapping::write_op& op,
-                           std::span<const bson::document> event_tokens, const mapping::ns& source);
-  mongo::status run_fill(const mapping::write_op& op, std::span<const bson::document> event_tokens,
-                         const mapping::ns& source);
-  mongo::status dead_letter(const mapping::write_op& op, const bson::document& update,
-                            const mongo::driver_error& error, const bson::document* token,
-                            const mapping::ns& source);
+                         std::span<const bson::document> event_tokens, const mapping::ns& source,
+                         const mapping::write_op* origin = nullptr);
+  // A multi-document op the server rejected: the same write once per matching document.
+  mongo::status run_per_document(const mapping::write_op& op,
+                                 std::span<const bson::document> event_tokens,
+                                 const mapping::ns& source);
+  // A fill or refill: its kind completes it through a store over this writer's connection.
+  mongo::status run_completion(const mapping::write_op& op,
+                               std::span<const bson::document> event_tokens,
+                               const mapping::ns& source);
+  // Stores a dead letter for `op` (and notes it for rejected()): `error` is {code, message}
+  // or {reason}; `filter` the statement's own filter when it is narrower than the op's.
+  mongo::status dead_letter(const mapping::write_op& op, const bson::document* update,
+                            bson::document error, const bson::document* token,
+                            const mapping::ns& source, const bson::document* filter = nullptr);
+  mongo::status rejected_by_server(const mapping::write_op& op, const bson::document& update,
+                                   const mongo::driver_error& error, const bson::document* token,
+                                   const mapping::ns& source,
+                                   const bson::document* filter = nullptr);
   void acknowledged(const mapping::write_op& op, std::int64_t now_ms);
+
+  class store;
 
   mongo::connection& conn_;
   metrics::metrics& metrics_;
   writer_options opts_;
+  std::vector<const mapping::write_op*> rejected_;
+  std::size_t refused_writes_ = 0;
 };
 
 }  // namespace denormd::sink

@@ -53,11 +53,6 @@ std::size_t event_queue::size() const {
   return items_.size();
 }
 
-std::size_t event_queue::bytes() const {
-  std::lock_guard lock(mutex_);
-  return bytes_;
-}
-
 std::optional<std::int64_t> event_queue::oldest_event_ms() const {
   std::lock_guard lock(mutex_);
   for (const auto& item : items_) {

@@ -39,7 +39,6 @@ class event_queue {
   bool closed() const;
 
   std::size_t size() const;
-  std::size_t bytes() const;
   // Wall time of the oldest event waiting in the queue (token-only items are ignored).
   std::optional<std::int64_t> oldest_event_ms() const;
 

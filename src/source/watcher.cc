@@ -2,9 +2,7 @@
 
 #include <bson/bson.h>
 
-#include <condition_variable>
-#include <random>
-
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace denormd::source {
@@ -46,17 +44,16 @@ event_summary summarize(const std::vector<std::uint8_t>& bytes) {
   return s;
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 watcher::watcher(mongo::connection& conn, watcher_options opts, event_queue& queue,
                  metrics::metrics& m)
-    : conn_(conn), opts_(std::move(opts)), queue_(queue), metrics_(m), name_(opts_.source.full()) {
+    : conn_(conn),
+      opts_(std::move(opts)),
+      queue_(queue),
+      metrics_(m),
+      name_(opts_.source.full()),
+      resync_backoff_(opts_.first_resync_backoff, opts_.max_resync_backoff) {
   metrics_.set_watcher_ready(name_, false);
 }
 
@@ -91,23 +88,10 @@ void watcher::set_state(bool ready, std::string state) {
   metrics_.set_watcher_ready(name_, ready);
 }
 
-bool watcher::back_off(std::stop_token& stop, std::chrono::milliseconds& backoff) {
-  static thread_local std::mt19937 rng(std::random_device{}());
-  // Full jitter keeps many watchers from reconnecting in lock step.
-  const auto sleep = std::chrono::milliseconds(
-      std::uniform_int_distribution<std::int64_t>(backoff.count() / 2, backoff.count())(rng));
-  std::mutex m;
-  std::unique_lock lock(m);
-  std::condition_variable_any cv;
-  cv.wait_for(lock, stop, sleep, [] { return false; });
-  backoff = std::min(backoff * 2, opts_.max_backoff);
-  return !stop.stop_requested();
-}
-
 std::optional<bson::timestamp> watcher::recover(std::stop_token& stop,
                                                 const mongo::driver_error& e) {
-  metrics_.count_history_lost(name_);
   if (!opts_.resync) {
+    metrics_.count_history_lost(name_);
     reason_ = stop_reason::history_lost;
     set_state(false, "history lost: " + e.to_string());
     log::error("watcher",
@@ -116,31 +100,92 @@ std::optional<bson::timestamp> watcher::recover(std::stop_token& stop,
                {{"source", name_}, {"error", e.to_string()}});
     return std::nullopt;
   }
-  set_state(false, "re-syncing after lost history");
-  log::warn("watcher",
-            "change stream history lost: re-syncing the affected mappings from the source, then "
-            "streaming from the time taken before the re-sync; nothing is skipped",
-            {{"source", name_}, {"error", e.to_string()}});
-  std::chrono::milliseconds backoff{500};
+  const auto now = std::chrono::steady_clock::now();
+  // Lost again soon after a re-sync caught up: the oplog still outruns the stream, so the
+  // back-off goes on growing instead of starting over.
+  const bool soon_again = caught_up_at_ && now - *caught_up_at_ < opts_.max_resync_backoff;
+  if (!episode_) {
+    // Counted and logged once per episode, however many re-syncs it takes.
+    metrics_.count_history_lost(name_);
+    episode_ = episode{0, now};
+    if (!soon_again) resync_backoff_.reset();
+    log::warn("watcher",
+              "change stream history lost: re-syncing the affected mappings from the source, "
+              "then streaming from the time taken before the re-sync; nothing is skipped",
+              {{"source", name_}, {"error", e.to_string()}});
+  }
+  if (episode_->resyncs == 0 && !soon_again) {
+    set_state(false, "re-syncing after lost history");
+  } else {
+    // The oplog rolled past the last re-sync's start while it ran (or soon after it caught
+    // up). Another re-sync at once would add its own writes to the roll and lose the same
+    // race: wait longer each time.
+    set_state(false, "re-syncing after lost history (attempt " +
+                         std::to_string(episode_->resyncs + 1) +
+                         "; the oplog rolled past the last re-sync's start)");
+    log::debug("watcher", "history lost again after a re-sync; re-syncing after a back-off",
+               {{"source", name_},
+                {"resyncs", episode_->resyncs},
+                {"backoff_ms", static_cast<std::int64_t>(resync_backoff_.next().count())}});
+    if (!resync_backoff_.wait(stop)) return std::nullopt;
+  }
+  ++episode_->resyncs;
+  return resync_until_done(stop);
+}
+
+std::optional<bson::timestamp> watcher::resync_until_done(std::stop_token& stop) {
+  backoff retry(std::chrono::milliseconds(500), opts_.max_backoff);
   while (!stop.stop_requested()) {
     auto from = opts_.resync(stop);
     if (from) {
-      log::info("watcher", "re-sync done; streaming again",
-                {{"source", name_}, {"from_t", from->t}});
-      return *from;
+      if (!*from) break;  // stopped
+      log::debug("watcher", "re-sync done; streaming from its start time",
+                 {{"source", name_}, {"from_t", (*from)->t}});
+      return **from;
     }
     metrics_.count_error("resync", from.error().metric_code());
     log::error("watcher", "re-sync failed; retrying",
                {{"source", name_}, {"error", from.error().to_string()}});
-    if (!back_off(stop, backoff)) break;
+    if (!retry.wait(stop)) break;
   }
   return std::nullopt;
+}
+
+void watcher::end_episode() {
+  const auto took = std::chrono::steady_clock::now() - episode_->began;
+  log::info("watcher", "re-sync caught up; streaming again",
+            {{"source", name_},
+             {"resyncs", episode_->resyncs},
+             {"seconds", std::chrono::duration_cast<std::chrono::seconds>(took).count()}});
+  episode_.reset();
+  caught_up_at_ = std::chrono::steady_clock::now();
+  set_state(true, "streaming");
+}
+
+bool watcher::queue_event(std::vector<std::uint8_t> event, bson::document token) {
+  const event_summary s = summarize(event);
+  if (!queue_.push(stream_item{std::move(event), std::move(token), s.event_ms})) return false;
+  ++pushed_;
+  if (s.op == "drop" || s.op == "rename" || s.op == "dropDatabase") {
+    set_state(false, s.op == "rename" ? "source collection " + s.detail : "source " + s.op + "ped");
+  }
+  if (s.op == "invalidate") {
+    // Stop here: reading on after an invalidate only fails (and would spin).
+    reason_ = stop_reason::invalidated;
+    std::string why = state();
+    if (why == "streaming") why = "change stream invalidated";
+    set_state(false, why + " (stream invalidated; restart denormd once the source is back)");
+    log::error("watcher", "change stream invalidated; this source is no longer watched",
+               {{"source", name_}, {"reason", why}});
+    return false;
+  }
+  return true;
 }
 
 void watcher::run(std::stop_token stop) {
   std::optional<bson::document> token = opts_.resume_after;
   std::string resume_reason = token ? "checkpoint" : "";
-  std::chrono::milliseconds backoff{100};
+  backoff reopen(std::chrono::milliseconds(100), opts_.max_backoff);
   std::int64_t last_idle_token_ms = 0;
   // After a failed open or read: lost history is re-synced, anything else waits a backoff;
   // either way the stream is then reopened. False: the watcher ends.
@@ -158,7 +203,7 @@ void watcher::run(std::stop_token stop) {
     log::warn("watcher", what + "; reopening from the last position",
               {{"source", name_}, {"error", e.to_string()}});
     resume_reason = "error";
-    return back_off(stop, backoff);
+    return reopen.wait(stop);
   };
 
   bool stop_now = false;
@@ -176,48 +221,39 @@ void watcher::run(std::stop_token stop) {
       continue;
     }
     if (!resume_reason.empty()) metrics_.count_resume(name_, resume_reason);
-    set_state(true, "streaming");
+    // After lost history, ready once the stream has read from the re-sync's time.
+    if (!episode_) set_state(true, "streaming");
     log::info("watcher", token ? "resumed" : "started", {{"source", name_}});
-    backoff = std::chrono::milliseconds(100);
+    reopen.reset();
 
+    std::uint64_t driver_resumes = 0;
     while (!stop.stop_requested()) {
       auto next = (*stream)->next();
+      // The driver reopens a stream once by itself after a resumable error (a dropped
+      // connection, a step-down); those count as resumes after an error too.
+      for (; driver_resumes < (*stream)->driver_resumes(); ++driver_resumes)
+        metrics_.count_resume(name_, "error");
       if (!next) {
         if (!recovered(next.error(), "change stream failed")) stop_now = true;
         break;
       }
+      if (episode_) end_episode();
       auto new_token = (*stream)->resume_token();
       if (!*next) {
         // Idle: keep the checkpoint moving so it never falls off the oplog. A token-only item
         // every second is plenty.
         if (new_token && (!token || !(*new_token == *token)) &&
-            now_ms() - last_idle_token_ms >= 1000) {
+            wall_ms() - last_idle_token_ms >= 1000) {
           if (!queue_.push(stream_item{{}, *new_token, 0})) return;
           ++pushed_;
           token = std::move(new_token);
-          last_idle_token_ms = now_ms();
+          last_idle_token_ms = wall_ms();
         }
         continue;
       }
-      const event_summary s = summarize(**next);
       if (!new_token) continue;  // cannot happen with a server that follows the protocol
       token = *new_token;
-      if (!queue_.push(stream_item{std::move(**next), std::move(*new_token), s.event_ms})) return;
-      ++pushed_;
-      if (s.op == "drop" || s.op == "rename" || s.op == "dropDatabase") {
-        set_state(false,
-                  s.op == "rename" ? "source collection " + s.detail : "source " + s.op + "ped");
-      }
-      if (s.op == "invalidate") {
-        // Stop here: reading on after an invalidate only fails (and would spin).
-        reason_ = stop_reason::invalidated;
-        std::string why = state();
-        if (why == "streaming") why = "change stream invalidated";
-        set_state(false, why + " (stream invalidated; restart denormd once the source is back)");
-        log::error("watcher", "change stream invalidated; this source is no longer watched",
-                   {{"source", name_}, {"reason", why}});
-        return;
-      }
+      if (!queue_event(std::move(**next), std::move(*new_token))) return;
     }
   }
   if (reason_ == stop_reason::none) {  // history lost without a re-sync keeps its own state

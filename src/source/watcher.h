@@ -3,8 +3,9 @@
 // stored position, hands every event to its queue in stream order, turns idle periods into
 // token-only items (so checkpoints keep up with a quiet source), and reopens after transient
 // errors from the last token it handed over. Lost history is re-synced through the resync
-// hook (then streaming goes on from the time taken before it); invalidation (drop, rename)
-// and stop end the thread and leave the watcher not ready, with the reason in state().
+// hook (then streaming goes on from the time taken before it); the re-syncs until a stream
+// starts at a re-sync's time are one episode, counted and logged once. Invalidation (drop,
+// rename) and stop end the thread and leave the watcher not ready, with the reason in state().
 // Lifecycle: start() once, request_stop() then join(). Thread-safe accessors.
 
 #include <atomic>
@@ -15,12 +16,19 @@
 #include <thread>
 
 #include "bson/value.h"
+#include "common/backoff.h"
 #include "mapping/mapping.h"
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
+#include "source/change_source.h"
 #include "source/event_queue.h"
 
 namespace denormd::source {
+
+// Brings the affected copies in line after lost history, once everything read before is
+// applied, and returns the operation time taken before it started (the stream resumes from
+// it); nullopt when it was stopped first (nothing to retry); an error is retried.
+using resync_hook = std::function<mongo::result<std::optional<bson::timestamp>>(std::stop_token)>;
 
 struct watcher_options {
   mapping::ns source;
@@ -28,40 +36,47 @@ struct watcher_options {
   std::optional<bson::timestamp> start_at;     // --start-at (when there is no token)
   std::int32_t max_await_ms = 1000;
   std::chrono::milliseconds max_backoff{10000};
-  // When history is lost: brings the affected copies in line and returns the operation time
-  // taken before it started, from which the stream then resumes. Without it the watcher
-  // stops, not ready.
-  std::function<mongo::result<bson::timestamp>(std::stop_token)> resync;
+  // Between re-syncs of one lost-history episode: when the stream cannot start at a
+  // re-sync's time either (the oplog rolled past it while the re-sync ran), the next re-sync
+  // waits, from the first delay doubling up to the cap, so re-syncs do not feed the roll.
+  // History lost again within the cap after a re-sync caught up goes on from the last wait.
+  std::chrono::milliseconds first_resync_backoff{1000};
+  std::chrono::milliseconds max_resync_backoff{30000};
+  // When history is lost. Without it the watcher stops, not ready.
+  resync_hook resync;
 };
 
-class watcher {
+class watcher final : public change_source {
  public:
-  enum class stop_reason { none, requested, history_lost, invalidated };
-
   watcher(mongo::connection& conn, watcher_options opts, event_queue& queue, metrics::metrics& m);
-  ~watcher();
+  ~watcher() override;
   watcher(const watcher&) = delete;
   watcher& operator=(const watcher&) = delete;
 
-  void start();
-  void request_stop();
-  void join();
+  void start() override;
+  void request_stop() override;
+  void join() override;
 
   const mapping::ns& source() const { return opts_.source; }
-  bool ready() const { return ready_.load(); }
-  std::string state() const;
-  stop_reason reason() const { return reason_.load(); }
-  // Items handed to the queue so far.
-  std::uint64_t pushed() const { return pushed_.load(); }
+  bool ready() const override { return ready_.load(); }
+  std::string state() const override;
+  std::uint64_t pushed() const override { return pushed_.load(); }
 
  private:
+  enum class stop_reason { none, requested, history_lost, invalidated };
+
   void run(std::stop_token stop);
   // Handles lost history: re-sync (retrying) and return where to stream from, or nullopt
   // when the watcher has to stop.
   std::optional<bson::timestamp> recover(std::stop_token& stop, const mongo::driver_error& e);
+  // Runs the resync hook until it succeeds; nullopt when stopped meanwhile.
+  std::optional<bson::timestamp> resync_until_done(std::stop_token& stop);
+  // Hands one event to the queue and notes a drop, rename or invalidation; false when the
+  // watcher ends (the queue closed, or the stream was invalidated).
+  bool queue_event(std::vector<std::uint8_t> event, bson::document token);
+  // A stream read after lost history: the episode is over.
+  void end_episode();
   void set_state(bool ready, std::string state);
-  // Sleeps for the backoff unless stop comes first; doubles the backoff (capped).
-  bool back_off(std::stop_token& stop, std::chrono::milliseconds& backoff);
 
   mongo::connection& conn_;
   watcher_options opts_;
@@ -73,6 +88,15 @@ class watcher {
   std::atomic<std::uint64_t> pushed_{0};
   mutable std::mutex state_mutex_;
   std::string state_ = "starting";
+  // Lost history until a stream reads again, and the wait before the next re-sync (it
+  // carries over to an episode that starts soon after the last caught up): watcher thread.
+  struct episode {
+    int resyncs = 0;
+    std::chrono::steady_clock::time_point began;
+  };
+  std::optional<episode> episode_;
+  backoff resync_backoff_;
+  std::optional<std::chrono::steady_clock::time_point> caught_up_at_;
   std::jthread thread_;
 };
 

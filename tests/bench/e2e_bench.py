@@ -1,7 +1,8 @@
-#!/usr/bin/python3
 """End-to-end benchmark: denormd against the embedded test server, next to the naive baseline.
 
-    tests/bench/e2e_bench.py [--quick] [--json FILE] [--markdown FILE] [--skip-baseline]
+    python3 -m tests.bench.e2e_bench [--quick] [--json FILE] [--markdown FILE] [--skip-baseline]
+
+(from the repository root: it imports the integration harness as the package tests.integration)
 
 Starts mongo-emulator, seeds the sample shop, runs `denormd run` with the six sample mappings
 and measures (see docs/performance.md for what each figure means and the latest results):
@@ -27,12 +28,13 @@ import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from harness import EMULATOR, REAL_URI, Denormd, Emulator, write_mappings  # noqa: E402
+import pymongo
+from pymongo import InsertOne, UpdateMany, UpdateOne
 
-import pymongo  # noqa: E402
-from pymongo import InsertOne, UpdateMany, UpdateOne  # noqa: E402
+from tests.integration import seed
+from tests.integration.harness import EMULATOR, REAL_URI, Denormd, Emulator, write_mappings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 FAR = datetime.datetime(2100, 1, 1)
@@ -123,7 +125,11 @@ class Naive:
 # The shop and its workloads
 
 
-class Shop:
+class BenchShop:
+    """The sample shop (tests/integration/seed.py) plus the benchmark's own documents: a marker
+    customer, product, order and host (id -1, "marker") whose copies show when a workload has
+    been applied, and a host with `fanout_docs` log messages for the fan-out."""
+
     def __init__(self, client, dbname, size, rng):
         self.db = client[dbname]
         self.size = size
@@ -132,64 +138,49 @@ class Shop:
         self.marker_seq = 0
 
     def seed(self, fanout_docs):
-        s, db, rng = self.size, self.db, self.rng
-        t0 = datetime.datetime(2024, 1, 1)
-        db.customers.insert_many([{"_id": i, "name": "Customer %d" % i, "email": "c%d@example.com" % i,
-                                   "address": {"city": rng.choice(["Oslo", "Lyon", "Porto", "Kyoto"])}}
-                                  for i in range(-1, s["customers"])])
-        db.products.insert_many([{"_id": i, "title": "Product %d" % i, "sku": "SKU-%05d" % i, "stock": 10}
-                                 for i in range(-1, s["products"])])
-        hosts = ["web-%02d" % i for i in range(s["hosts"])] + ["marker", "fan"]
-        db.hosts.insert_many([{"_id": h, "name": h, "ipaddr": "10.0.0.%d" % n} for n, h in enumerate(hosts)])
-        batch = [{"_id": -1, "customerId": -1, "status": "NEW", "total": 1, "createdAt": t0,
-                  "customer": {"name": "Customer -1"},
-                  "items": [{"productId": -1, "qty": 1, "product": {"title": "Product -1"}}]}]
-        for i in range(s["orders"]):
-            c = i % s["customers"]
-            items = [{"productId": rng.randrange(s["products"]), "qty": 1, "priceAtOrder": 5,
-                      "product": {}} for _ in range(rng.randint(1, 3))]
-            batch.append({"_id": i, "customerId": c, "status": rng.choice(["NEW", "PAID", "DELIVERED"]),
-                          "total": 5 * len(items), "createdAt": t0 + datetime.timedelta(minutes=i),
-                          "customer": {}, "items": items})
-            if len(batch) >= 5000:
-                db.orders.insert_many(batch)
-                batch = []
-        if batch:
-            db.orders.insert_many(batch)
-        db.logmsgs.insert_one({"_id": "marker-log", "hostId": "marker", "time": t0, "message": "marker",
-                               "host": {"name": "marker", "ipaddr": "10.0.0.0"}})
-        for start in range(0, fanout_docs, 10000):
-            db.logmsgs.insert_many([{"_id": "fan-%d" % i, "hostId": "fan", "time": t0, "message": "GET /",
-                                     "host": {"name": "fan", "ipaddr": "10.0.0.0"}}
-                                    for i in range(start, min(start + 10000, fanout_docs))])
-        for coll, key in (("orders", "customerId"), ("orders", "items.productId"), ("logmsgs", "hostId"),
-                          ("reviews", "productId"), ("orders", "createdAt"), ("reviews", "createdAt"),
-                          ("logmsgs", "time")):
-            db[coll].create_index(key)
+        s, db, t0 = self.size, self.db, seed.T0
+        seed.seed_shop(db, self.rng, s["customers"], s["products"], s["orders"], s["hosts"], 0, 0, indexes=True)
+        db.customers.insert_one({"_id": -1, "name": "Customer -1", "email": "c-1@example.com",
+                                 "address": {"city": "Oslo"}})
+        db.products.insert_one({"_id": -1, "title": "Product -1", "sku": "SKU--1", "price": 1, "stock": 10})
+        db.orders.insert_one({"_id": -1, "customerId": -1, "status": "NEW", "total": 1, "createdAt": t0,
+                              "customer": {"name": "Customer -1"},
+                              "items": [{"productId": -1, "qty": 1, "product": {"title": "Product -1"}}]})
+        db.hosts.insert_many([{"_id": h, "name": h, "ipaddr": "10.0.0.0"} for h in ("marker", "fan")])
+        db.logmsgs.insert_one(seed.logmsg("marker-log", {"_id": "marker", "name": "marker", "ipaddr": "10.0.0.0"},
+                                          t0, "marker"))
+        fan = {"_id": "fan", "name": "fan", "ipaddr": "10.0.0.0"}
+        seed.insert_in_batches(db.logmsgs, (seed.logmsg("fan-%d" % i, fan, t0, "GET /") for i in range(fanout_docs)),
+                               10000)
+
+    def customer_id(self):
+        return 1 + self.rng.randrange(self.size["customers"])
+
+    def product_id(self):
+        return 1 + self.rng.randrange(self.size["products"])
 
     # Workloads: each returns one (collection, write) for the next source event.
     def copy_event(self):
         self.seq += 1
         if self.rng.random() < 0.9:
-            c = self.rng.randrange(self.size["customers"])
+            c = self.customer_id()
             return "customers", UpdateOne({"_id": c}, {"$set": {"name": "Customer %d v%d" % (c, self.seq),
                                                                 "email": "c%d.%d@example.com" % (c, self.seq)}})
-        p = self.rng.randrange(self.size["products"])
+        p = self.product_id()
         return "products", UpdateOne({"_id": p}, {"$set": {"title": "Product %d v%d" % (p, self.seq)}})
 
     def recent_event(self):
         self.seq += 1
         when = datetime.datetime(2030, 1, 1) + datetime.timedelta(milliseconds=self.seq)
         if self.rng.random() < 0.5:
-            return "reviews", InsertOne({"_id": "r%d" % self.seq, "productId": self.rng.randrange(self.size["products"]),
-                                         "stars": 4, "text": "Review %d" % self.seq, "createdAt": when})
-        h = "web-%02d" % self.rng.randrange(self.size["hosts"])
-        return "logmsgs", InsertOne({"_id": "l%d" % self.seq, "hostId": h, "time": when, "message": "GET /%d" % self.seq,
-                                     "host": {"name": h, "ipaddr": "10.0.0.1"}})
+            return "reviews", InsertOne(seed.review("r%d" % self.seq, self.product_id(), 4, "Review %d" % self.seq, when))
+        h = seed.host_id(1 + self.rng.randrange(self.size["hosts"]))
+        return "logmsgs", InsertOne(seed.logmsg("l%d" % self.seq, {"_id": h, "name": h, "ipaddr": "10.0.0.1"}, when,
+                                                "GET /%d" % self.seq))
 
     def hot_event(self, keys=100):
         self.seq += 1
-        c = self.rng.randrange(keys)
+        c = 1 + self.rng.randrange(keys)
         return "customers", UpdateOne({"_id": c}, {"$set": {"name": "Hot %d v%d" % (c, self.seq)}})
 
     def mixed_event(self):
@@ -198,9 +189,8 @@ class Shop:
         if r < 0.6:
             self.seq += 1
             if r < 0.4:
-                return "customers", UpdateOne({"_id": self.rng.randrange(self.size["customers"])},
-                                              {"$set": {"lastSeenAt": self.seq}})
-            return "products", UpdateOne({"_id": self.rng.randrange(self.size["products"])},
+                return "customers", UpdateOne({"_id": self.customer_id()}, {"$set": {"lastSeenAt": self.seq}})
+            return "products", UpdateOne({"_id": self.product_id()},
                                          {"$inc": {"stock": -1}})
         if r < 0.9:
             return self.copy_event()
@@ -382,7 +372,7 @@ class Bench:
             self.uri = self.server.uri
             self.dbname = "shop"
         self.client = pymongo.MongoClient(self.uri, w="majority")
-        self.shop = Shop(self.client, self.dbname, self.size, random.Random(7))
+        self.shop = BenchShop(self.client, self.dbname, self.size, random.Random(7))
         self.gen = Generator(self.client, self.dbname)
 
     def stop_server(self):
@@ -444,15 +434,15 @@ class Bench:
             return round(n / (time.time() - t0))
 
         out["source_updates"] = rate_of("customers", lambda i: UpdateOne(
-            {"_id": rng.randrange(s["customers"])}, {"$set": {"ceiling": i}}))
+            {"_id": 1 + rng.randrange(s["customers"])}, {"$set": {"ceiling": i}}))
         out["copy_update_many"] = rate_of("orders", lambda i: UpdateMany(
-            dict({"customerId": rng.randrange(s["customers"])}, status={"$nin": ["DELIVERED", "CANCELLED"]}),
+            dict({"customerId": 1 + rng.randrange(s["customers"])}, status={"$nin": ["DELIVERED", "CANCELLED"]}),
             {"$set": {"ceiling": i}}))
         out["copy_in_array_update_many"] = rate_of("orders", lambda i: (lambda p: UpdateMany(
             {"items.productId": p}, {"$set": {"items.$[e].ceiling": i}}, array_filters=[{"e.productId": p}]))(
-            rng.randrange(s["products"])))
+            1 + rng.randrange(s["products"])))
         out["recent_push"] = rate_of("products", lambda i: UpdateOne(
-            {"_id": rng.randrange(s["products"])},
+            {"_id": 1 + rng.randrange(s["products"])},
             {"$push": {"ceilingList": {"$each": [{"i": i}], "$sort": {"i": -1}, "$slice": 10}}}))
         # Change-stream read-back of what the lines above wrote.
         t0, n = time.time(), 0

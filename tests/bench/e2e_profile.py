@@ -1,21 +1,17 @@
-#!/usr/bin/python3
 """Profile one workload of the end-to-end benchmark with perf.
 
-    tests/bench/e2e_profile.py [--work copy|recent|mixed] [--rate N] [--secs S]
-                               [--target denormd|server] [--out perf.data]
+    python3 -m tests.bench.e2e_profile [--work copy|recent|mixed] [--rate N] [--secs S]
+                                       [--target denormd|server] [--out perf.data]
 
 Seeds the small shop, starts denormd, runs the workload at a fixed rate while `perf record`
 samples the chosen process (DWARF call graphs), and prints CPU microseconds per source event
 for denormd, the server and the driver. Read the result with `perf report -i OUT`.
 """
 import argparse
-import os
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e_bench as b  # noqa: E402
+from tests.bench import e2e_bench as b
 
 
 def main():

@@ -89,8 +89,10 @@ std::size_t process(const mapping::planner& p, const std::vector<std::uint8_t>& 
   p.plan(*ev, ops);
   std::size_t bytes = 0;
   for (const auto& op : ops) {
-    auto filter = bson::to_bson(op.filter);
-    auto update = bson::to_bson(op.update);
+    const auto* w = op.as<mapping::update_write>();
+    if (w == nullptr) continue;
+    auto filter = bson::to_bson(w->filter);
+    auto update = bson::to_bson(w->update);
     bytes += filter->len + update->len;
   }
   return bytes;

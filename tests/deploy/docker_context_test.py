@@ -12,8 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from docker_context import context_files  # noqa: E402
+from docker_context import context_files
 
 
 def main():

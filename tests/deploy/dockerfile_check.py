@@ -18,8 +18,7 @@ import shlex
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from docker_context import context_files  # noqa: E402
+from docker_context import context_files
 
 # Packages of scripts/install-deps.sh that only tests, tools or the demo need.
 TEST_ONLY = {"libgtest-dev", "libgmock-dev", "libbenchmark-dev"}

@@ -18,8 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dockerfile_check import instructions  # noqa: E402
+from dockerfile_check import instructions
 
 
 class Stub:

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Every series the Grafana dashboard and the alert rules query must be one denormd exports.
 
-Reads the metric list from docs/metrics.md (DESIGN §5 kept in the repo), then checks:
+Reads the metric list from docs/metrics.md (the metrics denormd documents), then checks:
   * each metric name in each dashboard query, template variable and alert expression is
     listed (histograms with their _bucket/_sum/_count series); the alert rules may also use
     the series Prometheus adds (`up`), the dashboard may not;
@@ -177,7 +177,7 @@ def main():
     exported, added = read_metrics(args.metrics_md)
     problems = []
     if len(exported) < 10 or not all(n.startswith("denormd_") for n in exported):
-        problems.append(f"{args.metrics_md}: expected the DESIGN §5 table of denormd_* metrics, found {sorted(exported)}")
+        problems.append(f"{args.metrics_md}: expected the table of denormd_* metrics, found {sorted(exported)}")
     if "up" not in added:
         problems.append(f"{args.metrics_md}: the 'Series Prometheus adds' table must list `up`")
 

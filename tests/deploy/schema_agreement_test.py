@@ -20,8 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from schema_lib import load_validator, schema_errors  # noqa: E402
+from schema_lib import load_validator, schema_errors
 
 SKIP = 77
 

@@ -128,6 +128,13 @@ class Denormd:
         return 0
 
 
+def case_failed(case):
+    """Whether the unittest.TestCase `case` has failed so far (for tearDown's diagnostics)."""
+    result = getattr(case, "_outcome", None)
+    errors = getattr(result, "errors", None) or getattr(getattr(result, "result", None), "errors", [])
+    return bool(errors) or bool(getattr(getattr(result, "result", None), "failures", []))
+
+
 def write_mappings(db, names=None, directory=None):
     """The sample mappings with "shop" replaced by `db`, in a new folder."""
     directory = directory or tempfile.mkdtemp(prefix="denormd-mappings-")

@@ -5,15 +5,12 @@ import tempfile
 import threading
 import time
 import unittest
-import uuid
 
-import pymongo
-from bson import ObjectId
+from tests.integration.base import ShopTestCase
+from tests.integration.harness import emulator_only, wait_until
+from tests.integration.seed import host_id, logmsg
 
-from harness import Denormd, Emulator, REAL_URI, emulator_only, wait_until, write_mappings
-from shop import Shop
-
-DESIGN_METRICS = [
+DOCUMENTED_METRICS = [
     "denormd_events_total", "denormd_writes_total", "denormd_documents_modified_total",
     "denormd_lag_seconds", "denormd_apply_latency_seconds", "denormd_batch_events",
     "denormd_checkpoint_age_seconds", "denormd_resumes_total", "denormd_history_lost_total",
@@ -22,49 +19,7 @@ DESIGN_METRICS = [
 ]
 
 
-class DaemonTest(unittest.TestCase):
-    def setUp(self):
-        self.emulator = None if REAL_URI else Emulator()
-        self.uri = REAL_URI or self.emulator.uri
-        self.client = pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=10000)
-        self.dbname = "shop_" + uuid.uuid4().hex[:8]
-        self.db = self.client[self.dbname]
-        self.mappings = write_mappings(self.dbname)
-        self.shop = Shop(self.db, seed=hash(self.id()) % 1000)
-        self.daemons = []
-
-    def tearDown(self):
-        for d in self.daemons:
-            d.kill9()
-            if self._outcome_failed():
-                print("---- denormd log (%s) ----\n%s" % (self.id(), d.log()[-20000:]))
-        self.client.drop_database(self.dbname)
-        self.client.close()
-        if self.emulator:
-            self.emulator.stop()
-
-    def _outcome_failed(self):
-        result = getattr(self, "_outcome", None)
-        errors = getattr(result, "errors", None) or getattr(getattr(result, "result", None), "errors", [])
-        return bool(errors) or bool(getattr(getattr(result, "result", None), "failures", []))
-
-    def start(self, *extra, mappings=None):
-        d = Denormd(self.uri, self.dbname, mappings or self.mappings, *extra)
-        self.daemons.append(d)
-        wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="denormd ready")
-        return d
-
-    def converge(self, timeout=60):
-        wait_until(self.shop.check, timeout=timeout, interval=0.25, message="dependents in line with sources")
-
-    def fail_point(self, **data):
-        mode = data.pop("mode", {"times": 1})
-        try:
-            self.client.admin.command({"configureFailPoint": "failCommand", "mode": mode,
-                                       "data": dict(data, appName="denormd")})
-        except pymongo.errors.OperationFailure as e:
-            self.skipTest("the server does not allow fail points (enableTestCommands): %s" % e)
-
+class DaemonTest(ShopTestCase):
     # -----------------------------------------------------------------------------------------
     def test_converges_after_a_mixed_workload(self):
         self.shop.seed()
@@ -208,7 +163,7 @@ class DaemonTest(unittest.TestCase):
         self.converge()
         status, text = d.get("/metrics")
         self.assertEqual(status, 200)
-        for name in DESIGN_METRICS:
+        for name in DOCUMENTED_METRICS:
             self.assertIn("# TYPE " + name + " ", text)
         self.assertEqual(d.metric_sum("denormd_build_info"), 1)
         self.assertEqual(d.metric_sum("denormd_watcher_ready"), 6)
@@ -234,10 +189,9 @@ class DaemonTest(unittest.TestCase):
         self.fail_point(mode="alwaysOn", failCommands=["update"], blockConnection=True, blockTimeMS=2000)
         payload = "m" * 1000
         peak = baseline
-        host = self.db.hosts.find_one({"_id": "h1"})
+        host = self.db.hosts.find_one({"_id": host_id(1)})
         for batch in range(30):
-            self.db.logmsgs.insert_many([{"_id": "b%d-%d" % (batch, i), "hostId": "h1", "time": self.shop._tick(),
-                                          "message": payload, "host": {"name": host["name"], "ipaddr": host["ipaddr"]}}
+            self.db.logmsgs.insert_many([logmsg("b%d-%d" % (batch, i), host, self.shop._tick(), payload)
                                          for i in range(2000)])
             peak = max(peak, d.rss_kib())
         # 60k events of about 1.2 KB each arrived while writes were blocked.

@@ -5,51 +5,17 @@ import re
 import signal
 import subprocess
 import unittest
-import uuid
 
 import pymongo
 
-from harness import DENORMD, Denormd, Emulator, REAL_URI, emulator_only, wait_until, write_mappings
-from shop import CITIES, OPEN, Shop, when
+from tests.integration.base import ShopTestCase
+from tests.integration.harness import DENORMD, emulator_only, wait_until
+from tests.integration.seed import CITIES, OPEN, when
 
 
-class OperationsTest(unittest.TestCase):
-    # Tests that need the server started with particular options.
+class OperationsTest(ShopTestCase):
+    DB_PREFIX = "ops_"
     EMULATOR_ARGS = {"test_status_reports_checkpoints_and_lost_history": ("--oplog-max-events", "50")}
-
-    def setUp(self):
-        self.emulator = None if REAL_URI else Emulator(*self.EMULATOR_ARGS.get(self._testMethodName, ()))
-        self.uri = REAL_URI or self.emulator.uri
-        self.client = pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=10000)
-        self.dbname = "ops_" + uuid.uuid4().hex[:8]
-        self.db = self.client[self.dbname]
-        self.mappings = write_mappings(self.dbname)
-        self.shop = Shop(self.db, seed=hash(self.id()) % 1000)
-        self.outputs = []
-        self.daemons = []
-
-    def tearDown(self):
-        for d in self.daemons:
-            d.kill9()
-        if self._outcome_failed():
-            for args, rc, out, err in self.outputs[-6:]:
-                print("---- denormd %s: exit %s ----\n%s\n%s" % (" ".join(args[:2]), rc, out[-6000:], err[-6000:]))
-        self.client.drop_database(self.dbname)
-        self.client.close()
-        if self.emulator:
-            self.emulator.stop()
-
-    def _outcome_failed(self):
-        result = getattr(self, "_outcome", None)
-        errors = getattr(result, "errors", None) or getattr(getattr(result, "result", None), "errors", [])
-        return bool(errors) or bool(getattr(getattr(result, "result", None), "failures", []))
-
-    def cmd(self, command, *args, timeout=180):
-        """Runs `denormd COMMAND` against this test's database; returns (exit code, stdout, stderr)."""
-        argv = [DENORMD, command, "--uri", self.uri, "--db", self.dbname, "--mappings", self.mappings, *args]
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        self.outputs.append((argv[1:], p.returncode, p.stdout, p.stderr))
-        return p.returncode, p.stdout, p.stderr
 
     def verify_json(self, *args):
         rc, out, err = self.cmd("verify", "--json", *args)
@@ -278,9 +244,7 @@ class OperationsTest(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("%s.customers: no checkpoint" % self.dbname, out)
 
-        d = Denormd(self.uri, self.dbname, self.mappings)
-        self.daemons.append(d)
-        wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="denormd ready")
+        d = self.start()
         for _ in range(10):
             self.shop.random_change()
         sources = ["customers", "products", "hosts", "reviews", "logmsgs", "orders"]

@@ -3,37 +3,19 @@ import datetime
 import random
 import time
 import unittest
-import uuid
 
-import pymongo
-
-from harness import Denormd, Emulator, REAL_URI, emulator_only, wait_until, write_mappings
-from shop import Shop
+from tests.integration.base import ShopTestCase
+from tests.integration.harness import emulator_only, wait_until, write_mappings
+from tests.integration.shop import Shop
 
 
-class ReplayTest(unittest.TestCase):
+class ReplayTest(ShopTestCase):
     def setUp(self):
-        self.emulator = None if REAL_URI else Emulator()
-        self.uri = REAL_URI or self.emulator.uri
-        self.client = pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=10000)
-        self.dbname = "shop_" + uuid.uuid4().hex[:8]
-        self.db = self.client[self.dbname]
+        super().setUp()
         self.shop = Shop(self.db, seed=3)
-        self.daemons = []
-
-    def tearDown(self):
-        for d in self.daemons:
-            d.kill9()
-        self.client.drop_database(self.dbname)
-        self.client.close()
-        if self.emulator:
-            self.emulator.stop()
 
     def start(self, *extra, names=None):
-        d = Denormd(self.uri, self.dbname, write_mappings(self.dbname, names), *extra)
-        self.daemons.append(d)
-        wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="denormd ready")
-        return d
+        return super().start(*extra, mappings=write_mappings(self.dbname, names) if names else None)
 
     def test_an_order_written_with_a_stale_snapshot_during_a_rename_converges(self):
         self.shop.seed(customers=30, products=5, orders=20, hosts=1, logs=5, reviews=5)
@@ -100,124 +82,102 @@ class ReplayTest(unittest.TestCase):
         self.assertEqual(d2.stop(), 0)
 
 
-class LostHistoryTest(unittest.TestCase):
+@unittest.skipUnless(emulator_only(), "needs mongo-emulator --oplog-max-events and failCommand")
+class LostHistoryTest(ShopTestCase):
     """Stop denormd, change the sources beyond the history the server keeps, start it again."""
 
+    EMULATOR_ARGS = {"test_lost_history_is_resynced_and_nothing_is_skipped": ("--oplog-max-events", "300"),
+                     "test_new_orders_keep_no_stale_customer_when_writes_are_delayed_and_history_is_lost":
+                     ("--oplog-max-events", "50")}
+
     def test_lost_history_is_resynced_and_nothing_is_skipped(self):
-        if not emulator_only():
-            self.skipTest("needs mongo-emulator --oplog-max-events")
-        emulator = Emulator("--oplog-max-events", "300")
-        daemons = []
-        try:
-            client = pymongo.MongoClient(emulator.uri)
-            dbname = "shop_" + uuid.uuid4().hex[:8]
-            db = client[dbname]
-            shop = Shop(db, seed=11)
-            shop.seed(customers=20, products=10, orders=60, hosts=2, logs=30, reviews=30)
-            shop.fill_recent_arrays()
-            mappings = write_mappings(dbname)
-            d = Denormd(emulator.uri, dbname, mappings)
-            daemons.append(d)
-            wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="ready")
-            for _ in range(50):
-                shop.random_change()
-            wait_until(shop.check, timeout=60, interval=0.25, message="converged before the outage")
-            self.assertEqual(d.stop(), 0)
-            for _ in range(800):  # far more than the 300 events the server keeps
-                shop.random_change()
-            self.assertTrue(shop.check())
-            d2 = Denormd(emulator.uri, dbname, mappings)
-            daemons.append(d2)
-            wait_until(shop.check, timeout=90, interval=0.25, message="converged after the re-sync")
-            self.assertGreaterEqual(d2.metric_sum("denormd_history_lost_total"), 1)
-            self.assertGreaterEqual(d2.metric_sum("denormd_backfill_documents_total"), 1)
-            self.assertIn("re-sync", d2.log())
-            # It streams again afterwards: a later change still arrives.
-            wait_until(lambda: d2.get("/readyz")[0] == 200, timeout=30, message="ready after the re-sync")
-            for _ in range(30):
-                shop.random_change()
-            wait_until(shop.check, timeout=60, interval=0.25, message="converged after more changes")
-            self.assertEqual(d2.stop(), 0)
-        finally:
-            for d in daemons:
-                d.kill9()
-            emulator.stop()
+        shop = self.shop = Shop(self.db, seed=11)
+        shop.seed(customers=20, products=10, orders=60, hosts=2, logs=30, reviews=30)
+        shop.fill_recent_arrays()
+        d = self.start()
+        for _ in range(50):
+            shop.random_change()
+        wait_until(shop.check, timeout=60, interval=0.25, message="converged before the outage")
+        self.assertEqual(d.stop(), 0)
+        for _ in range(800):  # far more than the 300 events the server keeps
+            shop.random_change()
+        self.assertTrue(shop.check())
+        d2 = self.daemon(self.uri, ready=False)
+        wait_until(shop.check, timeout=90, interval=0.25, message="converged after the re-sync")
+        self.assertGreaterEqual(d2.metric_sum("denormd_history_lost_total"), 1)
+        self.assertGreaterEqual(d2.metric_sum("denormd_backfill_documents_total"), 1)
+        self.assertIn("re-sync", d2.log())
+        # It streams again afterwards: a later change still arrives.
+        wait_until(lambda: d2.get("/readyz")[0] == 200, timeout=30, message="ready after the re-sync")
+        for _ in range(30):
+            shop.random_change()
+        wait_until(shop.check, timeout=60, interval=0.25, message="converged after more changes")
+        self.assertEqual(d2.stop(), 0)
 
     def test_new_orders_keep_no_stale_customer_when_writes_are_delayed_and_history_is_lost(self):
         # A new order is filled from its customer by the orders stream, while the customers
         # stream writes the same copy when the customer changes. A fill (or a re-sync's
         # backfill) that read the customer before a change must not land after that change's
         # copy and win. Holding one of denormd's writes on the server opens that window.
-        if not emulator_only():
-            self.skipTest("needs mongo-emulator --oplog-max-events and failCommand")
-        emulator = Emulator("--oplog-max-events", "50")
-        d = None
-        try:
-            client = pymongo.MongoClient(emulator.uri)
-            dbname = "shop_" + uuid.uuid4().hex[:8]
-            db = client[dbname]
-            shop = Shop(db, seed=5)
-            shop.seed(customers=10, products=5, orders=20, hosts=2, logs=10, reviews=10)
-            # orders is watched only as the fillNewTargets target of orders-customer.
-            d = Denormd(emulator.uri, dbname, write_mappings(dbname, ["orders-customer"]))
-            wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="ready")
+        client, db = self.client, self.db
+        shop = self.shop = Shop(db, seed=5)
+        shop.seed(customers=10, products=5, orders=20, hosts=2, logs=10, reviews=10)
+        # orders is watched only as the fillNewTargets target of orders-customer.
+        d = self.start(mappings=write_mappings(self.dbname, ["orders-customer"]))
 
-            def hold_writes(mode, ms):
-                client.admin.command({"configureFailPoint": "failCommand", "mode": mode,
-                                      "data": {"failCommands": ["update"], "blockConnection": True,
-                                               "blockTimeMS": ms, "appName": "denormd"}})
+        def hold_writes(mode, ms):
+            client.admin.command({"configureFailPoint": "failCommand", "mode": mode,
+                                  "data": {"failCommands": ["update"], "blockConnection": True,
+                                           "blockTimeMS": ms, "appName": "denormd"}})
 
-            def new_customer_and_order(cid):
-                db.customers.insert_one({"_id": cid, "name": "Customer %d" % cid,
-                                         "email": "old%d@example.com" % cid, "address": {"city": "Oslo"}})
-                db.orders.insert_one({"_id": 100 * cid, "customerId": cid, "status": "NEW", "total": 1,
-                                      "createdAt": shop._tick(), "items": [],
-                                      "customer": {"name": "Customer %d" % cid,
-                                                   "email": "old%d@example.com" % cid, "city": "Oslo"}})
+        def new_customer_and_order(cid):
+            db.customers.insert_one({"_id": cid, "name": "Customer %d" % cid,
+                                     "email": "old%d@example.com" % cid, "address": {"city": "Oslo"}})
+            db.orders.insert_one({"_id": 100 * cid, "customerId": cid, "status": "NEW", "total": 1,
+                                  "createdAt": shop._tick(), "items": [],
+                                  "customer": {"name": "Customer %d" % cid,
+                                               "email": "old%d@example.com" % cid, "city": "Oslo"}})
 
-            def stale():
-                return [x for x in shop.check() if x[0] == "orders-customer"]
+        def stale():
+            return [x for x in shop.check() if x[0] == "orders-customer"]
 
-            def renamed(cid):
-                db.customers.update_one({"_id": cid}, {"$set": {"email": "new%d@example.com" % cid}})
+        def renamed(cid):
+            db.customers.update_one({"_id": cid}, {"$set": {"email": "new%d@example.com" % cid}})
 
-            # The order's fill reads the customer, then its write is held; meanwhile the
-            # customer changes and the customers stream writes the new copy first.
-            for cid in range(1000, 1004):
-                db.customers.insert_one({"_id": cid, "name": "Customer %d" % cid,
-                                         "email": "old%d@example.com" % cid, "address": {"city": "Oslo"}})
-                time.sleep(0.5)  # applied and checkpointed: denormd's next write is the fill's
-                hold_writes({"times": 1}, 500)
-                db.orders.insert_one({"_id": 100 * cid, "customerId": cid, "status": "NEW", "total": 1,
-                                      "createdAt": shop._tick(), "items": [],
-                                      "customer": {"name": "Customer %d" % cid,
-                                                   "email": "old%d@example.com" % cid, "city": "Oslo"}})
-                time.sleep(0.15)
-                renamed(cid)
-                time.sleep(0.5)
+        # The order's fill reads the customer, then its write is held; meanwhile the
+        # customer changes and the customers stream writes the new copy first.
+        for cid in range(1000, 1004):
+            db.customers.insert_one({"_id": cid, "name": "Customer %d" % cid,
+                                     "email": "old%d@example.com" % cid, "address": {"city": "Oslo"}})
+            time.sleep(0.5)  # applied and checkpointed: denormd's next write is the fill's
+            hold_writes({"times": 1}, 500)
+            db.orders.insert_one({"_id": 100 * cid, "customerId": cid, "status": "NEW", "total": 1,
+                                  "createdAt": shop._tick(), "items": [],
+                                  "customer": {"name": "Customer %d" % cid,
+                                               "email": "old%d@example.com" % cid, "city": "Oslo"}})
+            time.sleep(0.15)
+            renamed(cid)
+            time.sleep(0.5)
 
-            wait_until(stale, timeout=10, interval=0.25, message="the held fills' orders current")
-            self.assertGreater(d.metric_sum("denormd_events_total", source=dbname + ".orders"), 0)
+        wait_until(stale, timeout=10, interval=0.25, message="the held fills' orders current")
+        self.assertGreater(d.metric_sum("denormd_events_total", source=self.dbname + ".orders"), 0)
 
-            # The same, less choreographed, with the history lost now and then: every stream
-            # re-syncs (backfills) while customers keep changing.
-            rng = random.Random(5)
-            hold_writes({"activationProbability": 0.5}, 50)
-            for cid in range(2000, 2030):
-                new_customer_and_order(cid)
-                time.sleep(rng.random() * 0.1)
-                renamed(cid)
-                time.sleep(0.1)
-                if cid % 10 == 2:  # one command, more changes than the server keeps
-                    db.noise.insert_many([{"n": i} for i in range(60)])
-            hold_writes("off", 0)
-            wait_until(stale, timeout=30, interval=0.25, message="every open order's customer current")
-            self.assertGreaterEqual(d.metric_sum("denormd_history_lost_total"), 1)
-            self.assertEqual(d.stop(), 0)
-        finally:
-            if d:
-                d.kill9()
-            emulator.stop()
+        # The same, less choreographed, with the history lost now and then: every stream
+        # re-syncs (backfills) while customers keep changing.
+        rng = random.Random(5)
+        hold_writes({"activationProbability": 0.5}, 50)
+        for cid in range(2000, 2030):
+            new_customer_and_order(cid)
+            time.sleep(rng.random() * 0.1)
+            renamed(cid)
+            time.sleep(0.1)
+            if cid % 10 == 2:  # one command, more changes than the server keeps
+                db.noise.insert_many([{"n": i} for i in range(60)])
+        hold_writes("off", 0)
+        wait_until(stale, timeout=30, interval=0.25, message="every open order's customer current")
+        self.assertGreaterEqual(d.metric_sum("denormd_history_lost_total"), 1)
+        self.assertEqual(d.stop(), 0)
+
 
 if __name__ == "__main__":
     unittest.main()

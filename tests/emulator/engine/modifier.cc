@@ -7,6 +7,7 @@
 
 #include "field_path.h"
 #include "numeric.h"
+#include "query_operators.h"
 #include "value_text.h"
 
 namespace mongo_emulator::engine {
@@ -135,7 +136,7 @@ bool is_path_accepting_operator(std::string_view name) {
 constexpr std::string_view pull_wrap_field = "pulled";
 
 expected<query::matcher> compile_pull(const bson::document& filter) {
-  auto m = query::matcher::compile(filter, query::op_set::full);
+  auto m = compile_query(filter);
   if (!m) return fail(m.error().message, m.error().code);
   return std::move(m).value();
 }

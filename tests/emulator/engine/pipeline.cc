@@ -8,6 +8,7 @@
 #include "numeric.h"
 #include "projection.h"
 #include "query/matcher.h"
+#include "query_operators.h"
 #include "sort_spec.h"
 #include "value_text.h"
 
@@ -345,7 +346,7 @@ expected<stage_impl> parse_stage_impl(const std::string& name, const bson::value
   if (name == "$match") {
     if (!arg.is_document())
       return fail("the match filter must be an expression in an object", 15959);
-    auto m = query::matcher::compile(arg.as_document(), query::op_set::full);
+    auto m = compile_query(arg.as_document());
     if (!m) return fail(m.error().message, m.error().code);
     s.k = stage_impl::kind::match;
     s.matcher = std::move(m).value();

@@ -7,6 +7,7 @@
 #include "expression.h"
 #include "field_path.h"
 #include "query/matcher.h"
+#include "query_operators.h"
 
 namespace mongo_emulator::engine {
 
@@ -137,8 +138,7 @@ struct parser {
       if (path.find('.') != std::string::npos) {
         return fail("Cannot use $elemMatch projection on a nested field.", 31275);
       }
-      auto m = query::matcher::compile(
-          bson::document{{path, bson::document{{"$elemMatch", op.val}}}}, query::op_set::full);
+      auto m = compile_query(bson::document{{path, bson::document{{"$elemMatch", op.val}}}});
       if (!m) return fail(m.error().message, m.error().code);
       n.k = node::kind::elem_match;
       n.elem_match = std::move(m).value();

@@ -17,8 +17,8 @@
 namespace mongo_emulator::engine {
 
 struct update_context {
-  // The array position the query's array predicate matched (match_details::array_index), for
-  // the positional `$` operator.
+  // The array position the query's array predicate matched (positional_index in query_operators.h),
+  // for the positional `$` operator.
   std::optional<std::size_t> positional;
   // This update builds an upsert's new document: $setOnInsert applies.
   bool inserting = false;

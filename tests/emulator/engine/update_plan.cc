@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "query_operators.h"
 #include "value_text.h"
 
 namespace mongo_emulator::engine {
@@ -63,7 +64,7 @@ expected<std::map<std::string, query::matcher>> parse_array_filters(
     const std::vector<bson::document>& filters) {
   std::map<std::string, query::matcher> out;
   for (const auto& filter : filters) {
-    auto compiled = query::matcher::compile(filter, query::op_set::full);
+    auto compiled = compile_query(filter);
     if (!compiled) {
       return fail(array_filter_context + compiled.error().message, compiled.error().code);
     }

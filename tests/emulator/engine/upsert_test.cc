@@ -1,4 +1,5 @@
 // The document an upsert inserts: equality seeding, then the update with $setOnInsert.
+#include "query_operators.h"
 #include "test_support.h"
 #include "update.h"
 
@@ -8,7 +9,7 @@ namespace {
 namespace bson = denormd::bson;
 
 denormd::query::matcher query(const char* filter) {
-  auto m = denormd::query::matcher::compile(doc(filter), denormd::query::op_set::full);
+  auto m = mongo_emulator::engine::compile_query(doc(filter));
   EXPECT_TRUE(m) << filter;
   return m ? *m : denormd::query::matcher{};
 }

@@ -7,6 +7,7 @@
 #include "command_table.h"
 #include "error_codes.h"
 #include "query/matcher.h"
+#include "query_operators.h"
 
 namespace mongo_emulator {
 
@@ -22,8 +23,7 @@ std::int64_t now_ms() {
 command_outcome hello(command_context& ctx) {
   const auto& o = ctx.server.options();
   const std::string& me = ctx.server.address();
-  bson::oid election_id;
-  bson::oid::from_hex("7fffffff0000000000000001", election_id);
+  const bson::oid election_id{{0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 1}};  // 7fffffff...01
   bson::document r;
   r.append("hosts", bson::array{bson::value(me)});
   r.append("setName", o.rs_name);
@@ -123,7 +123,7 @@ command_outcome list_databases(command_context& ctx) {
         d.append("empty", false);
       }
       if (*filter != nullptr) {
-        auto m = denormd::query::matcher::compile(**filter);
+        auto m = engine::compile_query(**filter);
         if (!m) return fail(m.error().message, m.error().code);
         if (!m->matches(d)) continue;
       }

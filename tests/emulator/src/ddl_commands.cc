@@ -5,6 +5,7 @@
 #include "command_table.h"
 #include "error_codes.h"
 #include "query/matcher.h"
+#include "query_operators.h"
 
 namespace mongo_emulator {
 
@@ -270,7 +271,7 @@ command_outcome list_collections(command_context& ctx) {
   if (!name_only) return name_only.error();
   denormd::query::matcher m;
   if (*filter != nullptr) {
-    auto compiled = denormd::query::matcher::compile(**filter);
+    auto compiled = engine::compile_query(**filter);
     if (!compiled) return fail(compiled.error().message, compiled.error().code);
     m = std::move(compiled).value();
   }

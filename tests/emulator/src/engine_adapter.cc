@@ -1,8 +1,10 @@
 #include "engine_adapter.h"
 
 #include "error_codes.h"
+#include "object_id.h"
 #include "pipeline.h"
 #include "projection.h"
+#include "query_operators.h"
 #include "sort_spec.h"
 #include "update.h"
 
@@ -35,11 +37,10 @@ bool prepared_update::is_replacement() const {
 }
 
 denormd::expected<prepared_update::result> prepared_update::apply(
-    const bson::document& doc, const denormd::query::matcher&,
-    const denormd::query::match_details& details) const {
+    const bson::document& doc, const denormd::query::matcher& query) const {
   result r;
   engine::update_context ctx;
-  ctx.positional = details.array_index;
+  if (impl_->spec.uses_positional()) ctx.positional = engine::positional_index(query, doc);
   auto description = engine::apply_update(impl_->spec, doc, r.doc, ctx);
   if (!description) return description.error();
   r.changed = !description->empty();
@@ -50,7 +51,8 @@ denormd::expected<prepared_update::result> prepared_update::apply(
 
 denormd::expected<bson::document> prepared_update::upsert(
     const denormd::query::matcher& query) const {
-  return engine::make_upsert_document(impl_->spec, query, bson::value(bson::oid::generate()));
+  return engine::make_upsert_document(impl_->spec, query,
+                                      bson::value(denormd::test::new_object_id()));
 }
 
 denormd::expected<projection_fn> compile_projection(const bson::document& spec) {

@@ -28,9 +28,10 @@ class prepared_update {
     bool replaced = false;              // report a `replace` event rather than `update`
     bool changed = false;               // false for a no-op (no event, nModified unchanged)
   };
-  // Applies to an existing document matched by `query` (positional `$` uses the details).
-  denormd::expected<result> apply(const bson::document& doc, const denormd::query::matcher& query,
-                                  const denormd::query::match_details& details) const;
+  // Applies to an existing document matched by `query` (positional `$` addresses the
+  // element the query matched).
+  denormd::expected<result> apply(const bson::document& doc,
+                                  const denormd::query::matcher& query) const;
   // The document an upsert inserts: seeded from the query's equalities, then updated (with
   // $setOnInsert), with `_id` from the query or a new ObjectId.
   denormd::expected<bson::document> upsert(const denormd::query::matcher& query) const;

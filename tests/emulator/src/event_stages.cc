@@ -6,6 +6,7 @@
 #include "engine_adapter.h"
 #include "error_codes.h"
 #include "query/matcher.h"
+#include "query_operators.h"
 
 namespace mongo_emulator {
 
@@ -35,7 +36,7 @@ denormd::expected<event_stage> make_event_stage(const std::string& name, const b
   if (name == "$match") {
     if (!spec.is_document())
       return fail("the match filter must be an expression in an object", 15959);
-    auto m = denormd::query::matcher::compile(spec.as_document());
+    auto m = engine::compile_query(spec.as_document());
     if (!m) return fail(m.error().message, m.error().code);
     return event_stage([m = std::move(m).value()](bson::document event)
                            -> denormd::expected<std::optional<bson::document>> {

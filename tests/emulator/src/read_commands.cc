@@ -9,6 +9,7 @@
 #include "error_codes.h"
 #include "query/matcher.h"
 #include "query/path.h"
+#include "query_operators.h"
 
 namespace mongo_emulator {
 
@@ -22,7 +23,7 @@ using denormd::query::matcher;
 
 expected<matcher> compile_filter(const bson::document* filter) {
   if (filter == nullptr) return matcher();
-  auto m = matcher::compile(*filter);
+  auto m = engine::compile_query(*filter);
   if (!m) return fail(m.error().message, m.error().code);
   return std::move(m).value();
 }

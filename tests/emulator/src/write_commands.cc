@@ -9,27 +9,26 @@
 #include "command_table.h"
 #include "engine_adapter.h"
 #include "error_codes.h"
+#include "object_id.h"
 #include "query/matcher.h"
+#include "query_operators.h"
 
 namespace mongo_emulator {
 
 namespace {
 
-using denormd::query::match_details;
 using denormd::query::matcher;
 
 struct match {
   std::uint64_t record;
-  match_details details;
 };
 
 // Matching records in natural order, at most `limit` (0: all).
 std::vector<match> find_matches(const collection& c, const matcher& m, std::size_t limit) {
   std::vector<match> out;
   for (auto record : c.candidates(m)) {
-    match_details details;
-    if (!m.matches(*c.get(record), &details)) continue;
-    out.push_back({record, details});
+    if (!m.matches(*c.get(record))) continue;
+    out.push_back({record});
     if (limit != 0 && out.size() >= limit) break;
   }
   return out;
@@ -38,7 +37,7 @@ std::vector<match> find_matches(const collection& c, const matcher& m, std::size
 expected<matcher> compile_query(const bson::value* q) {
   if (q == nullptr || q->is_null()) return matcher();
   if (!q->is_document()) return fail("query must be an object", codes::type_mismatch);
-  auto m = matcher::compile(q->as_document());
+  auto m = engine::compile_query(q->as_document());
   if (!m) return fail(m.error().message, m.error().code);
   return std::move(m).value();
 }
@@ -53,7 +52,7 @@ expected<bson::document> with_id(bson::document doc) {
   }
   bson::document out;
   out.fields().reserve(doc.size() + 1);
-  out.append("_id", bson::oid::generate());
+  out.append("_id", denormd::test::new_object_id());
   for (auto& f : doc.fields())
     out.append(std::move(f.name), std::move(f.val));
   return out;
@@ -75,8 +74,8 @@ expected<bson::document> new_document(bson::document doc, bool upsert) {
 
 // An update applied to one matched document, refused when the result passes 16 MB.
 expected<prepared_update::result> apply_update(const prepared_update& u, const bson::document& doc,
-                                               const matcher& m, const match_details& details) {
-  auto result = u.apply(doc, m, details);
+                                               const matcher& m) {
+  auto result = u.apply(doc, m);
   if (result && result->changed && bson_size(result->doc) > max_user_size)
     return fail("Resulting document after update is larger than 16777216", 17419);
   return result;
@@ -168,9 +167,9 @@ struct update_counts {
 expected<update_counts> run_update(storage& store, collection& c, const matcher& m,
                                    const prepared_update& u, bool multi, bool upsert) {
   update_counts counts;
-  for (const auto& [record, details] : find_matches(c, m, multi ? 0 : 1)) {
+  for (const auto& [record] : find_matches(c, m, multi ? 0 : 1)) {
     auto before = c.get(record);
-    auto result = apply_update(u, *before, m, details);
+    auto result = apply_update(u, *before, m);
     if (!result) return result.error();
     ++counts.matched;
     if (!result->changed) continue;
@@ -386,7 +385,7 @@ command_outcome find_and_modify(command_context& ctx) {
       value = shown(*before);
     } else if (target) {
       auto before = c->get(target->record);
-      auto result = apply_update(*u, *before, *m, target->details);
+      auto result = apply_update(*u, *before, *m);
       if (!result) return result.error();
       doc_ptr after = before;
       if (result->changed) {

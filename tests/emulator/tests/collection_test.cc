@@ -7,6 +7,7 @@
 
 #include "bson/json.h"
 #include "query/matcher.h"
+#include "query_operators.h"
 
 namespace mongo_emulator {
 namespace {
@@ -16,7 +17,7 @@ doc_ptr D(std::string_view json) {
 }
 
 denormd::query::matcher Q(std::string_view json) {
-  return denormd::query::matcher::compile(bson::parse_json(json).value()).value();
+  return mongo_emulator::engine::compile_query(bson::parse_json(json).value()).value();
 }
 
 index_spec spec(std::string_view key_json, std::string name, bool unique = false,
@@ -164,7 +165,7 @@ doc_ptr J(std::string_view json) {
 }
 
 denormd::query::matcher M(std::string_view json) {
-  return denormd::query::matcher::compile(bson::parse_json(json).value()).value();
+  return mongo_emulator::engine::compile_query(bson::parse_json(json).value()).value();
 }
 
 // collection::update trusts the update description to skip indexes on unchanged paths; the

@@ -57,6 +57,38 @@ TEST(application_test, check_exits_2_naming_file_and_pointer) {
       << r.err;
 }
 
+TEST(application_test, check_warns_about_a_where_without_fill_new_targets_and_exits_0) {
+  const fs::path dir = fs::temp_directory_path() / "denormd-app-test-where";
+  fs::create_directories(dir);
+  // The same copy into a different collection each, as two mappings may not write one path.
+  const auto copy = [](const std::string& name, const std::string& extra) {
+    return R"({"name":")" + name + R"(",)" + extra +
+           R"("kind":"copy","source":{"db":"s","collection":"c"},"target":{"db":"s",
+    "collection":")" +
+           name + R"(","key":"cid","where":{"status":"PAID"}},
+    "fields":{"name":"name"},"into":"customer"})";
+  };
+  std::ofstream(dir / "stale.json") << copy("stale", "");
+  std::ofstream(dir / "filled.json") << copy("filled", R"("fillNewTargets":true,)");
+  std::ofstream(dir / "all.json") << R"({"name":"all","kind":"copy","source":{"db":"s",
+    "collection":"c"},"target":{"db":"s","collection":"p","key":"cid"},"fields":{"n":"n"},
+    "into":"c"})";
+  auto r = run({"check", "--mappings", dir.string()});
+  EXPECT_EQ(r.code, exit_ok) << r.err;
+  EXPECT_NE(r.out.find("3 mapping(s) OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("warning: stale ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stale.json): target.where without fillNewTargets"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("filled"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("all"), std::string::npos) << r.err;
+}
+
+TEST(application_test, check_of_the_samples_warns_about_nothing) {
+  auto r = run({"check", "--mappings", samples});
+  EXPECT_EQ(r.code, exit_ok);
+  EXPECT_EQ(r.err, "");
+}
+
 TEST(application_test, plan_prints_the_writes_the_issue_names) {
   const std::string events = write_temp("events.jsonl", R"(
 {"_id":{"_data":"01"},"operationType":"update","ns":{"db":"shop","coll":"customers"},"documentKey":{"_id":1},"updateDescription":{"updatedFields":{"name":"Ann"},"removedFields":[]},"fullDocument":{"_id":1,"name":"Ann","email":"a@x","address":{"city":"Oslo"}}}
@@ -73,18 +105,19 @@ TEST(application_test, plan_prints_the_writes_the_issue_names) {
   ASSERT_EQ(lines.size(), 3u) << r.out;  // the lastLogin update plans nothing
   EXPECT_EQ(
       lines[0],
-      R"({"mapping":"orders-customer","ns":"shop.orders","op":"updateMany","filter":{"customerId":1,)"
+      R"({"mapping":"orders-customer","ns":"shop.orders","op":"updateMany","filter":)"
+      R"({"customerId":{"$eq":1,"$not":{"$type":"array"}},)"
       R"("status":{"$nin":["DELIVERED","CANCELLED"]}},"update":{"$set":{"customer.name":"Ann",)"
       R"("customer.email":"a@x","customer.city":"Oslo"}},"upsert":false})");
-  EXPECT_EQ(
-      lines[1],
-      R"({"mapping":"orders-items-product","ns":"shop.orders","op":"updateMany","filter":)"
-      R"({"items.productId":7},"update":{"$set":{"items.$[e].product.title":"Lamp",)"
-      R"("items.$[e].product.sku":"L7"}},"arrayFilters":[{"e.productId":7}],"upsert":false})");
+  EXPECT_EQ(lines[1],
+            R"({"mapping":"orders-items-product","ns":"shop.orders","op":"updateMany","filter":)"
+            R"({"items.productId":{"$eq":7}},"update":{"$set":{"items.$[e].product.title":"Lamp",)"
+            R"("items.$[e].product.sku":"L7"}},"arrayFilters":[{"e.productId":{"$eq":7,"$not":)"
+            R"({"$type":"array"}}}],"upsert":false})");
   EXPECT_EQ(
       lines[2],
       R"({"mapping":"products-recent-reviews","ns":"shop.products","op":"updateOne","filter":)"
-      R"({"_id":7,"recentReviews.reviewId":{"$ne":9}},"update":{"$push":{"recentReviews":)"
+      R"({"_id":{"$eq":7},"recentReviews.reviewId":{"$ne":9}},"update":{"$push":{"recentReviews":)"
       R"({"$each":[{"reviewId":9,"stars":4,"excerpt":"ok","createdAt":{"$date":"2024-01-02T00:00:00Z"}}],)"
       R"("$sort":{"createdAt":-1,"reviewId":1},"$slice":10}}},"upsert":false})");
 }

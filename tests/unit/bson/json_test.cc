@@ -49,6 +49,20 @@ TEST(json_test, bad_json_is_an_error_not_a_crash) {
   }
 }
 
+TEST(json_test, deep_nesting_is_an_error_that_says_so) {
+  for (const int levels : {150, 100000}) {
+    const std::string text = std::string("{\"a\":").append(levels, '[') + "1" +
+                             std::string(static_cast<std::size_t>(levels), ']') + "}";
+    const auto r = parse_json(text);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_NE(r.error().message.find("nested too deeply"), std::string::npos) << r.error().message;
+  }
+  std::string ok = "1";
+  for (int i = 0; i < 90; ++i)
+    ok = "{\"d\":" + ok + "}";
+  EXPECT_TRUE(parse_json(ok).has_value());
+}
+
 TEST(json_test, corrupt_bson_is_an_error) {
   std::vector<std::uint8_t> bytes;
   append_bytes(*parse_json(R"({"a":{"b":"hello"}})"), bytes);

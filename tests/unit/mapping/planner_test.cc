@@ -20,16 +20,6 @@ TEST(planner_test, lists_source_namespaces_once) {
   EXPECT_EQ(p.source_namespaces(), (std::vector<ns>{{"shop", "customers"}}));
 }
 
-TEST(planner_test, element_uses_projection_names_and_nests_dotted_ones) {
-  auto ms = load(testing::review_mapping);
-  auto child = bson::parse_json(R"({"_id":1,"at":2,"stars":5,"other":0})");
-  EXPECT_EQ(bson::to_json(planner::make_element(ms.front(), *child)),
-            R"({"id":1,"at":2,"meta":{"stars":5}})");
-  auto partial = bson::parse_json(R"({"_id":1})");
-  EXPECT_EQ(bson::to_json(planner::make_element(ms.front(), *partial)), R"({"id":1})");
-  EXPECT_EQ(bson::to_json(planner::child_sort(ms.front())), R"({"at":-1,"_id":1})");
-}
-
 TEST(planner_test, a_delete_without_the_key_explains_itself) {
   const planner p(load(R"({"name":"k","kind":"copy","source":{"collection":"p","key":"sku"},
     "target":{"collection":"l","key":"sku"},"fields":{"t":"t"},"onSourceDelete":"unset"})"));
@@ -89,9 +79,10 @@ TEST(coalescer_test, keeps_order_between_barriers) {
   auto merged = coalesce(std::move(ops));
   std::vector<std::string> shape;
   for (const auto& op : merged) {
-    shape.push_back(std::string(kind_name(op.kind)) + ":" +
-                    (op.update.empty() ? "" : op.update.fields().front().name) + ":" +
-                    (op.push ? std::to_string(op.push->ids.size()) : "-"));
+    const auto* w = op.as<update_write>();
+    shape.push_back(std::string(op.name()) + ":" +
+                    (w == nullptr || w->update.empty() ? "" : w->update.fields().front().name) +
+                    ":" + (w != nullptr && w->push ? std::to_string(w->push->ids.size()) : "-"));
   }
   EXPECT_EQ(shape, (std::vector<std::string>{"updateOne:$pull:-", "updateOne:$push:2", "refill::-",
                                              "updateOne:$pull:-", "updateOne:$push:2",
@@ -118,7 +109,7 @@ TEST(coalescer_test, copy_ops_collapse_per_source_document_only) {
       ops);
   auto merged = coalesce(std::move(ops));
   ASSERT_EQ(merged.size(), 2u);  // 1 and 1.0 are kept apart: fewer merges, never a wrong one
-  EXPECT_EQ(bson::to_json(merged[0].update),
+  EXPECT_EQ(bson::to_json(std::get<update_write>(merged[0].what).update),
             R"({"$set":{"customer.name":"c"},"$unset":{"customer.city":""}})");
 }
 

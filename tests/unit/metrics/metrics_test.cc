@@ -135,7 +135,7 @@ TEST(metrics_test, every_design_family_has_its_type_and_labels) {
       EXPECT_TRUE(value_of(text, f.name, f.labels).has_value());
     }
   }
-  // Nothing beyond DESIGN §5.
+  // Nothing beyond docs/metrics.md.
   std::istringstream in(text);
   int types = 0;
   for (std::string line; std::getline(in, line);)

@@ -21,7 +21,7 @@ struct sources {
       by_key.emplace(*d.get("_id"), d);
     }
   }
-  source_lookup lookup() const {
+  mapping::source_lookup lookup() const {
     return [this](const bson::value& k) -> const bson::document* {
       auto it = by_key.find(k);
       return it == by_key.end() ? nullptr : &it->second;
@@ -34,7 +34,7 @@ using paths = std::vector<std::string>;
 TEST(ops_drift_test, check_copy_in_line_target_has_no_findings) {
   const auto m = load_one(testing::customer_copy);
   const sources s{R"({"_id":7,"name":"Ann","address":{"city":"Oslo"}})"};
-  const auto f = check_copy(
+  const auto f = std::get<mapping::copy_kind>(m.kind).check(
       m, doc(R"({"_id":1,"customerId":7,"customer":{"name":"Ann","city":"Oslo"}})"), s.lookup());
   EXPECT_TRUE(f.paths.empty());
   EXPECT_TRUE(f.drifted_keys.empty());
@@ -45,8 +45,8 @@ TEST(ops_drift_test, check_copy_reports_different_missing_and_extra_copies) {
   const auto m = load_one(testing::customer_copy);
   // The source has no city: the copy must be absent, as the planner unsets it.
   const sources s{R"({"_id":7,"name":"Ann"})"};
-  const auto f =
-      check_copy(m, doc(R"({"_id":1,"customerId":7,"customer":{"city":"Oslo"}})"), s.lookup());
+  const auto f = std::get<mapping::copy_kind>(m.kind).check(
+      m, doc(R"({"_id":1,"customerId":7,"customer":{"city":"Oslo"}})"), s.lookup());
   EXPECT_EQ(f.paths, (paths{"customer.name", "customer.city"}));
   ASSERT_EQ(f.drifted_keys.size(), 1u);
   EXPECT_EQ(f.drifted_keys[0], bson::value(7));
@@ -55,7 +55,7 @@ TEST(ops_drift_test, check_copy_reports_different_missing_and_extra_copies) {
 TEST(ops_drift_test, check_copy_compares_types_strictly_like_a_set_would) {
   const auto m = load_one(testing::customer_copy);
   const sources s{R"({"_id":7,"name":5,"address":{"city":"Oslo"}})"};
-  const auto f = check_copy(
+  const auto f = std::get<mapping::copy_kind>(m.kind).check(
       m, doc(R"({"_id":1,"customerId":7,"customer":{"name":5.0,"city":"Oslo"}})"), s.lookup());
   EXPECT_EQ(f.paths, (paths{"customer.name"}));
 }
@@ -63,7 +63,7 @@ TEST(ops_drift_test, check_copy_compares_types_strictly_like_a_set_would) {
 TEST(ops_drift_test, check_copy_finds_the_source_of_a_numeric_key_of_another_type) {
   const auto m = load_one(testing::customer_copy);
   const sources s{R"({"_id":7,"name":"Ann","address":{"city":"Oslo"}})"};
-  const auto f = check_copy(
+  const auto f = std::get<mapping::copy_kind>(m.kind).check(
       m, doc(R"({"_id":1,"customerId":7.0,"customer":{"name":"Ann","city":"Oslo"}})"), s.lookup());
   EXPECT_TRUE(f.paths.empty());
   EXPECT_TRUE(f.missing_keys.empty());
@@ -72,8 +72,8 @@ TEST(ops_drift_test, check_copy_finds_the_source_of_a_numeric_key_of_another_typ
 TEST(ops_drift_test, check_copy_missing_source_under_keep_is_not_drift) {
   const auto m = load_one(testing::customer_copy);
   const sources none{};
-  const auto f =
-      check_copy(m, doc(R"({"_id":1,"customerId":9,"customer":{"name":"Old"}})"), none.lookup());
+  const auto f = std::get<mapping::copy_kind>(m.kind).check(
+      m, doc(R"({"_id":1,"customerId":9,"customer":{"name":"Old"}})"), none.lookup());
   EXPECT_TRUE(f.paths.empty());
   ASSERT_EQ(f.missing_keys.size(), 1u);
   EXPECT_EQ(f.missing_keys[0], bson::value(9));
@@ -84,12 +84,13 @@ TEST(ops_drift_test, check_copy_missing_source_under_unset_wants_no_copies) {
   json.insert(json.size() - 1, R"(,"onSourceDelete":"unset")");
   const auto m = load_one(json);
   const sources none{};
-  const auto f =
-      check_copy(m, doc(R"({"_id":1,"customerId":9,"customer":{"name":"Old"}})"), none.lookup());
+  const auto f = std::get<mapping::copy_kind>(m.kind).check(
+      m, doc(R"({"_id":1,"customerId":9,"customer":{"name":"Old"}})"), none.lookup());
   EXPECT_EQ(f.paths, (paths{"customer.name"}));
   EXPECT_EQ(f.drifted_keys.size(), 1u);
   EXPECT_EQ(f.missing_keys.size(), 1u);
-  const auto clean = check_copy(m, doc(R"({"_id":1,"customerId":9})"), none.lookup());
+  const auto clean = std::get<mapping::copy_kind>(m.kind).check(
+      m, doc(R"({"_id":1,"customerId":9})"), none.lookup());
   EXPECT_TRUE(clean.paths.empty());
   EXPECT_EQ(clean.missing_keys.size(), 1u);
 }
@@ -97,10 +98,13 @@ TEST(ops_drift_test, check_copy_missing_source_under_unset_wants_no_copies) {
 TEST(ops_drift_test, check_copy_targets_without_a_key_are_never_written_so_never_checked) {
   const auto m = load_one(testing::customer_copy);
   const sources none{};
-  EXPECT_TRUE(check_copy(m, doc(R"({"_id":1})"), none.lookup()).missing_keys.empty());
-  EXPECT_TRUE(
-      check_copy(m, doc(R"({"_id":1,"customerId":null})"), none.lookup()).missing_keys.empty());
-  EXPECT_TRUE(referenced_keys(m, doc(R"({"_id":1})")).empty());
+  EXPECT_TRUE(std::get<mapping::copy_kind>(m.kind)
+                  .check(m, doc(R"({"_id":1})"), none.lookup())
+                  .missing_keys.empty());
+  EXPECT_TRUE(std::get<mapping::copy_kind>(m.kind)
+                  .check(m, doc(R"({"_id":1,"customerId":null})"), none.lookup())
+                  .missing_keys.empty());
+  EXPECT_TRUE(std::get<mapping::copy_kind>(m.kind).referenced_keys(m, doc(R"({"_id":1})")).empty());
 }
 
 TEST(ops_drift_test, check_copy_array_elements_are_checked_one_by_one) {
@@ -113,12 +117,12 @@ TEST(ops_drift_test, check_copy_array_elements_are_checked_one_by_one) {
       "not an element",
       {"productId":7,"product":{"title":"Lamp"}},
       {"qty":3}]})");
-  const auto f = check_copy(m, target, s.lookup());
+  const auto f = std::get<mapping::copy_kind>(m.kind).check(m, target, s.lookup());
   EXPECT_EQ(f.paths, (paths{"items.1.product.title", "items.3.product.sku"}));
   ASSERT_EQ(f.drifted_keys.size(), 2u);
   EXPECT_EQ(f.drifted_keys[0], bson::value(8));
   EXPECT_EQ(f.drifted_keys[1], bson::value(7));
-  const auto keys = referenced_keys(m, target);
+  const auto keys = std::get<mapping::copy_kind>(m.kind).referenced_keys(m, target);
   ASSERT_EQ(keys.size(), 2u);
   EXPECT_EQ(keys[0], bson::value(7));
   EXPECT_EQ(keys[1], bson::value(8));
@@ -128,58 +132,52 @@ TEST(ops_drift_test, check_recent_compares_element_by_element) {
   const auto m = load_one(testing::recent_reviews);
   const bson::array expected{doc(R"({"reviewId":1,"stars":5})"),
                              doc(R"({"reviewId":2,"stars":4})")};
-  EXPECT_TRUE(check_recent(m, doc(R"({"_id":1,"recentReviews":[{"reviewId":1,"stars":5},
+  EXPECT_TRUE(std::get<mapping::recent_kind>(m.kind)
+                  .check(m, doc(R"({"_id":1,"recentReviews":[{"reviewId":1,"stars":5},
       {"reviewId":2,"stars":4}]})"),
-                           expected)
+                         expected)
                   .empty());
-  EXPECT_EQ(check_recent(m, doc(R"({"_id":1,"recentReviews":[{"reviewId":2,"stars":4},
+  EXPECT_EQ(std::get<mapping::recent_kind>(m.kind).check(
+                m, doc(R"({"_id":1,"recentReviews":[{"reviewId":2,"stars":4},
       {"reviewId":1,"stars":5}]})"),
-                         expected),
+                expected),
             (paths{"recentReviews.0", "recentReviews.1"}));
-  EXPECT_EQ(
-      check_recent(m, doc(R"({"_id":1,"recentReviews":[{"reviewId":1,"stars":5}]})"), expected),
-      (paths{"recentReviews.1"}));
+  EXPECT_EQ(std::get<mapping::recent_kind>(m.kind).check(
+                m, doc(R"({"_id":1,"recentReviews":[{"reviewId":1,"stars":5}]})"), expected),
+            (paths{"recentReviews.1"}));
   // Field order counts: the writer always builds elements in the mapping's order.
-  EXPECT_EQ(check_recent(m, doc(R"({"_id":1,"recentReviews":[{"stars":5,"reviewId":1},
+  EXPECT_EQ(std::get<mapping::recent_kind>(m.kind).check(
+                m, doc(R"({"_id":1,"recentReviews":[{"stars":5,"reviewId":1},
       {"reviewId":2,"stars":4}]})"),
-                         expected),
+                expected),
             (paths{"recentReviews.0"}));
 }
 
 TEST(ops_drift_test, check_recent_missing_array_is_an_empty_one_and_a_non_array_is_drift) {
   const auto m = load_one(testing::recent_reviews);
-  EXPECT_TRUE(check_recent(m, doc(R"({"_id":1})"), {}).empty());
-  EXPECT_EQ(check_recent(m, doc(R"({"_id":1})"), bson::array{doc(R"({"reviewId":1})")}),
+  EXPECT_TRUE(std::get<mapping::recent_kind>(m.kind).check(m, doc(R"({"_id":1})"), {}).empty());
+  EXPECT_EQ(std::get<mapping::recent_kind>(m.kind).check(m, doc(R"({"_id":1})"),
+                                                         bson::array{doc(R"({"reviewId":1})")}),
             (paths{"recentReviews.0"}));
-  EXPECT_EQ(check_recent(m, doc(R"({"_id":1,"recentReviews":"x"})"), {}), (paths{"recentReviews"}));
+  EXPECT_EQ(
+      std::get<mapping::recent_kind>(m.kind).check(m, doc(R"({"_id":1,"recentReviews":"x"})"), {}),
+      (paths{"recentReviews"}));
 }
 
 TEST(ops_drift_test, narrow_to_puts_the_id_first_or_joins_with_and) {
   mapping::write_op op;
-  op.kind = mapping::write_kind::update_many;
-  op.filter = doc(R"({"customerId":7,"status":{"$ne":"DONE"}})");
+  mapping::update_write many;
+  many.many = true;
+  many.filter = doc(R"({"customerId":7,"status":{"$ne":"DONE"}})");
+  op.what = many;
+  const auto& w = std::get<mapping::update_write>(op.what);
   narrow_to(op, bson::value(3));
-  EXPECT_EQ(op.filter, doc(R"({"_id":3,"customerId":7,"status":{"$ne":"DONE"}})"));
-  EXPECT_EQ(op.kind, mapping::write_kind::update_one);
+  EXPECT_EQ(w.filter, doc(R"({"_id":{"$eq":3},"customerId":7,"status":{"$ne":"DONE"}})"));
+  EXPECT_FALSE(w.many);
 
-  op.filter = doc(R"({"_id":{"$gt":1}})");
+  std::get<mapping::update_write>(op.what).filter = doc(R"({"_id":{"$gt":1}})");
   narrow_to(op, bson::value(3));
-  EXPECT_EQ(op.filter, doc(R"({"$and":[{"_id":3},{"_id":{"$gt":1}}]})"));
-}
-
-TEST(ops_drift_test, refill_for_carries_the_mappings_children_query) {
-  const auto m = load_one(testing::recent_reviews);
-  const auto op = refill_for(m, doc(R"({"_id":{"$in":[1,2]}})"));
-  EXPECT_EQ(op.kind, mapping::write_kind::refill);
-  EXPECT_EQ(op.source_mapping, &m);
-  EXPECT_EQ(op.target.full(), "shop.products");
-  ASSERT_TRUE(op.refill.has_value());
-  EXPECT_EQ(op.refill->source.full(), "shop.reviews");
-  EXPECT_EQ(op.refill->filter, doc(R"({"hidden":{"$ne":true}})"));
-  EXPECT_EQ(op.refill->parent_key, "productId");
-  EXPECT_EQ(op.refill->parent_field, "_id");
-  EXPECT_EQ(op.refill->sort, doc(R"({"stars":-1,"_id":1})"));
-  EXPECT_EQ(op.refill->limit, 3);
+  EXPECT_EQ(w.filter, doc(R"({"$and":[{"_id":{"$eq":3}},{"_id":{"$gt":1}}]})"));
 }
 
 }  // namespace

@@ -26,12 +26,6 @@ TEST(ops_status_probe_test, token_cluster_time_other_formats_are_unknown) {
   EXPECT_FALSE(token_cluster_time(doc(R"({"_data":1})")));
 }
 
-TEST(ops_status_probe_test, iso_time_formats_utc_with_milliseconds) {
-  EXPECT_EQ(iso_time(0), "1970-01-01T00:00:00.000Z");
-  EXPECT_EQ(iso_time(1714557600123), "2024-05-01T10:00:00.123Z");
-  EXPECT_EQ(iso_time(-1), "1969-12-31T23:59:59.999Z");
-}
-
 std::vector<source_status> sample() {
   source_status lost;
   lost.source = {"shop", "customers"};

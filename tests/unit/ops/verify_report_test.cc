@@ -12,6 +12,8 @@ verify_report sample(bool repair) {
   r.repair = repair;
   mapping_report copy;
   copy.mapping = "orders-customer";
+  copy.kind = "copy";
+  copy.reports_orphans = true;
   copy.source = "shop.customers";
   copy.target = "shop.orders";
   copy.checked = 150;
@@ -24,7 +26,7 @@ verify_report sample(bool repair) {
   copy.repaired = repair ? 3 : 0;
   mapping_report recent;
   recent.mapping = "products-recent-reviews";
-  recent.kind = mapping::mapping_kind::recent;
+  recent.kind = "recent";
   recent.source = "shop.reviews";
   recent.target = "shop.products";
   recent.checked = 25;

@@ -1,12 +1,15 @@
 #pragma once
-// Capped exponential backoff with jitter for the operations' retries of transient failures
-// (network, election). One instance per retry loop; not shared between threads.
+// Capped exponential backoff with jitter: the one retry wait of every loop that retries a
+// failure (a watcher reopening its stream or re-syncing, an applier retrying a batch, the
+// daemon reading a checkpoint, backfill). Each wait is a random part of the
+// current delay, so many clients do not retry in lock step, and ends early on a stop request.
+// One instance per retry loop; not shared between threads.
 
 #include <chrono>
 #include <random>
 #include <stop_token>
 
-namespace denormd::ops {
+namespace denormd {
 
 class backoff {
  public:
@@ -20,6 +23,8 @@ class backoff {
   void reset();
   // How long the failures since the last reset() have lasted.
   std::chrono::milliseconds failing_for() const;
+  // The delay the next wait() draws from (its upper bound).
+  std::chrono::milliseconds next() const { return next_; }
 
  private:
   std::chrono::milliseconds first_;
@@ -29,4 +34,4 @@ class backoff {
   std::minstd_rand rng_;
 };
 
-}  // namespace denormd::ops
+}  // namespace denormd

@@ -1,9 +1,8 @@
-#include "ops/backoff.h"
+#include "common/backoff.h"
 
-#include <condition_variable>
-#include <mutex>
+#include "common/clock.h"
 
-namespace denormd::ops {
+namespace denormd {
 
 backoff::backoff(std::chrono::milliseconds first, std::chrono::milliseconds cap)
     : first_(first), cap_(cap), next_(first), rng_(std::random_device{}()) {}
@@ -14,11 +13,7 @@ bool backoff::wait(std::stop_token stop) {
   const std::chrono::milliseconds delay(
       std::uniform_int_distribution<std::int64_t>(next_.count() / 2, next_.count())(rng_));
   next_ = std::min(next_ * 2, cap_);
-  std::mutex mutex;
-  std::condition_variable_any cv;
-  std::unique_lock lock(mutex);
-  cv.wait_for(lock, stop, delay, [] { return false; });
-  return !stop.stop_requested();
+  return sleep_unless_stopped(stop, delay);
 }
 
 void backoff::reset() {
@@ -32,4 +27,4 @@ std::chrono::milliseconds backoff::failing_for() const {
                                                                since_);
 }
 
-}  // namespace denormd::ops
+}  // namespace denormd

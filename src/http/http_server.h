@@ -1,12 +1,14 @@
 #pragma once
-// The HTTP endpoint beside the daemon: GET /metrics, /healthz and /readyz (DESIGN §5), on
+// The HTTP endpoint beside the daemon: GET /metrics, /healthz and /readyz (docs/metrics.md), on
 // Boost.Beast over whatever threads run the given io_context.
 //
 // Lifecycle: create() parses the address and binds and listens (so a bad address or a port in
 // use is reported at start-up), start() begins accepting, stop() closes the listener and every
 // open connection. The destructor stops. Thread-safety: start(), stop() and port() may be
 // called from any thread; each connection runs on its own strand, and the callbacks are called
-// concurrently from the io_context's threads, so they must be thread-safe.
+// concurrently from the io_context's threads, so they must be thread-safe. Nothing blocks an
+// io_context thread but the callbacks, so one thread serves every connection; idle ones cost
+// a descriptor and a few KB each, never a thread.
 
 #include <chrono>
 #include <cstddef>
@@ -20,7 +22,7 @@
 
 #include "common/expected.h"
 
-namespace denormd::metrics {
+namespace denormd::http {
 
 // What /readyz reports; `detail` lists what is not ready (one item per line works best).
 struct readiness {
@@ -41,15 +43,21 @@ class http_server {
   using readiness_callback = std::function<readiness()>;
 
   struct options {
-    // Longest wait for a whole request (and between keep-alive requests) before the
-    // connection is closed, so a slow or idle client cannot hold a connection forever.
+    // Longest wait for a request's header: from the connection's start, or from the previous
+    // response on a keep-alive connection. Short, so that idle and slowloris clients (a header
+    // byte now and then) give their connection back quickly; scrapers and probes send their
+    // whole request at once.
+    std::chrono::milliseconds header_timeout{std::chrono::seconds(2)};
+    // Longest wait for a whole request, header and body, counted from the same start.
     std::chrono::milliseconds read_timeout{std::chrono::seconds(10)};
     // Longest wait for a response to be written.
     std::chrono::milliseconds write_timeout{std::chrono::seconds(10)};
     std::uint32_t header_limit = 8 * 1024;
     std::uint64_t body_limit = 8 * 1024;
-    // Open connections beyond this are closed as soon as they are accepted.
-    std::size_t max_connections = 64;
+    // Open connections, far more than a scraper and the probes need. A new connection over
+    // the limit closes the connection that has waited longest for a request (idle or slow);
+    // it is refused only when every open connection is busy answering a request.
+    std::size_t max_connections = 256;
   };
 
   // `address` is "host:port"; port 0 picks a free port (see port()).
@@ -82,4 +90,4 @@ class http_server {
   std::shared_ptr<state> state_;
 };
 
-}  // namespace denormd::metrics
+}  // namespace denormd::http

@@ -1,7 +1,8 @@
-#include "metrics/http_server.h"
+#include "http/http_server.h"
 
 #include <array>
 #include <exception>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -11,11 +12,12 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-namespace denormd::metrics {
+namespace denormd::http {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -32,6 +34,9 @@ constexpr beast::string_view text_content_type = "text/plain; charset=utf-8";
 // the response.
 constexpr auto linger_timeout = std::chrono::seconds(2);
 constexpr std::size_t linger_max_bytes = 64 * 1024;
+// After a failed accept (out of descriptors, say) the next one waits this long, so that the
+// acceptor does not spin on an error that persists.
+constexpr auto accept_retry_delay = std::chrono::milliseconds(50);
 
 denormd::unexpected<denormd::error> bad_address(std::string_view text, std::string_view why) {
   return fail("invalid listen address \"" + std::string(text) + "\": " + std::string(why) +
@@ -79,6 +84,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
   state(net::io_context& context, const options& o, metrics_callback m, readiness_callback r)
       : io(context),
         acceptor(net::make_strand(context)),
+        accept_retry(acceptor.get_executor()),
         opts(o),
         metrics(std::move(m)),
         ready(std::move(r)) {}
@@ -86,19 +92,43 @@ struct http_server::state : std::enable_shared_from_this<state> {
   void do_accept();
   void on_accept(error_code ec, tcp::socket socket);
   void stop();
+
+  // A session tells when it starts waiting for a request (false: it was evicted meanwhile
+  // and should close) and when it has one to answer (false likewise).
+  bool waiting(session* s);
+  bool busy(session* s);
   void remove(session* s);
 
   net::io_context& io;
-  tcp::acceptor acceptor;  // used only on its strand
+  tcp::acceptor acceptor;          // used only on its strand
+  net::steady_timer accept_retry;  // likewise
   const options opts;
   const metrics_callback metrics;
   const readiness_callback ready;
   std::uint16_t port = 0;
 
+  struct entry {
+    std::weak_ptr<session> self;
+    std::list<session*>::iterator idle_pos;
+    bool in_idle = false;
+    bool counted = true;  // false once evicted: it is closing and no longer holds a place
+  };
+
   std::mutex mutex;  // guards the members below
   bool started = false;
   bool stopped = false;
-  std::unordered_map<session*, std::weak_ptr<session>> sessions;
+  std::unordered_map<session*, entry> sessions;
+  // The connections waiting for a request, longest wait first: the ones a new connection
+  // over the limit closes. A connection between reading a request and writing its
+  // response is busy and not in it.
+  std::list<session*> idle;
+  std::size_t counted = 0;
+
+ private:
+  // Takes the longest-waiting connection off the books; the caller closes it (if it is
+  // not already being destroyed) once the mutex is released.
+  std::shared_ptr<session> evict_oldest_idle_locked();
+  void leave_idle_locked(entry& e);
 };
 
 // One connection: read a request, answer it, repeat while keep-alive. Every handler runs on
@@ -126,18 +156,33 @@ class http_server::session : public std::enable_shared_from_this<session> {
   }
 
  private:
+  // The header has a short deadline of its own; the rest of the request gets what is left of
+  // the whole-request timeout.
   void read() {
     if (closed_) return;
+    if (!owner_->waiting(this)) return shutdown();
     parser_.emplace();
     parser_->header_limit(owner_->opts.header_limit);
     parser_->body_limit(owner_->opts.body_limit);
-    stream_.expires_after(owner_->opts.read_timeout);
+    const auto now = std::chrono::steady_clock::now();
+    request_deadline_ = now + owner_->opts.read_timeout;
+    stream_.expires_at(std::min(now + owner_->opts.header_timeout, request_deadline_));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&session::on_header, shared_from_this()));
+  }
+
+  void on_header(error_code ec, std::size_t bytes) {
+    if (closed_) return;
+    if (ec) return on_read(ec, bytes);
+    stream_.expires_at(request_deadline_);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&session::on_read, shared_from_this()));
   }
 
   void on_read(error_code ec, std::size_t /*bytes*/) {
     if (closed_) return;
+    // Whatever the outcome, the connection no longer waits; one evicted meanwhile just closes.
+    if (!owner_->busy(this)) return shutdown();
     if (!ec) return respond(parser_->get());
     if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
       return respond_error(http::status::request_header_fields_too_large,
@@ -231,6 +276,8 @@ class http_server::session : public std::enable_shared_from_this<session> {
   }
 
   void start_linger() {
+    // Answered, only draining: a new connection over the limit may close this one.
+    if (!owner_->waiting(this)) return shutdown();
     error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.expires_after(linger_timeout);
@@ -258,6 +305,7 @@ class http_server::session : public std::enable_shared_from_this<session> {
   const std::shared_ptr<state> owner_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::chrono::steady_clock::time_point request_deadline_;
   http::response<http::string_body> res_;
   std::array<char, 4096> drain_{};
   std::size_t drained_ = 0;
@@ -272,22 +320,76 @@ void http_server::state::do_accept() {
 void http_server::state::on_accept(error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted) return;
   std::shared_ptr<session> accepted;
+  std::shared_ptr<session> evicted;
   {
     std::lock_guard lock(mutex);
     if (stopped) return;  // the socket closes as it goes out of scope
+    // Over the limit, or out of descriptors: the longest-waiting connection makes room.
+    if (ec || counted >= opts.max_connections) evicted = evict_oldest_idle_locked();
     if (!ec) {
-      if (sessions.size() >= opts.max_connections) {
-        error_code ignored;
+      if (counted >= opts.max_connections) {
+        error_code ignored;  // every connection is busy answering: refuse this one
         socket.close(ignored);
       } else {
         accepted = std::make_shared<session>(std::move(socket), shared_from_this());
-        sessions.emplace(accepted.get(), accepted);
+        sessions.emplace(accepted.get(), entry{accepted, {}, false, true});
+        ++counted;
       }
     }
   }
+  if (evicted) evicted->close();
   if (accepted) accepted->run();
-  // Accept errors such as running out of descriptors are transient: keep accepting.
-  do_accept();
+  if (!ec) return do_accept();
+  // Accept errors such as running out of descriptors are transient: keep accepting, after a
+  // pause so that a lasting one does not keep this strand spinning.
+  accept_retry.expires_after(accept_retry_delay);
+  accept_retry.async_wait([self = shared_from_this()](error_code wait_ec) {
+    if (!wait_ec) self->do_accept();
+  });
+}
+
+std::shared_ptr<http_server::session> http_server::state::evict_oldest_idle_locked() {
+  while (!idle.empty()) {
+    auto it = sessions.find(idle.front());
+    leave_idle_locked(it->second);
+    it->second.counted = false;
+    --counted;
+    // A session whose last reference is going away is closing already.
+    if (auto s = it->second.self.lock()) return s;
+  }
+  return nullptr;
+}
+
+void http_server::state::leave_idle_locked(entry& e) {
+  if (!e.in_idle) return;
+  idle.erase(e.idle_pos);
+  e.in_idle = false;
+}
+
+bool http_server::state::waiting(session* s) {
+  std::lock_guard lock(mutex);
+  entry& e = sessions.at(s);
+  if (!e.counted) return false;
+  leave_idle_locked(e);
+  e.idle_pos = idle.insert(idle.end(), s);
+  e.in_idle = true;
+  return true;
+}
+
+bool http_server::state::busy(session* s) {
+  std::lock_guard lock(mutex);
+  entry& e = sessions.at(s);
+  leave_idle_locked(e);
+  return e.counted;
+}
+
+void http_server::state::remove(session* s) {
+  std::lock_guard lock(mutex);
+  const auto it = sessions.find(s);
+  if (it == sessions.end()) return;
+  leave_idle_locked(it->second);
+  if (it->second.counted) --counted;
+  sessions.erase(it);
 }
 
 void http_server::state::stop() {
@@ -296,20 +398,16 @@ void http_server::state::stop() {
     std::lock_guard lock(mutex);
     if (stopped) return;
     stopped = true;
-    for (auto& [ptr, weak] : sessions)
-      if (auto s = weak.lock()) open.push_back(std::move(s));
+    for (auto& [ptr, e] : sessions)
+      if (auto s = e.self.lock()) open.push_back(std::move(s));
   }
   net::post(acceptor.get_executor(), [self = shared_from_this()] {
     error_code ignored;
     self->acceptor.close(ignored);
+    self->accept_retry.cancel();
   });
   for (auto& s : open)
     s->close();
-}
-
-void http_server::state::remove(session* s) {
-  std::lock_guard lock(mutex);
-  sessions.erase(s);
 }
 
 expected<std::unique_ptr<http_server>> http_server::create(net::io_context& io,
@@ -371,4 +469,4 @@ std::uint16_t http_server::port() const {
   return state_->port;
 }
 
-}  // namespace denormd::metrics
+}  // namespace denormd::http

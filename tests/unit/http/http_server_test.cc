@@ -1,9 +1,12 @@
-#include "metrics/http_server.h"
+#include "http/http_server.h"
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -20,7 +23,7 @@
 #include <boost/beast/http.hpp>
 #pragma GCC diagnostic pop
 
-namespace denormd::metrics {
+namespace denormd::http {
 namespace {
 
 namespace net = boost::asio;
@@ -113,6 +116,17 @@ class client {
 bool closed_by_server(const error_code& ec) {
   return ec == net::error::eof || ec == net::error::connection_reset ||
          ec == http::error::end_of_stream;
+}
+
+// Raises the soft descriptor limit towards the hard one so that `needed` descriptors fit;
+// false when even the hard limit is too low.
+bool ensure_descriptors(rlim_t needed) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
+  if (lim.rlim_cur >= needed) return true;
+  if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < needed) return false;
+  lim.rlim_cur = needed;
+  return setrlimit(RLIMIT_NOFILE, &lim) == 0;
 }
 
 class http_server_test : public ::testing::Test {
@@ -342,19 +356,108 @@ TEST_F(http_server_test, concurrent_clients_are_all_served) {
   EXPECT_EQ(scrapes_, clients * requests);
 }
 
-TEST_F(http_server_test, connections_beyond_the_limit_are_closed_at_once) {
+TEST_F(http_server_test, over_the_limit_the_longest_waiting_connection_makes_room) {
   http_server::options opts;
   opts.max_connections = 2;
   start(opts);
   client first(server_->port());
   client second(server_->port());
+  // A session starts waiting for its next request just after its response is on the way, so
+  // the client can have the response first: a pause after each answer makes the order of the
+  // waits the order of the requests.
   ASSERT_FALSE(first.request(http::verb::get, "/healthz").ec);  // both are accepted by now
+  std::this_thread::sleep_for(200ms);
   ASSERT_FALSE(second.request(http::verb::get, "/healthz").ec);
-  client third(server_->port());
-  EXPECT_TRUE(closed_by_server(third.wait_closed(2s)));
-  auto r = first.request(http::verb::get, "/healthz");
+  std::this_thread::sleep_for(200ms);
+  client third(server_->port());  // `first` has waited longest for its next request
+  auto r = third.request(http::verb::get, "/healthz");
   ASSERT_FALSE(r.ec) << r.ec.message();
   EXPECT_EQ(r.res.result(), http::status::ok);
+  EXPECT_TRUE(closed_by_server(first.wait_closed(2s)));
+  r = second.request(http::verb::get, "/healthz");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+}
+
+TEST_F(http_server_test, a_connection_busy_answering_is_not_closed_for_a_new_one) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> entered;
+  std::atomic<bool> block{true};
+  http_server::options opts;
+  opts.max_connections = 1;
+  auto created = http_server::create(
+      io_, "127.0.0.1:0",
+      [&] {
+        if (block.exchange(false)) {
+          entered.set_value();
+          released.wait();
+        }
+        return std::string("x 1\n");
+      },
+      [] {
+        return readiness{true, ""};
+      },
+      opts);
+  ASSERT_TRUE(created) << created.error().message;
+  server_ = std::move(created).value();
+  server_->start();
+  for (int i = 0; i < 2; ++i)
+    threads_.emplace_back([this] { io_.run(); });
+
+  client busy(server_->port());
+  std::thread scrape([&] {
+    auto r = busy.request(http::verb::get, "/metrics");
+    EXPECT_FALSE(r.ec) << r.ec.message();
+    EXPECT_EQ(r.res.result(), http::status::ok);
+  });
+  ASSERT_EQ(entered.get_future().wait_for(client_limit), std::future_status::ready);
+  client refused(server_->port());
+  EXPECT_TRUE(closed_by_server(refused.wait_closed(2s)));
+  release.set_value();
+  scrape.join();
+}
+
+// Issue 11: 64 idle connections used to leave /healthz unanswered, a restart loop under a
+// liveness probe. Far more than the limit are held open here.
+TEST_F(http_server_test, five_hundred_idle_connections_do_not_starve_healthz) {
+  constexpr int idle_count = 500;
+  if (!ensure_descriptors(2 * idle_count + 100))
+    GTEST_SKIP() << "needs about " << 2 * idle_count + 100 << " file descriptors (ulimit -n)";
+  start();
+  net::io_context idle_io;
+  std::vector<tcp::socket> idle;
+  idle.reserve(idle_count);
+  for (int i = 0; i < idle_count; ++i) {
+    idle.emplace_back(idle_io);
+    idle.back().connect(tcp::endpoint(net::ip::address_v4::loopback(), server_->port()));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  client probe(server_->port());
+  auto r = probe.request(http::verb::get, "/healthz");
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+  // The bound the issue asks for; the answer takes milliseconds, so this leaves room for a
+  // loaded machine. Without the fix there is no answer at all (the probe is closed).
+  EXPECT_LT(took, 1s);
+}
+
+// A slowloris client sends a header byte now and then to keep its connection; the header
+// deadline (2 s by default) closes it long before the 10 s whole-request timeout.
+TEST_F(http_server_test, a_slowloris_client_is_closed_after_the_header_deadline) {
+  start();
+  client slow(server_->port());
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  std::size_t sent = 0;
+  bool closed = false;
+  // One byte a second, for at most 6 s (the whole-request timeout would allow 10).
+  while (!closed && sent < 6) {
+    slow.send_raw(request.substr(sent++, 1));
+    closed = closed_by_server(slow.wait_closed(1s));
+  }
+  EXPECT_TRUE(closed) << "still open after " << sent << " bytes, one a second";
+  EXPECT_LE(sent, 4u);
 }
 
 TEST_F(http_server_test, a_throwing_callback_gives_500_and_the_server_goes_on) {
@@ -371,7 +474,9 @@ TEST_F(http_server_test, a_throwing_callback_gives_500_and_the_server_goes_on) {
 }
 
 TEST_F(http_server_test, stop_returns_promptly_and_closes_open_connections) {
-  start();
+  http_server::options opts;
+  opts.header_timeout = 10s;
+  start(opts);
   client idle(server_->port());
   client partial(server_->port());
   client served(server_->port());
@@ -379,7 +484,7 @@ TEST_F(http_server_test, stop_returns_promptly_and_closes_open_connections) {
   auto r = served.request(http::verb::get, "/healthz");
   ASSERT_FALSE(r.ec) << r.ec.message();
 
-  // Every connection has a 10 s read timeout pending; the io_context running out of work
+  // Every connection has a 10 s header timeout pending; the io_context running out of work
   // well before that shows stop() closed them all (and the listener).
   const auto took = stop_and_join();
   EXPECT_LT(took, 2s);
@@ -453,4 +558,4 @@ TEST(http_server_address_test, a_port_in_use_is_an_error_value) {
 }
 
 }  // namespace
-}  // namespace denormd::metrics
+}  // namespace denormd::http

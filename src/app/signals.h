@@ -1,0 +1,40 @@
+#pragma once
+// SIGINT/SIGTERM from the first instruction of main() on. main() blocks them before anything
+// else, so a signal that arrives while denormd is still starting stays pending instead of
+// killing the process; whoever installs the handling (a stop_on_signal) unblocks them, and
+// the pending signal is then delivered to it. Commands without their own handling unblock
+// them at once and keep the default action. Threads started while they are blocked inherit
+// the block, so the signals go to the threads that unblocked them.
+// block/unblock: process-wide state, call from the main thread only.
+
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+namespace denormd::app {
+
+void block_stop_signals();
+void unblock_stop_signals();
+
+// Turns the first SIGINT/SIGTERM into a stop request on `stop`, logged once as `message` by
+// `component`; the default handling comes back when it goes. The one way run and backfill
+// learn of a signal. Lifecycle: constructed on the main thread (it unblocks the signals, so
+// one that came while starting is delivered now), waits on its own thread, and stops that
+// thread in the destructor. Not copyable.
+class stop_on_signal {
+ public:
+  stop_on_signal(std::stop_source stop, std::string component, std::string message);
+  ~stop_on_signal();
+  stop_on_signal(const stop_on_signal&) = delete;
+  stop_on_signal& operator=(const stop_on_signal&) = delete;
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::signal_set signals_;
+  std::thread thread_;
+};
+
+}  // namespace denormd::app

@@ -1,0 +1,35 @@
+#pragma once
+// Where a source's position is kept: the resume token after which everything is applied.
+// checkpoint_store keeps it in MongoDB; tests use fakes. An applier calls one from its
+// thread only; implementations say their own thread-safety.
+
+#include <cstdint>
+#include <optional>
+
+#include "bson/value.h"
+#include "mapping/mapping.h"
+#include "mongo/driver_error.h"
+
+namespace denormd::checkpoint {
+
+struct checkpoint {
+  bson::document token;
+  std::int64_t event_ms = 0;  // wall time of the last applied event (0 when unknown)
+  std::int64_t saved_ms = 0;  // when it was stored
+};
+
+class position_store {
+ public:
+  virtual ~position_store() = default;
+
+  virtual mongo::result<std::optional<checkpoint>> load(const mapping::ns& source) = 0;
+  // Only after every write up to `cp.token` was acknowledged.
+  virtual mongo::status save(const mapping::ns& source, const checkpoint& cp) = 0;
+
+ protected:
+  position_store() = default;
+  position_store(const position_store&) = default;
+  position_store& operator=(const position_store&) = default;
+};
+
+}  // namespace denormd::checkpoint

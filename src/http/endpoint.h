@@ -1,0 +1,44 @@
+#pragma once
+// The daemon's HTTP endpoint (GET /metrics, /healthz, /readyz) on a thread of its own: an
+// http_server over an io_context this owns, so nothing else the daemon does rides on it.
+//
+// Lifecycle: start() binds and listens (a bad address or a port in use is an error value)
+// and starts the thread; stop() closes the listener and every connection and joins the
+// thread; the destructor stops. Thread-safety: port() from any thread, start() and stop()
+// from one; the callbacks are called on the endpoint's thread, concurrently with the caller.
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/expected.h"
+#include "http/http_server.h"
+
+namespace denormd::http {
+
+class endpoint {
+ public:
+  static expected<std::unique_ptr<endpoint>> start(std::string_view address,
+                                                   http_server::metrics_callback metrics,
+                                                   http_server::readiness_callback ready);
+  ~endpoint();
+  endpoint(const endpoint&) = delete;
+  endpoint& operator=(const endpoint&) = delete;
+
+  // The bound port, also when the address asked for port 0.
+  std::uint16_t port() const { return server_->port(); }
+  // Idempotent.
+  void stop();
+
+ private:
+  endpoint() = default;
+
+  boost::asio::io_context io_;
+  std::unique_ptr<http_server> server_;
+  std::thread thread_;
+};
+
+}  // namespace denormd::http

@@ -1,0 +1,378 @@
+#include "mapping/copy_kind.h"
+
+#include <algorithm>
+
+#include "bson/json.h"
+#include "mapping/change_event.h"
+#include "mapping/document_store.h"
+#include "mapping/mapping.h"
+#include "mapping/reference.h"
+#include "mapping/spec_reader.h"
+#include "mapping/write_op.h"
+
+namespace denormd::mapping {
+
+namespace {
+
+// {key: value} merged with the mapping's where clause; $and only when they share a field.
+bson::document with_where(bson::document filter, const std::optional<query::matcher>& where) {
+  if (!where) return filter;
+  bool clash = false;
+  for (const auto& f : where->filter())
+    clash = clash || filter.contains(f.name);
+  if (clash) return bson::document{{"$and", bson::array{filter, where->filter()}}};
+  for (const auto& f : where->filter())
+    filter.append(f.name, f.val);
+  return filter;
+}
+
+std::string element_key_filter_path(const copy_kind& k) {
+  return std::string(array_element_id) + "." + k.target_key;
+}
+
+// Where field `f` lives inside a target document or array element.
+std::string copy_path(const mapping& m, const field_map& f) {
+  return m.into.empty() ? f.name : m.into + "." + f.name;
+}
+
+// Keys the planner follows: present, not null, and able to be a reference at all (the
+// others are dead letters when streamed, so no copy is expected for them).
+bool usable_key(const bson::value* key) {
+  return key != nullptr && !key->is_null() && !reference_problem(*key);
+}
+
+void add_key(std::vector<bson::value>& keys, const bson::value& key) {
+  const bool seen = std::any_of(keys.begin(), keys.end(),
+                                [&](const bson::value& k) { return bson::compare(k, key) == 0; });
+  if (!seen) keys.push_back(key);
+}
+
+// Compares the copies in `holder` (the target, or one array element) with `source`;
+// `prefix` is the holder's path in the target ("" or "items.2.").
+void compare_copies(const mapping& m, const bson::document& holder, const std::string& prefix,
+                    const bson::value& key, const bson::document* source, copy_finding& out) {
+  if (source == nullptr) {
+    add_key(out.missing_keys, key);
+    if (m.on_source_delete != delete_policy::unset) return;
+  }
+  bool drifted = false;
+  for (const auto& f : m.fields) {
+    const std::string path = copy_path(m, f);
+    const bson::value* want = source != nullptr ? source->find_path(f.source_path) : nullptr;
+    const bson::value* have = holder.find_path(path);
+    const bool same = want == nullptr ? have == nullptr : have != nullptr && *have == *want;
+    if (!same) {
+      out.paths.push_back(prefix + path);
+      drifted = true;
+    }
+  }
+  if (drifted) add_key(out.drifted_keys, key);
+}
+
+}  // namespace
+
+std::set<std::string> copy_kind::keys(std::string_view object) {
+  if (object == "source") return {"key"};
+  if (object == "target") return {"array", "where"};
+  return {};
+}
+
+const std::vector<std::pair<std::string, delete_policy>>& copy_kind::delete_policies() {
+  static const std::vector<std::pair<std::string, delete_policy>> policies = {
+      {"keep", delete_policy::keep}, {"unset", delete_policy::unset}};
+  return policies;
+}
+
+delete_policy copy_kind::default_delete_policy() {
+  return delete_policy::keep;
+}
+
+void copy_kind::read_source(spec_reader& /*r*/, spec_object& source) {
+  source_key = source.path("key", false).value_or("_id");
+}
+
+void copy_kind::read_target(spec_reader& r, spec_object& target) {
+  target_key = target.path("key", true).value_or("");
+  target_array = target.path("array", false).value_or("");
+  if (const json* w = target.get("where", false)) where = read_query(r, *w, "/target/where");
+}
+
+void copy_kind::read_rest(spec_reader& r, spec_object& /*root*/, const mapping& m) {
+  const std::string key_path = target_array.empty() ? target_key : target_array + "." + target_key;
+  for (const auto& p : written_paths(m)) {
+    if (!target_key.empty() && query::paths_overlap(p, key_path)) {
+      r.error("/target/key",
+              "the key field \"" + target_key + "\" overlaps the copied path \"" + p + "\"");
+      break;
+    }
+  }
+}
+
+void copy_kind::prepare(const mapping& m) {
+  target_paths.clear();
+  for (const auto& f : m.fields)
+    target_paths.push_back(target_path(m, f.name));
+}
+
+std::string copy_kind::target_path(const mapping& m, std::string_view field) const {
+  std::string path;
+  if (!target_array.empty()) path = target_array + ".$[" + std::string(array_element_id) + "].";
+  if (!m.into.empty()) path += m.into + ".";
+  return path + std::string(field);
+}
+
+std::vector<std::string> copy_kind::written_paths(const mapping& m) const {
+  std::vector<std::string> out;
+  for (const auto& f : m.fields) {
+    std::string path = target_array.empty() ? "" : target_array + ".";
+    if (!m.into.empty()) path += m.into + ".";
+    out.push_back(path + f.name);
+  }
+  return out;
+}
+
+void copy_kind::add_watched_paths(const mapping& /*m*/, std::vector<std::string>& out) const {
+  if (source_key != "_id") out.push_back(source_key);
+}
+
+std::vector<std::string> copy_kind::key_paths() const {
+  return {source_key};
+}
+
+std::vector<std::string> copy_kind::fill_paths() const {
+  std::vector<std::string> out{target_array.empty() ? target_key : target_array};
+  if (where) {
+    for (const auto& p : where->paths())
+      out.push_back(p);
+  }
+  return out;
+}
+
+bson::document copy_kind::update_for(const mapping& m, const bson::document* source) const {
+  bson::document set;
+  bson::document unset;
+  for (std::size_t i = 0; i < m.fields.size(); ++i) {
+    const bson::value* v = source != nullptr ? source->find_path(m.fields[i].source_path) : nullptr;
+    if (v != nullptr) {
+      set.append(target_paths[i], *v);
+    } else {
+      unset.append(target_paths[i], "");
+    }
+  }
+  bson::document update;
+  if (!set.empty()) update.append("$set", std::move(set));
+  if (!unset.empty()) update.append("$unset", std::move(unset));
+  return update;
+}
+
+void copy_kind::plan(const mapping& m, const std::vector<std::string>& watched,
+                     const change_event& ev, std::vector<write_op>& out,
+                     std::vector<std::string>* notes) const {
+  if (ev.op == operation::update && !touches(ev.touched, watched)) return;
+  if (ev.op == operation::delete_ && m.on_source_delete == delete_policy::keep) return;
+  // An update whose document is already gone: the delete event that follows handles it.
+  if (ev.op != operation::delete_ && !ev.full_document) return;
+
+  const bson::value* key = &ev.id;
+  if (source_key != "_id") {
+    const auto& doc =
+        ev.op == operation::delete_ ? ev.full_document_before_change : ev.full_document;
+    key = doc ? doc->find_path(source_key) : nullptr;
+    if (key == nullptr) {
+      if (notes != nullptr && ev.op == operation::delete_) {
+        notes->push_back(m.name + ": a delete of " + ev.source.full() + " carries no \"" +
+                         source_key +
+                         "\"; enable pre-images (changeStreamPreAndPostImages) "
+                         "so onSourceDelete can find the targets");
+      }
+      return;
+    }
+  }
+
+  const std::string ns = ev.source.full();
+  if (refused(m, {m.name, "source key", source_key, ns, source_key == "_id" ? nullptr : &ev.id},
+              *key, out)) {
+    return;
+  }
+
+  write_op op;
+  op.source_mapping = &m;
+  op.target = m.target;
+  op.merge = merge_rule::last_wins;
+  op.merge_key = *key;
+  update_write w;
+  w.many = !target_array.empty() || target_key != "_id";
+  if (target_array.empty()) {
+    w.filter = with_where(bson::document{{target_key, key_match(target_key, *key)}}, where);
+  } else {
+    // An element whose key is an array is left out by the array filter, not by this one.
+    w.filter = with_where(bson::document{{target_array + "." + target_key, literal(*key)}}, where);
+    w.array_filters.push_back(
+        bson::document{{element_key_filter_path(*this), key_match(target_key, *key)}});
+  }
+  w.update = update_for(m, ev.op == operation::delete_ ? nullptr : &*ev.full_document);
+  op.what = std::move(w);
+  out.push_back(std::move(op));
+}
+
+void copy_kind::plan_new_target(const mapping& m, const std::vector<std::string>& watched,
+                                const change_event& ev, std::vector<write_op>& out) const {
+  if (ev.op == operation::delete_) return;
+  if (ev.op == operation::update && !touches(ev.touched, watched)) return;
+  if (!ev.full_document) return;
+  const bson::document& target = *ev.full_document;
+  const std::string ns = ev.source.full();
+  if (refused(m, {m.name, "_id", "_id", ns, nullptr}, ev.id, out)) return;
+  if (where && !where->matches(target)) return;  // e.g. a delivered order keeps its snapshot
+  auto fill_one = [&](const bson::value& key, bson::array array_filters) {
+    write_op op;
+    op.source_mapping = &m;
+    op.target = m.target;
+    op.what = fill_write{with_where(bson::document{{"_id", literal(ev.id)}}, where),
+                         std::move(array_filters), fill_query{m.source, source_key, key}};
+    out.push_back(std::move(op));
+  };
+  if (target_array.empty()) {
+    const bson::value* key = target.find_path(target_key);
+    if (key == nullptr || key->is_null()) return;
+    if (!refused(m, {m.name, "target key", target_key, ns, &ev.id}, *key, out)) fill_one(*key, {});
+    return;
+  }
+  const bson::value* items = target.find_path(target_array);
+  if (items == nullptr || !items->is_array()) return;
+  bson::array seen;
+  for (const auto& item : items->as_array()) {
+    const bson::value* key =
+        item.is_document() ? item.as_document().find_path(target_key) : nullptr;
+    if (key == nullptr || key->is_null() ||
+        std::find(seen.begin(), seen.end(), *key) != seen.end()) {
+      continue;
+    }
+    seen.push_back(*key);
+    const std::string field = target_array + "." + target_key;
+    if (refused(m, {m.name, "target key", field, ns, &ev.id}, *key, out)) continue;
+    fill_one(
+        *key,
+        bson::array{bson::document{{element_key_filter_path(*this), key_match(target_key, *key)}}});
+  }
+}
+
+bool copy_kind::complete(const mapping& m, const write_op& op, document_store& store) const {
+  const fill_write& fill = std::get<fill_write>(op.what);
+  const fill_query& f = fill.source;
+  const bson::document key = fill_filter(f);
+  auto doc = store.find_one(f.source, key);
+  if (!doc) return false;
+  if (!*doc) return true;  // nothing to copy from (yet): the source's insert event fills it
+  bson::document update = update_for(m, &**doc);
+  // The source's own stream writes these copies too, from another thread: if it applies a
+  // newer source between our read and our write, our older copy would win for good. So read
+  // the source again after each write until what was written is still current; a change
+  // after that read is applied by the source's stream after our write.
+  while (true) {
+    switch (store.update_one(op, fill.filter, update, fill.array_filters)) {
+      case store_write::failed:
+        return false;
+      case store_write::refused:
+        return true;
+      case store_write::applied:
+        break;
+    }
+    auto again = store.find_one(f.source, key);
+    if (!again) return false;
+    // Deleted since: the copies stay, or go as the delete policy says.
+    if (!*again && m.on_source_delete == delete_policy::keep) return true;
+    bson::document current = update_for(m, *again ? &**again : nullptr);
+    if (current == update) return true;
+    update = std::move(current);
+  }
+}
+
+std::vector<bson::value> copy_kind::referenced_keys(const mapping& /*m*/,
+                                                    const bson::document& target) const {
+  std::vector<bson::value> keys;
+  if (target_array.empty()) {
+    const bson::value* key = target.find_path(target_key);
+    if (usable_key(key)) keys.push_back(*key);
+    return keys;
+  }
+  const bson::value* items = target.find_path(target_array);
+  if (items == nullptr || !items->is_array()) return keys;
+  for (const auto& item : items->as_array()) {
+    if (!item.is_document()) continue;
+    const bson::value* key = item.as_document().find_path(target_key);
+    if (usable_key(key)) add_key(keys, *key);
+  }
+  return keys;
+}
+
+copy_finding copy_kind::check(const mapping& m, const bson::document& target,
+                              const source_lookup& source) const {
+  copy_finding out;
+  if (target_array.empty()) {
+    const bson::value* key = target.find_path(target_key);
+    if (usable_key(key)) compare_copies(m, target, "", *key, source(*key), out);
+    return out;
+  }
+  const bson::value* items = target.find_path(target_array);
+  if (items == nullptr || !items->is_array()) return out;
+  const auto& elements = items->as_array();
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    if (!elements[i].is_document()) continue;
+    const bson::value* key = elements[i].as_document().find_path(target_key);
+    if (!usable_key(key)) continue;
+    compare_copies(m, elements[i].as_document(), target_array + "." + std::to_string(i) + ".", *key,
+                   source(*key), out);
+  }
+  return out;
+}
+
+void copy_kind::describe(const mapping& m, std::string& s) const {
+  std::string filter = (target_array.empty() ? target_key : target_array + "." + target_key) +
+                       ": <source " + source_key + ">";
+  if (where) filter += ", where " + bson::to_json(where->filter());
+  const char* op = target_array.empty() && target_key == "_id" ? "updateOne" : "updateMany";
+  std::string paths;
+  for (const auto& p : target_paths)
+    paths += (paths.empty() ? "" : ", ") + p;
+  s += "  insert, replace, and updates touching those fields:\n";
+  s += "    " + std::string(op) + " " + m.target.full() + " {" + filter + "}\n";
+  s += "      $set " + paths + " (a missing source field is $unset)\n";
+  if (!target_array.empty()) {
+    s += "      arrayFilters [{e." + target_key + ": <source " + source_key + ">}]\n";
+  }
+  s += std::string("  delete: ") +
+       (m.on_source_delete == delete_policy::keep ? "keep (no write)" : "$unset " + paths) + "\n";
+  if (m.fill_new_targets) s += "  new or re-keyed targets: filled from the source\n";
+}
+
+void copy_kind::indexes(const mapping& m, std::vector<index_need>& out) const {
+  const std::string key = target_array.empty() ? target_key : target_array + "." + target_key;
+  if (key != "_id") {
+    out.push_back(
+        {m.target, bson::to_json(bson::document{{key, 1}}), "find the targets of a source"});
+  }
+  if (source_key != "_id") {
+    out.push_back(
+        {m.source, bson::to_json(bson::document{{source_key, 1}}), "look up a target's source"});
+  }
+}
+
+void copy_kind::warnings(const mapping& m, std::vector<std::string>& out) const {
+  if (!where || m.fill_new_targets) return;
+  out.push_back(m.name + " (" + m.file +
+                "): target.where without fillNewTargets: a target that comes (back) into the "
+                "where, e.g. an order whose status returns to a matching value, keeps the copy "
+                "it had when it left until its source changes again or `denormd verify "
+                "--repair` runs; set \"fillNewTargets\": true to copy the source when it enters");
+}
+
+void copy_kind::fingerprint(std::string& s) const {
+  s += "|" + source_key + "|" + target_key + "|" + target_array + "|";
+  if (where) s += bson::to_json(where->filter(), bson::json_mode::canonical);
+  // The recent kind's settings at their defaults: stored fingerprints stay what they were
+  // when both kinds shared one flat struct.
+  s += "||_id||0";
+}
+
+}  // namespace denormd::mapping

@@ -1,0 +1,93 @@
+#pragma once
+// The `copy` kind, the extended reference: fields of one source document copied into every
+// target that references it by key (in the target itself, or in each element of one of its
+// arrays). This type holds the kind's settings and everything the kind knows: how its JSON
+// reads, which writes an event needs, how a fill completes, what `describe` and the
+// fingerprint say. A plain value, immutable once read; its functions are pure except
+// complete(), which goes through the store it is given.
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bson/value.h"
+#include "mapping/fwd.h"
+#include "query/matcher.h"
+
+namespace denormd::mapping {
+
+// How one copy target differs from its sources (verify).
+struct copy_finding {
+  std::vector<std::string> paths;         // target paths that differ from the source
+  std::vector<bson::value> drifted_keys;  // source keys whose copies differ (one repair each)
+  std::vector<bson::value> missing_keys;  // referenced keys with no source document
+};
+
+// The source document whose key is `key`, or nullptr when there is none.
+using source_lookup = std::function<const bson::document*(const bson::value& key)>;
+
+struct copy_kind {
+  static constexpr std::string_view name = "copy";
+
+  std::string source_key = "_id";  // source field whose value the targets reference
+  std::string target_key;          // target field (inside the array element with target_array)
+  std::string target_array;        // non-empty: copies live in each matching element
+  std::optional<query::matcher> where;
+  // Derived by prepare(): where each field lives in the target ("customer.name",
+  // "items.$[e].product.title").
+  std::vector<std::string> target_paths;
+
+  // Reading. Keys this kind allows besides the common ones, per object ("", "source",
+  // "target"); its delete policies and the default one.
+  static std::set<std::string> keys(std::string_view object);
+  static const std::vector<std::pair<std::string, delete_policy>>& delete_policies();
+  static delete_policy default_delete_policy();
+  static constexpr bool into_required = false;
+  static constexpr std::string_view written_pointer = "/fields";
+  void read_source(spec_reader& r, spec_object& source);
+  void read_target(spec_reader& r, spec_object& target);
+  void read_rest(spec_reader& r, spec_object& root, const mapping& m);
+  void prepare(const mapping& m);
+
+  // The field's place in the target ("customer.name"; "items.$[e].customer.name").
+  std::string target_path(const mapping& m, std::string_view field) const;
+  std::vector<std::string> written_paths(const mapping& m) const;
+  void add_watched_paths(const mapping& m, std::vector<std::string>& out) const;
+  // The source fields planning reads beyond the watched ones.
+  std::vector<std::string> key_paths() const;
+  // Target paths whose change makes a target need a fill (fillNewTargets).
+  std::vector<std::string> fill_paths() const;
+
+  // Planning.
+  void plan(const mapping& m, const std::vector<std::string>& watched, const change_event& ev,
+            std::vector<write_op>& out, std::vector<std::string>* notes) const;
+  // An event of the target collection (fillNewTargets): a new or re-keyed target.
+  void plan_new_target(const mapping& m, const std::vector<std::string>& watched,
+                       const change_event& ev, std::vector<write_op>& out) const;
+  // Completes a fill: reads the source, writes the copies, and reads the source again until
+  // what was written is still current. False when the store failed.
+  bool complete(const mapping& m, const write_op& op, document_store& store) const;
+  // {$set: present fields, $unset: missing ones} from `source`; nullptr unsets every copy.
+  bson::document update_for(const mapping& m, const bson::document* source) const;
+
+  // The expected state (verify). The source keys one target references: its key, or the key
+  // of each element of the array (equal keys once, in element order); missing and null keys
+  // and keys that cannot be references are left out, as no event ever writes those.
+  std::vector<bson::value> referenced_keys(const mapping& m, const bson::document& target) const;
+  // Compares a target with its sources. Where the source is gone, the copies are checked
+  // only under onSourceDelete "unset" (they must be absent); under "keep" anything goes.
+  copy_finding check(const mapping& m, const bson::document& target,
+                     const source_lookup& source) const;
+
+  // Describing.
+  void describe(const mapping& m, std::string& out) const;
+  void indexes(const mapping& m, std::vector<index_need>& out) const;
+  // What a valid mapping does that its author may not expect, one sentence each.
+  void warnings(const mapping& m, std::vector<std::string>& out) const;
+  void fingerprint(std::string& out) const;
+};
+
+}  // namespace denormd::mapping

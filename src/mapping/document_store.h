@@ -1,0 +1,44 @@
+#pragma once
+// What a kind's completion may do to the database: the reads a fill or refill needs and the
+// single-document writes it makes. Declared here so the kinds stay pure and testable with a
+// fake; the sink implements it over the driver. A call that fails returns nullopt / failed
+// and the implementation keeps why: the completion stops and its caller returns that error.
+
+#include <optional>
+#include <vector>
+
+#include "bson/value.h"
+#include "mapping/ns.h"
+
+namespace denormd::mapping {
+
+struct write_op;
+
+struct read_options {
+  bson::document projection;  // empty: whole documents
+  bson::document sort;
+  int limit = 0;  // 0: no limit
+};
+
+enum class store_write {
+  applied,  // acknowledged
+  refused,  // refused for good by the server; stored as a dead letter of `op`, going on
+  failed    // not applied; the completion stops and the batch is retried
+};
+
+class document_store {
+ public:
+  virtual ~document_store() = default;
+  virtual std::optional<std::vector<bson::document>> find(const ns& where,
+                                                          const bson::document& filter,
+                                                          const read_options& opts) = 0;
+  // The first document matching `filter`; the inner nullopt when there is none.
+  virtual std::optional<std::optional<bson::document>> find_one(const ns& where,
+                                                                const bson::document& filter) = 0;
+  // One single-document update made on behalf of `op`.
+  virtual store_write update_one(const write_op& op, const bson::document& filter,
+                                 const bson::document& update,
+                                 const bson::array& array_filters) = 0;
+};
+
+}  // namespace denormd::mapping

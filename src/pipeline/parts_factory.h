@@ -1,0 +1,57 @@
+#pragma once
+// What a supervisor builds each pipeline from: the daemon's factory makes MongoDB parts (a
+// change-stream watcher, the bulk writer, the checkpoint collection, re-sync by backfill);
+// tests make fakes. Called from the supervisor's controlling thread, except resync(), which
+// a pipeline's source calls from its own thread (so it must be thread-safe).
+
+#include <memory>
+#include <optional>
+#include <stop_token>
+
+#include "bson/value.h"
+#include "checkpoint/position_store.h"
+#include "mapping/mapping.h"
+#include "mapping/planner.h"
+#include "mongo/driver_error.h"
+#include "sink/batch_writer.h"
+#include "source/change_source.h"
+#include "source/event_queue.h"
+#include "source/watcher.h"
+
+namespace denormd::pipeline {
+
+// Where a pipeline's source starts reading: after a resume token, else at an operation time,
+// else now. `saved_ms`: when the position was stored (the lag until the first read).
+struct start_position {
+  std::optional<bson::document> resume_after;
+  std::optional<bson::timestamp> start_at;
+  std::int64_t saved_ms = 0;
+};
+
+class parts_factory {
+ public:
+  virtual ~parts_factory() = default;
+
+  // The reader of `source`'s changes into `queue` from `from`; it calls `resync` when the
+  // history it needs is lost.
+  virtual std::unique_ptr<source::change_source> make_source(const mapping::ns& source,
+                                                             const start_position& from,
+                                                             source::event_queue& queue,
+                                                             source::resync_hook resync) = 0;
+  virtual std::unique_ptr<sink::batch_writer> make_writer() = 0;
+  // Shared by every pipeline; each applier calls it from its own thread.
+  virtual checkpoint::position_store& positions() = 0;
+  // History of `source` was lost and everything read before is applied: brings the copies of
+  // `planner`'s mappings that read `source` in line. Returns the operation time taken before
+  // it started (streaming resumes from it), nullopt when stopped first.
+  virtual mongo::result<std::optional<bson::timestamp>> resync(const mapping::planner& planner,
+                                                               const mapping::ns& source,
+                                                               std::stop_token stop) = 0;
+
+ protected:
+  parts_factory() = default;
+  parts_factory(const parts_factory&) = default;
+  parts_factory& operator=(const parts_factory&) = default;
+};
+
+}  // namespace denormd::pipeline

@@ -1,0 +1,72 @@
+#pragma once
+// One watched namespace's running pipeline: its change source -> a bounded event_queue -> an
+// applier (and the applier's writer), planning with one immutable planner snapshot it shares.
+//
+// Lifecycle: constructed stopped (not ready, "starting"); start() starts the applier, then
+// the source. Stopping runs in two stages so a supervisor can stop many pipelines in the
+// daemon's order: stop_reading() and join_reading() (every item the source read is queued),
+// then finish() and join() (the queue closes, the applier finishes the batch in flight and
+// stores its checkpoint). The destructor does whatever is left. Thread-safety: ready(),
+// state(), report_lag() and applied_events() from any thread; the rest from the supervisor's.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "metrics/metrics.h"
+#include "pipeline/parts_factory.h"
+#include "sink/applier.h"
+
+namespace denormd::pipeline {
+
+struct pipeline_options {
+  // Queue bounds: enough to keep the writer busy, small enough that memory stays bounded
+  // while the writer is blocked.
+  std::size_t queue_items = 4000;
+  std::size_t queue_bytes = 4 * 1024 * 1024;
+  // For every applier; `source` and `initial_checkpoint_ms` are set per pipeline.
+  sink::applier_options applier;
+};
+
+class pipeline {
+ public:
+  pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> planner, start_position from,
+           parts_factory& parts, metrics::metrics& m, const pipeline_options& opts);
+  ~pipeline();
+  pipeline(const pipeline&) = delete;
+  pipeline& operator=(const pipeline&) = delete;
+
+  void start();
+  void stop_reading();
+  void join_reading();
+  void finish();
+  void join();
+
+  const mapping::ns& source() const { return source_; }
+  bool ready() const { return reader_->ready(); }
+  std::string state() const { return reader_->state(); }
+  // Sets the lag and checkpoint-age gauges of this source.
+  void report_lag(std::int64_t now_ms) const;
+  std::uint64_t applied_events() const { return applier_->applied_events(); }
+  // After join(): where a pipeline taking over from this one starts, so that nothing applied
+  // is applied again and nothing read but not applied is lost.
+  start_position resume_position() const;
+
+ private:
+  // The source's re-sync hook: waits until everything read is applied, then re-syncs.
+  mongo::result<std::optional<bson::timestamp>> resync(std::stop_token stop);
+
+  const mapping::ns source_;
+  const std::shared_ptr<const mapping::planner> planner_;
+  const start_position from_;
+  parts_factory& parts_;
+  metrics::metrics& metrics_;
+  const std::string name_;
+  // Declared in data-flow order, so they are destroyed reader first.
+  std::unique_ptr<source::event_queue> queue_;
+  std::unique_ptr<sink::batch_writer> writer_;
+  std::unique_ptr<sink::applier> applier_;
+  std::unique_ptr<source::change_source> reader_;
+};
+
+}  // namespace denormd::pipeline

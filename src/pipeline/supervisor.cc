@@ -1,0 +1,111 @@
+#include "pipeline/supervisor.h"
+
+#include <cassert>
+#include <ranges>
+
+#include "common/clock.h"
+
+namespace denormd::pipeline {
+
+namespace {
+
+constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+void stop_in_order(const std::vector<pipeline*>& which) {
+  for (auto* p : which)
+    p->stop_reading();
+  for (auto* p : which)
+    p->join_reading();
+  for (auto* p : which)
+    p->finish();
+  for (auto* p : which)
+    p->join();
+}
+
+}  // namespace
+
+supervisor::supervisor(parts_factory& parts, metrics::metrics& m, pipeline_options opts)
+    : parts_(parts), metrics_(m), opts_(std::move(opts)) {
+  lag_thread_ = std::jthread([this](std::stop_token stop) { report_lag(stop); });
+}
+
+supervisor::~supervisor() {
+  lag_thread_.request_stop();
+  lag_thread_.join();
+  stop_all();
+}
+
+void supervisor::report_lag(std::stop_token stop) {
+  do {
+    std::lock_guard lock(mutex_);
+    const std::int64_t now = wall_ms();
+    for (const auto& p : pipelines_)
+      p->report_lag(now);
+  } while (sleep_unless_stopped(stop, std::chrono::seconds(1)));
+}
+
+std::size_t supervisor::find(const mapping::ns& source) const {
+  for (std::size_t i = 0; i < pipelines_.size(); ++i) {
+    if (pipelines_[i]->source() == source) return i;
+  }
+  return npos;
+}
+
+std::unique_ptr<pipeline> supervisor::take(const mapping::ns& source) {
+  std::lock_guard lock(mutex_);
+  const std::size_t i = find(source);
+  if (i == npos) return nullptr;
+  auto p = std::move(pipelines_[i]);
+  pipelines_.erase(pipelines_.begin() + static_cast<std::ptrdiff_t>(i));
+  return p;
+}
+
+void supervisor::start(const mapping::ns& source, std::shared_ptr<const mapping::planner> planner,
+                       start_position from) {
+  auto p = std::make_unique<pipeline>(source, std::move(planner), std::move(from), parts_, metrics_,
+                                      opts_);
+  pipeline& started = *p;
+  {
+    std::lock_guard lock(mutex_);
+    assert(find(source) == npos && "one pipeline per namespace");
+    pipelines_.push_back(std::move(p));
+  }
+  started.start();
+}
+
+std::uint64_t supervisor::stop(const mapping::ns& source) {
+  auto p = take(source);
+  if (!p) return 0;
+  stop_in_order({p.get()});
+  return p->applied_events();
+}
+
+bool supervisor::replace(const mapping::ns& source,
+                         std::shared_ptr<const mapping::planner> planner) {
+  auto old = take(source);
+  if (!old) return false;
+  stop_in_order({old.get()});
+  start(source, std::move(planner), old->resume_position());
+  return true;
+}
+
+std::uint64_t supervisor::stop_all() {
+  // Only this thread changes the list, so reading it here needs no lock.
+  std::vector<pipeline*> which;
+  for (auto& p : std::views::reverse(pipelines_))
+    which.push_back(p.get());
+  stop_in_order(which);
+  std::uint64_t applied = 0;
+  for (auto* p : which)
+    applied += p->applied_events();
+  return applied;
+}
+
+std::optional<pipeline_status> supervisor::status(const mapping::ns& source) const {
+  std::lock_guard lock(mutex_);
+  const std::size_t i = find(source);
+  if (i == npos) return std::nullopt;
+  return pipeline_status{pipelines_[i]->ready(), pipelines_[i]->state()};
+}
+
+}  // namespace denormd::pipeline

@@ -1,0 +1,74 @@
+#pragma once
+// Owns the running pipelines, one per watched namespace, and can start, stop and replace one
+// while the others run; each pipeline plans with the planner snapshot it was started with, so
+// a replacement with a new snapshot never changes one under a running batch. Once a second,
+// on a thread of its own, it sets every pipeline's lag and checkpoint-age gauges.
+//
+// Lifecycle: start() pipelines; stop()/replace() any one; stop_all() stops them all in the
+// daemon's shutdown order (the pipelines stay listed, stopped, so status() still says why
+// they are not ready); the destructor stops whatever still runs. Thread-safety: start(),
+// stop(), replace() and stop_all() from one controlling thread; status() from any thread
+// (the readiness probe's).
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pipeline/pipeline.h"
+
+namespace denormd::pipeline {
+
+struct pipeline_status {
+  bool ready = false;
+  std::string state;
+};
+
+class supervisor {
+ public:
+  supervisor(parts_factory& parts, metrics::metrics& m, pipeline_options opts);
+  ~supervisor();
+  supervisor(const supervisor&) = delete;
+  supervisor& operator=(const supervisor&) = delete;
+
+  // Starts the pipeline of `source` from `from`, planning with `planner`. None may be listed
+  // for `source` (a programmer error).
+  void start(const mapping::ns& source, std::shared_ptr<const mapping::planner> planner,
+             start_position from);
+  // Stops the pipeline of `source` (its source stops reading, its applier finishes the batch
+  // in flight and stores the checkpoint) and removes it. Returns the events it applied; 0
+  // when none is listed.
+  std::uint64_t stop(const mapping::ns& source);
+  // Stops the pipeline of `source` and starts one planning with `planner` where it stopped:
+  // after the last item it applied. False when none is listed.
+  bool replace(const mapping::ns& source, std::shared_ptr<const mapping::planner> planner);
+  // Stops every pipeline, the last started first: every source stops and is joined before
+  // any queue closes, so an applier stopping on an empty queue stores the newest position.
+  // Returns the events applied by them all.
+  std::uint64_t stop_all();
+
+  // nullopt when no pipeline is listed for `source`.
+  std::optional<pipeline_status> status(const mapping::ns& source) const;
+
+ private:
+  // Lag once a second until stopped.
+  void report_lag(std::stop_token stop);
+  // The index of `source`'s pipeline in pipelines_, or npos.
+  std::size_t find(const mapping::ns& source) const;
+  // Removes `source`'s pipeline from the list and returns it (null when none is listed).
+  std::unique_ptr<pipeline> take(const mapping::ns& source);
+
+  parts_factory& parts_;
+  metrics::metrics& metrics_;
+  const pipeline_options opts_;
+  // In start order. Changed only by the controlling thread, under the mutex; other threads
+  // read under it.
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<pipeline>> pipelines_;
+  std::jthread lag_thread_;
+};
+
+}  // namespace denormd::pipeline

@@ -1,0 +1,1 @@
+"""The end-to-end benchmark, its naive baseline and its profiler."""

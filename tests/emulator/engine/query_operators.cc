@@ -1,0 +1,359 @@
+#include "query_operators.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/json_text.h"
+#include "query/path.h"
+
+namespace mongo_emulator::engine {
+
+namespace query = denormd::query;
+namespace bson = denormd::bson;
+
+namespace {
+
+using query::compile_error;
+using compiled = denormd::expected<query::predicate_ptr, compile_error>;
+
+denormd::unexpected<compile_error> bad(std::string pointer, std::string message) {
+  return {compile_error{std::move(pointer), std::move(message), 2}};
+}
+
+// What a test over the branches of a path found: whether it held, and at which element of
+// the first array the path went through (or of the leaf array it looked into).
+struct hit {
+  bool matched = false;
+  std::optional<std::size_t> index;
+};
+
+using value_test = std::function<bool(const bson::value&)>;
+
+// Follows `path` like the matcher's own leaves: each branch's value whole, then (when
+// `element` is given) each element of a leaf array; a missing branch holds when `missing`.
+hit first_hit(const bson::document& doc, const std::string& path, const value_test& whole,
+              const value_test& element, bool missing) {
+  hit h;
+  query::resolve_branches(doc, path, [&](const bson::value* v, std::optional<std::size_t> index) {
+    if (v == nullptr) {
+      h.matched = missing;
+    } else if (whole(*v)) {
+      h.matched = true;
+    } else if (element && v->is_array()) {
+      const auto& items = v->as_array();
+      for (std::size_t i = 0; i < items.size() && !h.matched; ++i) {
+        if (!element(items[i])) continue;
+        h.matched = true;
+        if (!index) index = i;
+      }
+    }
+    if (h.matched) h.index = index;
+    return !h.matched;
+  });
+  return h;
+}
+
+// {path: {op: operand}} for the mapping language's comparisons ($eq $gt $gte $lt $lte $in).
+hit comparison_hit(const bson::document& doc, const std::string& path, const std::string& op,
+                   const bson::value& operand) {
+  const value_test test = [&](const bson::value& v) { return query::test_value(op, v, operand); };
+  return first_hit(doc, path, test, test, query::accepts_missing(op, operand));
+}
+
+// A predicate that can also say where it matched (for the positional index).
+class located_predicate : public query::predicate {
+ public:
+  virtual hit find(const bson::document& doc) const = 0;
+  bool matches(const bson::document& doc) const final { return find(doc).matched; }
+};
+
+using located_ptr = std::shared_ptr<const located_predicate>;
+
+class size_predicate final : public located_predicate {
+ public:
+  size_predicate(std::string path, double size) : path_(std::move(path)), size_(size) {}
+  hit find(const bson::document& doc) const override {
+    return first_hit(
+        doc, path_,
+        [&](const bson::value& v) {
+          return v.is_array() && static_cast<double>(v.as_array().size()) == size_;
+        },
+        nullptr, false);
+  }
+
+ private:
+  std::string path_;
+  double size_;
+};
+
+class type_predicate final : public located_predicate {
+ public:
+  type_predicate(std::string path, std::vector<int> codes)
+      : path_(std::move(path)), codes_(std::move(codes)) {}
+  hit find(const bson::document& doc) const override {
+    const value_test whole = [&](const bson::value& v) {
+      return std::any_of(codes_.begin(), codes_.end(), [&](int code) {
+        return code == -1 ? v.is_number() : code == static_cast<int>(v.kind());
+      });
+    };
+    // Elements of a leaf array are looked at one level deep: nested arrays are not.
+    return first_hit(
+        doc, path_, whole, [&](const bson::value& v) { return !v.is_array() && whole(v); }, false);
+  }
+
+ private:
+  std::string path_;
+  std::vector<int> codes_;  // BSON type codes; -1 means "number"
+};
+
+class all_predicate final : public located_predicate {
+ public:
+  all_predicate(std::string path, bson::array items)
+      : path_(std::move(path)), items_(std::move(items)) {}
+  hit find(const bson::document& doc) const override {
+    hit out;
+    if (items_.empty()) return out;
+    for (const auto& item : items_) {
+      const hit h = comparison_hit(doc, path_, "$eq", item);
+      if (!h.matched) return {};
+      if (!out.index) out.index = h.index;
+    }
+    out.matched = true;
+    return out;
+  }
+
+ private:
+  std::string path_;
+  bson::array items_;
+};
+
+// The key a value-form $elemMatch wraps each element under, so conditions can address it.
+constexpr const char* element_key = "e";
+
+class elem_match_predicate final : public located_predicate {
+ public:
+  elem_match_predicate(std::string path, bool value_form, query::matcher sub)
+      : path_(std::move(path)), value_form_(value_form), sub_(std::move(sub)) {}
+  hit find(const bson::document& doc) const override {
+    hit h;
+    query::resolve_path(doc, path_, [&](const bson::value& v, std::optional<std::size_t> index) {
+      if (!v.is_array()) return true;
+      const auto& items = v.as_array();
+      for (std::size_t i = 0; i < items.size() && !h.matched; ++i) {
+        h.matched = value_form_ ? sub_.matches(bson::document{{element_key, items[i]}})
+                                : items[i].is_document() && sub_.matches(items[i].as_document());
+        if (h.matched) h.index = index ? index : std::optional<std::size_t>(i);
+      }
+      return !h.matched;
+    });
+    return h;
+  }
+
+ private:
+  std::string path_;
+  bool value_form_;
+  query::matcher sub_;
+};
+
+class nor_predicate final : public query::predicate {
+ public:
+  explicit nor_predicate(std::vector<query::matcher> items) : items_(std::move(items)) {}
+  bool matches(const bson::document& doc) const override {
+    return std::none_of(items_.begin(), items_.end(),
+                        [&](const query::matcher& m) { return m.matches(doc); });
+  }
+  std::vector<std::string> paths() const override {
+    std::vector<std::string> out;
+    for (const auto& m : items_)
+      out.insert(out.end(), m.paths().begin(), m.paths().end());
+    return out;
+  }
+
+ private:
+  std::vector<query::matcher> items_;
+};
+
+// BSON type code for $type, -1 for "number", 0 when unknown.
+int type_code(const bson::value& v) {
+  if (v.is_number()) {
+    const double d = v.to_double();
+    static constexpr int valid[] = {1,  2,  3,  4,  5,  6,  7,  8,   9, 10,
+                                    11, 13, 14, 16, 17, 18, 19, 127, -1};
+    for (const int c : valid) {
+      if (d == c) return c;
+    }
+    if (d == -1) return 255;  // MinKey's alias code
+    return 0;
+  }
+  if (!v.is_string()) return 0;
+  if (v.as_string() == "number") return -1;
+  static constexpr bson::type all[] = {
+      bson::type::double_,    bson::type::string,    bson::type::document,  bson::type::array,
+      bson::type::binary,     bson::type::undefined, bson::type::oid,       bson::type::boolean,
+      bson::type::date,       bson::type::null,      bson::type::regex,     bson::type::code,
+      bson::type::symbol,     bson::type::int32,     bson::type::timestamp, bson::type::int64,
+      bson::type::decimal128, bson::type::min_key,   bson::type::max_key};
+  for (const auto t : all) {
+    if (bson::type_name(t) == v.as_string()) return static_cast<int>(t);
+  }
+  return 0;
+}
+
+std::string describe(const bson::value& v) {
+  if (v.is_string()) return v.as_string();
+  if (v.is_number()) return std::to_string(v.to_double());
+  return std::string(bson::type_name(v.kind()));
+}
+
+// An error from compiling a sub-filter, moved under `pointer` (`strip`: a wrapper's prefix).
+compile_error under(std::string pointer, compile_error e, std::size_t strip = 0) {
+  e.pointer = pointer + e.pointer.substr(strip);
+  return e;
+}
+
+class test_server_operators final : public query::operator_extension {
+ public:
+  compiled field_operator(const std::string& path, const std::string& op, const bson::value& arg,
+                          const std::string& here) const override {
+    auto p = located(path, op, arg, here);
+    if (!p) return p.error();
+    return query::predicate_ptr(std::move(p).value());
+  }
+
+  compiled top_level_operator(const std::string& op, const bson::value& arg,
+                              const std::string& here) const override {
+    if (op != "$nor") return query::predicate_ptr();
+    if (!arg.is_array() || arg.as_array().empty())
+      return bad(here, op + " must be a nonempty array");
+    std::vector<query::matcher> items;
+    for (std::size_t i = 0; i < arg.as_array().size(); ++i) {
+      const std::string item_ptr = denormd::pointer_join(here, std::to_string(i));
+      const auto& item = arg.as_array()[i];
+      if (!item.is_document()) return bad(item_ptr, op + " argument's entries must be objects");
+      auto m = query::matcher::compile(item.as_document(), *this);
+      if (!m) return denormd::unexpected<compile_error>{under(item_ptr, m.error())};
+      items.push_back(std::move(m).value());
+    }
+    return query::predicate_ptr(std::make_shared<nor_predicate>(std::move(items)));
+  }
+
+  // The field operators, as located predicates (nullptr: not one of them).
+  denormd::expected<located_ptr, compile_error> located(const std::string& path,
+                                                        const std::string& op,
+                                                        const bson::value& arg,
+                                                        const std::string& here) const {
+    if (op == "$all") {
+      if (!arg.is_array()) return bad(here, "$all needs an array");
+      return located_ptr(std::make_shared<all_predicate>(path, arg.as_array()));
+    }
+    if (op == "$size") {
+      if (!arg.is_number() || arg.to_double() != std::floor(arg.to_double()) ||
+          arg.to_double() < 0) {
+        return bad(here, "$size needs a non-negative whole number");
+      }
+      return located_ptr(std::make_shared<size_predicate>(path, arg.to_double()));
+    }
+    if (op == "$type") return type(path, arg, here);
+    if (op == "$elemMatch") return elem_match(path, arg, here);
+    return located_ptr();
+  }
+
+ private:
+  denormd::expected<located_ptr, compile_error> type(const std::string& path,
+                                                     const bson::value& arg,
+                                                     const std::string& here) const {
+    const bson::array items = arg.is_array() ? arg.as_array() : bson::array{arg};
+    if (items.empty()) return bad(here, "$type must match at least one type");
+    std::vector<int> codes;
+    for (const auto& item : items) {
+      const int code = type_code(item);
+      if (code == 0) return bad(here, "unknown type name alias or code: " + describe(item));
+      codes.push_back(code);
+    }
+    return located_ptr(std::make_shared<type_predicate>(path, std::move(codes)));
+  }
+
+  denormd::expected<located_ptr, compile_error> elem_match(const std::string& path,
+                                                           const bson::value& arg,
+                                                           const std::string& here) const {
+    if (!arg.is_document()) return bad(here, "$elemMatch needs an Object");
+    const auto& spec = arg.as_document();
+    // {$elemMatch: {$gt: 1}} tests the elements themselves; {$elemMatch: {x: 1}} (or a
+    // logical operator) tests documents in the array.
+    const std::string first = spec.empty() ? "" : spec.fields().front().name;
+    const bool value_form =
+        query::is_operator_document(arg) && first != "$and" && first != "$or" && first != "$nor";
+    auto sub = value_form ? query::matcher::compile(bson::document{{element_key, arg}}, *this)
+                          : query::matcher::compile(spec, *this);
+    if (!sub) {
+      const std::size_t strip = value_form ? 1 + std::string_view(element_key).size() : 0;
+      return denormd::unexpected<compile_error>{under(here, sub.error(), strip)};
+    }
+    return located_ptr(
+        std::make_shared<elem_match_predicate>(path, value_form, std::move(sub).value()));
+  }
+};
+
+const test_server_operators& operators() {
+  static const test_server_operators ops;
+  return ops;
+}
+
+bool is_comparison(const std::string& op) {
+  return op == "$eq" || op == "$gt" || op == "$gte" || op == "$lt" || op == "$lte" || op == "$in";
+}
+
+// The positional index of `{path: spec}`: its first operator that went through an array.
+std::optional<std::size_t> field_index(const std::string& path, const bson::value& spec,
+                                       const bson::document& doc) {
+  if (!query::is_operator_document(spec)) return comparison_hit(doc, path, "$eq", spec).index;
+  for (const auto& f : spec.as_document()) {
+    std::optional<std::size_t> index;
+    if (is_comparison(f.name)) {
+      index = comparison_hit(doc, path, f.name, f.val).index;
+    } else if (auto p = operators().located(path, f.name, f.val, ""); p && *p) {
+      index = (*p)->find(doc).index;
+    }
+    if (index) return index;
+  }
+  return std::nullopt;
+}
+
+// Walks the filter in order like the evaluation does: $and's items, the $or item that
+// matched, and field predicates; negations ($not $ne $nin $nor) never locate an element.
+std::optional<std::size_t> filter_index(const bson::document& filter, const bson::document& doc) {
+  for (const auto& f : filter) {
+    std::optional<std::size_t> index;
+    if ((f.name == "$and" || f.name == "$or") && f.val.is_array()) {
+      for (const auto& item : f.val.as_array()) {
+        if (!item.is_document()) continue;
+        const auto& sub = item.as_document();
+        if (f.name == "$or") {
+          auto m = compile_query(sub);
+          if (!m || !m->matches(doc)) continue;
+        }
+        index = filter_index(sub, doc);
+        if (index || f.name == "$or") break;
+      }
+    } else if (!f.name.starts_with('$')) {
+      index = field_index(f.name, f.val, doc);
+    }
+    if (index) return index;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+denormd::expected<query::matcher, compile_error> compile_query(const bson::document& filter) {
+  return query::matcher::compile(filter, operators());
+}
+
+std::optional<std::size_t> positional_index(const query::matcher& m, const bson::document& doc) {
+  return filter_index(m.filter(), doc);
+}
+
+}  // namespace mongo_emulator::engine

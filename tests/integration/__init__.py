@@ -1,0 +1,1 @@
+"""End-to-end suites and their harness (test server, denormd processes, the sample shop)."""

@@ -1,0 +1,255 @@
+"""Stopping and readiness while MongoDB is away; the operations' --timeout; re-syncs while the
+oplog keeps rolling; the driver's own change-stream resumes counted."""
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+import unittest
+
+from tests.integration.base import DaemonTestCase, ShopTestCase
+from tests.integration.harness import DENORMD, Emulator, emulator_only, wait_until, write_mappings
+from tests.integration.shop import Shop
+
+SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
+
+
+def free_port():
+    """A local port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_within(d, seconds):
+    """SIGTERM `d`; returns (exit code, seconds it took); kills it after 30 s."""
+    began = time.time()
+    d.proc.send_signal(signal.SIGTERM)
+    try:
+        d.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        d.kill9()
+    d.log_file.close()
+    took = time.time() - began
+    assert took < seconds, "SIGTERM took %.1f s (bound %d s):\n%s" % (took, seconds, d.log()[-4000:])
+    return d.proc.returncode, took
+
+
+def signal_masks(pid):
+    """(blocked, caught) signal masks of a process, or None once it is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            text = f.read()
+    except OSError:
+        return None
+    blocked = re.search(r"^SigBlk:\s*([0-9a-f]+)", text, re.M)
+    caught = re.search(r"^SigCgt:\s*([0-9a-f]+)", text, re.M)
+    if not blocked or not caught:
+        return None
+    return int(blocked.group(1), 16), int(caught.group(1), 16)
+
+
+@unittest.skipUnless(emulator_only(), "kills and restarts the test server")
+class ServerAwayTest(DaemonTestCase):
+    """Starts (and kills) its test servers itself."""
+
+    def start(self, uri):
+        return self.daemon(uri, ready=False)
+
+    def test_sigterm_exits_0_within_5s_while_the_server_is_unreachable_at_start(self):
+        d = self.start("mongodb://127.0.0.1:%d/?replicaSet=rs0" % free_port())
+        time.sleep(1.5)  # well inside the first wait for a server
+        self.assertEqual(d.get("/readyz")[0], 503)
+        code, _ = stop_within(d, 5)
+        self.assertEqual(code, 0, d.log()[-4000:])
+        self.assertNotIn("stop deadline passed", d.log())
+
+    def test_readiness_follows_a_killed_and_restarted_server_and_sigterm_exits_0_within_5s(self):
+        self.emulator = Emulator()
+        port = self.emulator.port
+        d = self.start(self.emulator.uri)
+        wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="ready")
+
+        self.emulator.proc.kill()
+        self.emulator.proc.wait()
+        killed = time.time()
+        wait_until(lambda: d.get("/readyz")[0] == 503, timeout=6, interval=0.1,
+                   message="/readyz 503 after the server was killed")
+        status, body = d.get("/readyz")
+        self.assertLess(time.time() - killed, 6)
+        self.assertIn(self.dbname + ".customers", body)
+        self.assertRegex(body, r"change stream failed|cannot open the change stream")
+
+        self.emulator = Emulator("--port", str(port))  # a new, empty server on the same port
+        wait_until(lambda: d.get("/readyz")[0] == 200, timeout=30, interval=0.2,
+                   message="/readyz 200 after the server came back")
+
+        self.emulator.proc.kill()
+        self.emulator.proc.wait()
+        wait_until(lambda: d.get("/readyz")[0] == 503, timeout=6, interval=0.1, message="503 again")
+        time.sleep(1)
+        code, _ = stop_within(d, 5)
+        self.assertEqual(code, 0, d.log()[-4000:])
+        # Every call into the driver gave up in time: the stop did not need its last resort.
+        self.assertNotIn("stop deadline passed", d.log())
+
+    def test_sigterm_at_the_very_start_exits_0(self):
+        # From denormd's first instruction on, a stop at any moment of the start is a clean
+        # stop. (The dynamic loader's milliseconds before it are out of any program's reach.)
+        # A mapping with many fields keeps the start busy loading it for a while; denormd is
+        # known to be running its own code once it blocks SIGTERM or has that file open.
+        self.emulator = Emulator()
+        with open(os.path.join(self.mappings, "orders-customer.json")) as f:
+            big = json.load(f)
+        big["name"] = "many-fields"
+        big["into"] = "many"
+        big["fields"] = {"f%d" % i: "a.f%d" % i for i in range(3000)}
+        big_path = os.path.realpath(os.path.join(self.mappings, "many-fields.json"))
+        with open(big_path, "w") as f:
+            json.dump(big, f)
+
+        def started(pid):
+            masks = signal_masks(pid)
+            if masks and masks[0] & SIGTERM_BIT:
+                return True
+            try:
+                return any(os.readlink("/proc/%d/fd/%s" % (pid, fd)) == big_path
+                           for fd in os.listdir("/proc/%d/fd" % pid))
+            except OSError:
+                return False
+
+        rng = random.Random(7)
+        for attempt in range(20):
+            proc = subprocess.Popen([DENORMD, "run", "--uri", self.emulator.uri, "--mappings", self.mappings,
+                                     "--metrics-addr", "127.0.0.1:0"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                deadline = time.time() + 10
+                while time.time() < deadline and proc.poll() is None and not started(proc.pid):
+                    time.sleep(0.0002)
+                time.sleep(rng.uniform(0, 0.005))
+                proc.send_signal(signal.SIGTERM)
+                _, err = proc.communicate(timeout=10)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            self.assertEqual(proc.returncode, 0, "attempt %d: %s" % (attempt, err[-2000:]))
+
+
+class OperationTimeoutTest(unittest.TestCase):
+    def test_backfill_verify_and_status_give_up_after_timeout(self):
+        port = free_port()
+        mappings = write_mappings("shop")
+        for command in ("backfill", "verify", "status"):
+            began = time.time()
+            proc = subprocess.run([DENORMD, command, "--uri", "mongodb://127.0.0.1:%d/?replicaSet=rs0" % port,
+                                   "--db", "shop", "--mappings", mappings, "--timeout", "3"],
+                                  capture_output=True, text=True, timeout=60)
+            took = time.time() - began
+            self.assertEqual(proc.returncode, 1, "%s: %s" % (command, proc.stderr))
+            self.assertIn("cannot reach MongoDB at mongodb://127.0.0.1:%d" % port, proc.stderr, command)
+            self.assertIn("within 3 s (--timeout)", proc.stderr, command)
+            self.assertGreater(took, 2.5, command)
+            self.assertLess(took, 3 + 4, "%s took %.1f s" % (command, took))
+
+    def test_timeout_is_validated(self):
+        proc = subprocess.run([DENORMD, "status", "--timeout", "0"], capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn('--timeout must be a whole number of seconds from 1 to 86400, not "0"', proc.stderr)
+        proc = subprocess.run([DENORMD, "run", "--timeout", "3"], capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--timeout is for backfill, verify and status, not run", proc.stderr)
+
+
+@unittest.skipUnless(emulator_only(), "needs mongo-emulator --oplog-max-events and failCommand")
+class ResyncAndResumeTest(ShopTestCase):
+    EMULATOR_ARGS = {"test_resyncs_back_off_log_once_per_episode_and_converge_after_the_oplog_stops_rolling":
+                     ("--oplog-max-events", "100")}
+
+    def begin(self):
+        self.shop = Shop(self.db, seed=21)
+        self.shop.seed(customers=30, products=15, orders=80, hosts=2, logs=40, reviews=40)
+        self.shop.fill_recent_arrays()
+        self.d = self.start()
+
+    def test_resyncs_back_off_log_once_per_episode_and_converge_after_the_oplog_stops_rolling(self):
+        self.begin()
+        sources = len(set(re.findall(r"source=(\S+)", self.d.log())))
+        stop = threading.Event()
+
+        def roll():  # far more changes than the server keeps, all the time
+            while not stop.is_set():
+                self.shop.random_change()
+                self.db.noise.insert_many([{"n": i} for i in range(60)])
+
+        writer = threading.Thread(target=roll)
+        writer.start()
+        try:
+            time.sleep(20)
+        finally:
+            stop.set()
+            writer.join()
+        lost_while_rolling = self.d.log().count("change stream history lost")
+        self.assertGreaterEqual(lost_while_rolling, 1)
+        wait_until(self.shop.check, timeout=90, interval=0.5, message="converged once the oplog stopped rolling")
+        wait_until(lambda: self.d.get("/readyz")[0] == 200, timeout=60, message="ready after the re-syncs")
+        log = self.d.log()
+        lost = log.count("change stream history lost")
+        # One line when an episode begins and one when it ends, not one per re-sync: while
+        # the oplog outruns the re-syncs, the waits between them grow (1, 2, 4, 8 s...), and
+        # across episodes too, so a source has a few episodes in 20 s, not thousands.
+        self.assertEqual(lost, log.count("re-sync caught up; streaming again"))
+        self.assertLessEqual(lost, 4 * sources, "%d 'history lost' lines for %d sources" % (lost, sources))
+        self.assertEqual(self.d.metric_sum("denormd_history_lost_total"), lost)
+        self.assertEqual(self.d.stop(), 0)
+
+    def test_the_drivers_own_resumes_after_dropped_connections_are_counted(self):
+        self.begin()
+        before = self.d.metric_sum("denormd_resumes_total", reason="error")
+        self.client.admin.command({"configureFailPoint": "failCommand", "mode": {"times": 3},
+                                   "data": {"failCommands": ["getMore"], "closeConnection": True,
+                                            "appName": "denormd"}})
+        wait_until(lambda: self.d.metric_sum("denormd_resumes_total", reason="error") - before >= 3,
+                   timeout=15, message="three resumes after three dropped connections")
+        self.shop.random_change()
+        wait_until(self.shop.check, timeout=30, interval=0.25, message="converged after the resumes")
+        self.assertEqual(self.d.stop(), 0)
+
+
+@unittest.skipUnless(os.path.isdir("/dev/shm"), "the driver keeps its counters in /dev/shm")
+@unittest.skipUnless(emulator_only(), "starts its own test server")
+class DriverCountersTest(DaemonTestCase):
+    """The driver names its counters /dev/shm/mongoc-<pid>; a killed process must not leave
+    that name for a later process with the same pid to trip over (it then warned on stderr in
+    the driver's own format, around --log-format)."""
+
+    def setUp(self):
+        super().setUp()
+        self.emulator = Emulator()
+
+    def test_a_stale_counter_file_with_our_pid_is_removed_quietly(self):
+        # exec keeps the pid, so the file the shell makes is one a dead process left for us.
+        script = 'touch /dev/shm/mongoc-$$ && exec "$@"'
+        p = subprocess.run(["/bin/sh", "-c", script, "sh", DENORMD, "status", "--uri", self.emulator.uri,
+                            "--db", self.dbname, "--mappings", self.mappings, "--log-format", "json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("counters", p.stderr)
+        for line in p.stderr.splitlines():
+            json.loads(line)  # every line in the chosen format
+
+    def test_a_killed_daemon_leaves_no_counter_file(self):
+        d = self.daemon(self.emulator.uri)
+        name = "/dev/shm/mongoc-%d" % d.proc.pid
+        self.assertFalse(os.path.exists(name), "%s exists while denormd runs" % name)
+        d.kill9()
+        self.assertFalse(os.path.exists(name))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -14,6 +14,7 @@ import unittest
 
 from tests.integration.base import ShopTestCase
 from tests.integration.harness import DENORMD
+from tests.integration.seed import OPEN
 
 
 class FFServer:
@@ -66,8 +67,10 @@ class BadServerTest(ShopTestCase):
     def test_the_driver_abort_costs_only_a_restart(self):
         self.shop.seed(customers=5, products=5, orders=20, hosts=2, logs=10, reviews=10)
         self.shop.fill_recent_arrays()
+        # A customer with an open order, so that a change of its name leaves work behind.
+        customer = self.db.orders.find_one({"status": {"$in": list(OPEN)}})["customerId"]
         good = self.start()
-        self.db.customers.update_one({"_id": 1}, {"$set": {"name": "before"}})
+        self.db.customers.update_one({"_id": customer}, {"$set": {"name": "before"}})
         self.converge()
         self.assertEqual(good.stop(), 0)
         stored = self.checkpoints()
@@ -86,7 +89,7 @@ class BadServerTest(ShopTestCase):
 
         # Nothing was stored or lost meanwhile; a change made while down is applied on restart.
         self.assertEqual(self.checkpoints(), stored)
-        self.db.customers.update_one({"_id": 1}, {"$set": {"name": "while down"}})
+        self.db.customers.update_one({"_id": customer}, {"$set": {"name": "while down"}})
         self.assertTrue(self.shop.check(), "the change should leave work for the restart")
         started = time.time()
         again = self.start()

@@ -498,10 +498,6 @@ expected<modify_result> modifier::update_existing(bson::value& target,
                         type_of(target),
                     type_mismatch);
       }
-      if (target.is<bson::decimal128>() || arg_.is<bson::decimal128>()) {
-        return fail(std::string(name) + " on decimal128 values is not supported by mongo-emulator",
-                    bad_value);
-      }
       auto result = arithmetic(kind_ == op_kind::inc ? arithmetic_op::add : arithmetic_op::multiply,
                                arg_, target);
       if (result && identical_number(*result, target)) return noop;

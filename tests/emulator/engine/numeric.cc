@@ -1,7 +1,15 @@
 #include "numeric.h"
 
+#include <bson/bson.h>
+
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <decimal/decimal>
+#include <limits>
+#include <string>
 
 #include "value_text.h"
 
@@ -25,11 +33,62 @@ bson::value narrow(std::int64_t r) {
   return bson::value(r);
 }
 
+// GCC's decimal128 is IEEE 754-2008 BID on x86-64, the encoding BSON uses, so values move
+// between the two as their 16 bytes (low word first).
+static_assert(std::endian::native == std::endian::little);
+using dec = std::decimal::decimal128;
+
+dec to_dec(const bson::decimal128& d) {
+  std::decimal::decimal128::__decfloat128 raw;
+  static_assert(sizeof raw == sizeof d.low + sizeof d.high);
+  std::uint64_t words[2] = {d.low, d.high};
+  std::memcpy(&raw, words, sizeof raw);
+  return dec(raw);
+}
+
+bson::decimal128 from_dec(dec d) {
+  const auto raw = d.__getval();
+  std::uint64_t words[2];
+  std::memcpy(words, &raw, sizeof words);
+  return {words[0], words[1]};
+}
+
+bson::decimal128 parse_decimal(const char* text) {
+  bson_decimal128_t d;
+  if (!bson_decimal128_from_string(text, &d)) bson_decimal128_from_string("NaN", &d);
+  return {d.low, d.high};
+}
+
 }  // namespace
+
+bson::decimal128 to_decimal128(const bson::value& v, int digits) {
+  if (v.is<bson::decimal128>()) return v.as<bson::decimal128>();
+  if (is_integral(v)) return parse_decimal(std::to_string(as_int64(v)).c_str());
+  const double x = v.to_double();
+  if (std::isnan(x)) return parse_decimal("NaN");
+  if (std::isinf(x)) return parse_decimal(x > 0 ? "Infinity" : "-Infinity");
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*e", digits - 1, x);
+  if (digits < 34) return parse_decimal(text);  // quantized: trailing zeros are kept
+  // The nearest 34-digit decimal, without the zeros an exact value does not need (3.5 is
+  // 35E-1, not 3.500...0).
+  std::string t(text);
+  const auto e = t.find('e');
+  auto end = e;
+  while (end > 0 && t[end - 1] == '0')
+    --end;
+  if (end > 0 && t[end - 1] == '.') --end;
+  t.erase(end, e - end);
+  return parse_decimal(t.c_str());
+}
 
 std::optional<bson::value> arithmetic(arithmetic_op op, const bson::value& a,
                                       const bson::value& b) {
-  if (a.is<bson::decimal128>() || b.is<bson::decimal128>()) return std::nullopt;
+  if (a.is<bson::decimal128>() || b.is<bson::decimal128>()) {
+    const dec x = to_dec(to_decimal128(a));
+    const dec y = to_dec(to_decimal128(b));
+    return bson::value(from_dec(op == arithmetic_op::add ? x + y : x * y));
+  }
   if (a.is<double>() || b.is<double>()) {
     const double x = a.to_double();
     const double y = b.to_double();
@@ -75,6 +134,98 @@ std::string number_debug_string(const bson::value& v) {
   if (v.is<double>()) return "(NumberDouble)" + double_text(v.as<double>());
   if (v.is<bson::decimal128>()) return "(NumberDecimal)" + v.as<bson::decimal128>().to_string();
   return "(EOO)";
+}
+
+// ---- number_sum ----
+// The double-double technique: sum_ + addend_ represents the running total with about 107
+// bits, so int64 values (each split into two exactly representable halves) sum exactly.
+
+void number_sum::add_double(double x) {
+  if (!std::isfinite(x)) {
+    special_ = has_special_ ? special_ + x : x;
+    has_special_ = true;
+    return;
+  }
+  // Two-sum: s is the rounded sum and e exactly what the rounding lost.
+  const double s = sum_ + x;
+  const double b = s - sum_;
+  const double e = (sum_ - (s - b)) + (x - b);
+  const double t = addend_ + e;
+  // Renormalize so sum_ stays the double nearest the total.
+  sum_ = s + t;
+  addend_ = t - (sum_ - s);
+}
+
+void number_sum::add(const bson::value& v) {
+  if (v.is<bson::decimal128>()) {
+    type_ = widest::decimal;
+    decimal_ = from_dec(to_dec(decimal_) + to_dec(v.as<bson::decimal128>()));
+    return;
+  }
+  if (v.is<double>()) {
+    if (type_ != widest::decimal) type_ = widest::double_;
+    add_double(v.as<double>());
+    return;
+  }
+  if (v.is<std::int64_t>() && type_ == widest::int32) type_ = widest::int64;
+  const std::int64_t x = as_int64(v);
+  const std::int64_t high = x / (std::int64_t{1} << 32) * (std::int64_t{1} << 32);
+  add_double(static_cast<double>(x - high));
+  add_double(static_cast<double>(high));
+}
+
+bool number_sum::fits_int64() const {
+  if (has_special_) return false;
+  // 2^63 is exactly representable; a total is in range when sum_ + addend_ is below it and
+  // at or above -2^63.
+  constexpr double limit = 9223372036854775808.0;
+  if (sum_ > -limit && sum_ < limit) return true;
+  if (sum_ == limit) return addend_ < 0 && addend_ >= -limit;  // rounds back below 2^63
+  if (sum_ == -limit) return addend_ >= 0;
+  return false;
+}
+
+std::int64_t number_sum::to_int64() const {
+  // Both parts are integers here (only integers were added); their exact sum fits int64.
+  __extension__ using int128 = __int128;
+  return static_cast<std::int64_t>(static_cast<int128>(sum_) + static_cast<int128>(addend_));
+}
+
+bson::decimal128 number_sum::total_decimal() const {
+  dec total = to_dec(decimal_);
+  if (has_special_) return from_dec(total + to_dec(to_decimal128(bson::value(special_), 34)));
+  total += to_dec(to_decimal128(bson::value(sum_), 34));
+  total += to_dec(to_decimal128(bson::value(addend_), 34));
+  return from_dec(total);
+}
+
+bson::value number_sum::sum() const {
+  switch (type_) {
+    case widest::int32:
+    case widest::int64:
+      if (fits_int64()) {
+        const std::int64_t r = to_int64();
+        if (type_ == widest::int32 && r >= INT32_MIN && r <= INT32_MAX) {
+          return bson::value(static_cast<std::int32_t>(r));
+        }
+        return bson::value(r);
+      }
+      [[fallthrough]];
+    case widest::double_:
+      return bson::value(has_special_ ? special_ : sum_);
+    case widest::decimal:
+      return bson::value(total_decimal());
+  }
+  return {};
+}
+
+bson::value number_sum::average(std::int64_t count) const {
+  if (type_ == widest::decimal) {
+    const dec n = to_dec(to_decimal128(bson::value(count)));
+    return bson::value(from_dec(to_dec(total_decimal()) / n));
+  }
+  if (has_special_) return bson::value(special_ / static_cast<double>(count));
+  return bson::value(sum_ / static_cast<double>(count));
 }
 
 }  // namespace mongo_emulator::engine

@@ -1,8 +1,10 @@
 #pragma once
 // MongoDB's SafeNum arithmetic for $inc, $mul and $bit: int32 widens to int64 on overflow,
-// int64 overflow is an error, a double operand makes a double. decimal128 arithmetic is not
-// implemented (see the report in the engine's README section of update.h). Stateless.
+// int64 overflow is an error, a double operand makes a double, a decimal128 operand makes a
+// decimal128 (a double operand is first rounded to 15 significant digits, as SafeNum does).
+// Also the sum $sum and $avg keep. Stateless, except number_sum (one per accumulation).
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -13,7 +15,7 @@ namespace mongo_emulator::engine {
 enum class arithmetic_op { add, multiply };
 enum class bitwise_op { and_, or_, xor_ };
 
-// nullopt when the result is not representable (int64 overflow) or an operand is decimal128.
+// nullopt when the result is not representable (int64 overflow).
 std::optional<denormd::bson::value> arithmetic(arithmetic_op op, const denormd::bson::value& a,
                                                const denormd::bson::value& b);
 // Operands must be int32 or int64.
@@ -25,5 +27,37 @@ bool identical_number(const denormd::bson::value& a, const denormd::bson::value&
 
 // "(NumberInt)1", "(NumberLong)2", "(NumberDouble)1.5": SafeNum::debugString.
 std::string number_debug_string(const denormd::bson::value& v);
+
+// A number as decimal128: integers exactly; a double quantized to 15 significant digits
+// (trailing zeros kept: 0.1 is 0.100000000000000, as SafeNum converts), or with digits = 34
+// the nearest 34-digit value without superfluous zeros (as $sum/$avg widen their double part).
+denormd::bson::decimal128 to_decimal128(const denormd::bson::value& v, int digits = 15);
+
+// The sum of $group's $sum and $avg, as MongoDB's accumulators keep it: integers and doubles
+// in a compensated double-double sum (exact for any run of int32/int64 values), decimals in a
+// decimal128 sum, and the widest type seen. Non-numbers are the caller's to skip.
+class number_sum {
+ public:
+  void add(const denormd::bson::value& v);
+  // $sum's result: int32 while it fits (only int32 seen), then int64, then double; a
+  // decimal128 if any decimal was added.
+  denormd::bson::value sum() const;
+  // $avg's result for `count` numbers (count > 0): a double, or a decimal128 if any decimal
+  // was added.
+  denormd::bson::value average(std::int64_t count) const;
+
+ private:
+  void add_double(double x);
+  bool fits_int64() const;
+  std::int64_t to_int64() const;
+  denormd::bson::decimal128 total_decimal() const;
+
+  enum class widest { int32, int64, double_, decimal } type_ = widest::int32;
+  double sum_ = 0;      // the double nearest the non-decimal sum
+  double addend_ = 0;   // what sum_ misses of it
+  double special_ = 0;  // the sum of the non-finite values added (NaN/inf), if any
+  bool has_special_ = false;
+  denormd::bson::decimal128 decimal_{0, 0x3040000000000000ULL};  // 0E+0
+};
 
 }  // namespace mongo_emulator::engine

@@ -106,9 +106,9 @@ struct accumulator {
 };
 
 struct accumulator_state {
-  bson::value value{std::int32_t{0}};  // $sum total, $min/$max/$first/$last value
+  bson::value value;  // $min/$max/$first/$last value
   bool seen = false;
-  double sum = 0;          // $avg
+  number_sum total;        // $sum, $count, $avg
   std::int64_t count = 0;  // $avg
   bson::array items;       // $push, $addToSet
 };
@@ -117,23 +117,13 @@ bool is_nullish(const bson::value& v) {
   return v.is_null() || v.is<bson::undefined_t>();
 }
 
-// $sum: int32 widens to int64, int64 overflow and any double make a double.
-bson::value add_for_sum(const bson::value& total, const bson::value& v) {
-  if (total.is<double>() || v.is<double>() || total.is<bson::decimal128>() ||
-      v.is<bson::decimal128>()) {
-    return bson::value(total.to_double() + v.to_double());
-  }
-  if (auto r = arithmetic(arithmetic_op::add, total, v)) return *r;
-  return bson::value(total.to_double() + v.to_double());
-}
-
 void accumulate(const accumulator& acc, accumulator_state& st, const bson::document& doc) {
   const auto v = acc.arg.evaluate(doc);
   if (acc.op == "$sum" || acc.op == "$count") {
-    if (v && v->is_number()) st.value = add_for_sum(st.value, *v);
+    if (v && v->is_number()) st.total.add(*v);  // non-numbers are ignored, as MongoDB does
   } else if (acc.op == "$avg") {
     if (v && v->is_number()) {
-      st.sum += v->to_double();
+      st.total.add(*v);
       ++st.count;
     }
   } else if (acc.op == "$min" || acc.op == "$max") {
@@ -158,7 +148,8 @@ void accumulate(const accumulator& acc, accumulator_state& st, const bson::docum
 }
 
 bson::value result_of(const accumulator& acc, const accumulator_state& st) {
-  if (acc.op == "$avg") return st.count == 0 ? bson::value{} : bson::value(st.sum / st.count);
+  if (acc.op == "$sum" || acc.op == "$count") return st.total.sum();
+  if (acc.op == "$avg") return st.count == 0 ? bson::value{} : st.total.average(st.count);
   if (acc.op == "$min" || acc.op == "$max") return st.seen ? st.value : bson::value{};
   if (acc.op == "$push" || acc.op == "$addToSet") return st.items;
   return st.value;

@@ -4,7 +4,7 @@
 // document, and report the change stream `updateDescription` MongoDB 6.0 would produce, plus
 // the document an upsert inserts. Error codes and messages are MongoDB's.
 //
-// Known deviations: decimal128 operands of $inc/$mul fail (code 2) instead of computing; a
+// Known deviations: a
 // seeded upsert document keeps the query's field order (MongoDB's is hash order); no 16 MB or
 // nesting-depth checks (the server checks sizes); no collation; $currentDate's timestamp is the
 // caller's update_context::now_timestamp (MongoDB uses the cluster time).

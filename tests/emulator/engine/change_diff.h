@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,8 @@ std::string dotted(const runtime_path& path);
 struct update_description {
   denormd::bson::document updated_fields;
   std::vector<std::string> removed_fields;
-  // {field, newSize} documents; operator updates never produce them (MongoDB logs a shrunk
-  // array whole), kept for the change event's shape.
+  // {field, newSize} documents: an array whose kept prefix is unchanged was shortened. Only
+  // pipeline updates produce them (operator updates log a shrunk array whole, as MongoDB does).
   std::vector<denormd::bson::document> truncated_arrays;
   // A replacement-style update changed the document: the server reports a `replace` event.
   bool replaced = false;
@@ -42,6 +43,14 @@ struct update_description {
   // The same, moving the fields out (no copy of the updated values).
   denormd::bson::document to_document() &&;
 };
+
+// The change a pipeline update made, as MongoDB's doc_diff::computeOplogDiff computes it from
+// the old and new documents (field by field, arrays element by element, a sub-document or
+// array reported whole when its diff would be larger than its new value), turned into an
+// updateDescription. nullopt: MongoDB logs the update as a replacement (the diff is not
+// smaller than the new document), reported as a `replace` event.
+std::optional<update_description> diff_documents(const denormd::bson::document& pre,
+                                                 const denormd::bson::document& post);
 
 class change_diff {
  public:

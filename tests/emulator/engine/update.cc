@@ -156,7 +156,66 @@ expected<update_description> apply_replacement(const update_plan& plan, const bs
   return described;
 }
 
+const bson::value* find_id(const bson::document& d) {
+  return d.get("_id");
+}
+
+// PipelineExecutor::applyUpdate: run the stages, then ObjectReplaceExecutor's checks (top-level
+// `$` names allowed), then the diff.
+expected<bson::document> run_update_pipeline(const stage_list& stages, bson::document doc) {
+  for (const auto& stage : stages) {
+    auto r = stage.transform(std::move(doc));
+    if (!r) return propagate(r.error());
+    if (!*r) return fail("pipeline update stage dropped the document", 2);  // not reachable
+    doc = std::move(**r);
+  }
+  return doc;
+}
+
+expected<bson::document> pipeline_result(const update_plan& plan, const bson::document& doc) {
+  auto result = run_update_pipeline(*plan.pipeline, doc);
+  if (!result) return result;
+  const bson::value* old_id = find_id(doc);
+  const bson::value* new_id = find_id(*result);
+  if (new_id == nullptr && old_id != nullptr) {
+    result->fields().insert(result->fields().begin(), bson::field{"_id", *old_id});
+  } else if (old_id != nullptr && bson::compare(*old_id, *new_id) != 0) {
+    return fail(
+        "After applying the update, the (immutable) field '_id' was found to have been altered "
+        "to " +
+            element_text("_id", *new_id),
+        immutable_field);
+  }
+  if (const auto* id = find_id(*result)) {
+    if (id->is_array() || id->is<bson::regex>() || id->is<bson::undefined_t>()) {
+      return fail("The '_id' value cannot be of type " + std::string(bson::type_name(id->kind())),
+                  invalid_id_field);
+    }
+  }
+  id_first(*result);
+  return result;
+}
+
+expected<update_description> apply_pipeline(const update_plan& plan, const bson::document& doc,
+                                            bson::document& out) {
+  auto result = pipeline_result(plan, doc);
+  if (!result) return propagate(result.error());
+  if (*result == doc) return update_description{};
+  auto described = diff_documents(doc, *result);
+  out = std::move(result).value();
+  if (described) return std::move(*described);
+  update_description replaced;
+  replaced.replaced = true;
+  return replaced;
+}
+
 }  // namespace
+
+expected<update_spec> parse_pipeline_update(const bson::array& stages) {
+  auto plan = parse_pipeline_update_plan(stages);
+  if (!plan) return propagate(plan.error());
+  return update_spec(std::move(plan).value());
+}
 
 expected<update_spec> parse_update(const bson::document& update,
                                    const std::vector<bson::document>& array_filters) {
@@ -168,6 +227,7 @@ expected<update_spec> parse_update(const bson::document& update,
 expected<update_description> apply_update(const update_spec& spec, const bson::document& doc,
                                           bson::document& out, const update_context& ctx) {
   if (spec.is_replacement()) return apply_replacement(spec.plan(), doc, out);
+  if (spec.is_pipeline()) return apply_pipeline(spec.plan(), doc, out);
   bson::value root(doc);  // the only copy of the document an update makes
   change_diff diff;
   update_applier applier(root, spec.plan(), ctx, &diff);
@@ -234,6 +294,21 @@ expected<bson::document> make_upsert_document(const update_spec& spec, const que
     }
     doc = std::move(result);
     if (auto s = validate_for_storage(doc); !s) return propagate(s.error());
+  } else if (spec.is_pipeline()) {
+    add_equalities(eqs, doc);
+    std::optional<bson::value> seeded_id;
+    if (const auto* id = doc.get("_id")) seeded_id = *id;
+    auto result = run_update_pipeline(*spec.plan().pipeline, std::move(doc));
+    if (!result) return propagate(result.error());
+    doc = std::move(result).value();
+    const bson::value* id = doc.get("_id");
+    if (seeded_id && (id == nullptr || bson::compare(*seeded_id, *id) != 0)) {
+      return fail(
+          "After applying the update, the (immutable) field '_id' was found to have been "
+          "altered to " +
+              (id == nullptr ? std::string("_id: missing") : element_text("_id", *id)),
+          immutable_field);
+    }
   } else {
     add_equalities(eqs, doc);
     update_context insert_ctx = ctx;

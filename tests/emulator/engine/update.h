@@ -27,6 +27,7 @@ namespace mongo_emulator::engine {
 class update_spec {
  public:
   bool is_replacement() const { return plan_->replacement; }
+  bool is_pipeline() const { return plan_->pipeline.has_value(); }
   // The replacement document (replacement specs only).
   const denormd::bson::document& replacement() const { return plan_->replacement_document; }
   // The update uses the positional `$` operator: callers must pass update_context::positional
@@ -38,6 +39,7 @@ class update_spec {
   friend denormd::expected<update_spec> parse_update(
       const denormd::bson::document& update,
       const std::vector<denormd::bson::document>& array_filters);
+  friend denormd::expected<update_spec> parse_pipeline_update(const denormd::bson::array& stages);
   explicit update_spec(std::shared_ptr<const update_plan> plan) : plan_(std::move(plan)) {}
 
   std::shared_ptr<const update_plan> plan_;
@@ -51,6 +53,12 @@ class update_spec {
 denormd::expected<update_spec> parse_update(
     const denormd::bson::document& update,
     const std::vector<denormd::bson::document>& array_filters);
+
+// Parses a pipeline-style update (`u` an array of stages). Applied, the pipeline's output
+// replaces the document (`_id` kept when the output has none, error 66 when it changed) and the
+// change is described by diffing the old and new document, as MongoDB's PipelineExecutor does:
+// `replaced` when that diff is not smaller than the new document.
+denormd::expected<update_spec> parse_pipeline_update(const denormd::bson::array& stages);
 
 // Applies `spec` to `doc`. On success `doc` holds the result and the description says what
 // changed (empty: nothing did, so no event and nModified 0; `replaced`: a replacement changed
@@ -71,9 +79,9 @@ denormd::expected<update_description> apply_update(const update_spec& spec,
 denormd::bson::document seed_upsert(const denormd::query::matcher& query);
 
 // The whole document an upsert inserts, as MongoDB builds it: the seed (for a replacement only
-// the query's `_id`), the update applied with `inserting` set, `_id` first, and `new_id` used
-// when neither the query nor the update gave an `_id`. Errors: 54 (two predicates on one path),
-// 55, 66, 52, 53, and any error applying the update.
+// the query's `_id`), the update (or pipeline) applied with `inserting` set, `_id` first, and
+// `new_id` used when neither the query nor the update gave an `_id`. Errors: 54 (two predicates on
+// one path), 55, 66, 52, 53, and any error applying the update.
 denormd::expected<denormd::bson::document> make_upsert_document(
     const update_spec& spec, const denormd::query::matcher& query,
     const denormd::bson::value& new_id, const update_context& ctx = {});

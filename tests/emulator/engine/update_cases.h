@@ -15,7 +15,8 @@ struct update_case {
   const char* update;
   const char* after = nullptr;  // expected document; nullptr when an error is expected
   // {"updatedFields": {...}, "removedFields": [...]} (missing parts default to empty), or
-  // "noop" for an update that changes nothing (no event, nModified 0).
+  // "noop" for an update that changes nothing (no event, nModified 0), or "replace" for an
+  // update MongoDB logs (and reports) as a replacement.
   const char* description = nullptr;
   int code = 0;
   const char* message = nullptr;  // exact error message, when given
@@ -46,7 +47,9 @@ inline update_context fixed_context(std::optional<std::size_t> positional, bool 
 
 inline void run_case(const update_case& c) {
   SCOPED_TRACE(c.name);
-  auto spec = parse_update(doc(c.update), documents(c.filters));
+  // A pipeline-style update is given as a JSON array of stages.
+  auto spec = c.update[0] == '[' ? parse_pipeline_update(array(c.update))
+                                 : parse_update(doc(c.update), documents(c.filters));
   denormd::bson::document d = doc(c.before);
   const denormd::bson::document original = d;
   if (!spec) {
@@ -71,7 +74,9 @@ inline void run_case(const update_case& c) {
   ASSERT_NE(c.after, nullptr);
   EXPECT_EQ(json(d), json(doc(c.after)));
   if (c.description == nullptr) return;
-  if (std::string_view(c.description) == "noop") {
+  if (std::string_view(c.description) == "replace") {
+    EXPECT_TRUE(result->replaced) << json(result->to_document());
+  } else if (std::string_view(c.description) == "noop") {
     EXPECT_TRUE(result->empty()) << json(result->to_document());
     EXPECT_EQ(json(d), json(original));
   } else {

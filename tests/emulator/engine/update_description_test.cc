@@ -56,3 +56,100 @@ TEST(update_description, to_document_shape) {
 
 }  // namespace
 }  // namespace mongo_emulator::engine::testing
+
+namespace mongo_emulator::engine::testing {
+namespace {
+
+// Pipeline-style updates: MongoDB diffs the old and new documents (doc_diff::computeOplogDiff)
+// and the change stream reports that diff.
+TEST(update_description, pipeline_updates) {
+  const update_case cases[] = {
+      {.name = "changed, added and removed top-level fields",
+       .before =
+           R"({"_id": 1, "a": 1, "b": 2, "c": "some long text here that pads the document out"})",
+       .update = R"([{"$set": {"a": 5, "d": 4}}, {"$unset": "b"}])",
+       .after =
+           R"({"_id": 1, "a": 5, "c": "some long text here that pads the document out", "d": 4})",
+       .description = R"({"updatedFields": {"a": 5, "d": 4}, "removedFields": ["b"]})"},
+      {.name = "nested change reported as a dotted path",
+       .before = R"({"_id": 1, "s": {"x": 1, "y": "unchanged long value"}})",
+       .update = R"([{"$set": {"s.x": 2}}])",
+       .after = R"({"_id": 1, "s": {"x": 2, "y": "unchanged long value"}})",
+       .description = R"({"updatedFields": {"s.x": 2}})"},
+      {.name = "array shortened with its prefix kept: truncatedArrays",
+       .before =
+           R"({"_id": 1, "arr": [1, 2, 3, 4, 5, 6, 7, 8], "pad": "a long enough string, padded out further"})",
+       .update = R"([{"$set": {"arr": [1, 2, 3]}}])",
+       .after =
+           R"({"_id": 1, "arr": [1, 2, 3], "pad": "a long enough string, padded out further"})",
+       .description = R"({"truncatedArrays": [{"field": "arr", "newSize": 3}]})"},
+      {.name = "array element changed and one appended",
+       .before =
+           R"({"_id": 1, "arr": [1, 2, 3, 4, 5, 6], "pad": "a long enough string, padded out further"})",
+       .update = R"([{"$set": {"arr": [1, 2, 9, 4, 5, 6, 7]}}])",
+       .after =
+           R"({"_id": 1, "arr": [1, 2, 9, 4, 5, 6, 7], "pad": "a long enough string, padded out further"})",
+       .description = R"({"updatedFields": {"arr.2": 9, "arr.6": 7}})"},
+      {.name = "sub-document whose diff is bigger than its new value is reported whole",
+       .before =
+           R"({"_id": 1, "s": {"a": 1, "b": 2}, "pad": "a long enough string to diff, padded out further"})",
+       .update = R"([{"$set": {"s": {"$literal": {"c": 3}}}}])",
+       .after =
+           R"({"_id": 1, "s": {"c": 3}, "pad": "a long enough string to diff, padded out further"})",
+       .description = R"({"updatedFields": {"s": {"c": 3}}})"},
+      {.name = "moved field: removed then re-inserted at the end",
+       .before = R"({"_id": 1, "a": 1, "b": "a long enough string to diff, padded out further"})",
+       .update = R"([{"$replaceWith": {"_id": "$_id", "b": "$b", "a": "$a"}}])",
+       .after = R"({"_id": 1, "b": "a long enough string to diff, padded out further", "a": 1})",
+       .description = R"({"updatedFields": {"a": 1}})"},
+      {.name = "diff not smaller than the new document: logged as a replacement",
+       .before = R"({"_id": 1, "a": 1})",
+       .update = R"([{"$replaceWith": {"b": 2}}])",
+       .after = R"({"_id": 1, "b": 2})",
+       .description = "replace"},
+      {.name = "unchanged document: no-op",
+       .before = R"({"_id": 1, "a": 1})",
+       .update = R"([{"$set": {"a": 1}}])",
+       .after = R"({"_id": 1, "a": 1})",
+       .description = "noop"},
+      {.name = "_id is kept when the output has none",
+       .before = R"({"_id": 1, "a": 1, "pad": "a long enough string to diff, padded out further"})",
+       .update = R"([{"$project": {"_id": 0, "a": 1, "pad": 1}}, {"$set": {"a": 2}}])",
+       .after = R"({"_id": 1, "a": 2, "pad": "a long enough string to diff, padded out further"})",
+       .description = R"({"updatedFields": {"a": 2}})"},
+      {.name = "_id is immutable",
+       .before = R"({"_id": 1, "a": 1})",
+       .update = R"([{"$set": {"_id": 2}}])",
+       .code = 66,
+       .message = "After applying the update, the (immutable) field '_id' was found to have "
+                  "been altered to _id: 2"},
+  };
+  for (const auto& c : cases)
+    run_case(c);
+}
+
+TEST(update_description, pipeline_stages_not_allowed_in_updates) {
+  for (const char* stage : {R"([{"$match": {"a": 1}}])", R"([{"$sort": {"a": 1}}])",
+                            R"([{"$limit": 1}])", R"([{"$group": {"_id": null}}])"}) {
+    SCOPED_TRACE(stage);
+    auto spec = parse_pipeline_update(array(stage));
+    ASSERT_FALSE(spec);
+    EXPECT_EQ(spec.error().code, 72);
+    const std::string name =
+        doc(std::string(stage).substr(1, std::string(stage).size() - 2)).fields().front().name;
+    EXPECT_EQ(spec.error().message, name + " is not allowed to be used within an update");
+  }
+}
+
+TEST(update_description, pipeline_upsert_seeds_from_query) {
+  auto spec = parse_pipeline_update(array(R"([{"$set": {"b": {"$literal": 2}}}])"));
+  ASSERT_TRUE(spec) << spec.error().message;
+  auto m = denormd::query::matcher::compile(doc(R"({"_id": 7, "a": 1})"));
+  ASSERT_TRUE(m);
+  auto out = make_upsert_document(*spec, *m, denormd::bson::value(std::int32_t{0}));
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(json(*out), json(doc(R"({"_id": 7, "a": 1, "b": 2})")));
+}
+
+}  // namespace
+}  // namespace mongo_emulator::engine::testing

@@ -253,3 +253,32 @@ expected<std::shared_ptr<const update_plan>> parse_update_plan(
 }
 
 }  // namespace mongo_emulator::engine
+
+namespace mongo_emulator::engine {
+
+expected<std::shared_ptr<const update_plan>> parse_pipeline_update_plan(const bson::array& stages) {
+  constexpr int invalid_options = 72;
+  constexpr int unrecognized_stage = 40324;
+  auto plan = std::make_shared<update_plan>();
+  plan->pipeline.emplace();
+  for (const auto& spec : stages) {
+    auto stage = pipeline_stage::parse(spec);
+    // PipelineExecutor: any stage MongoDB knows but is not allowed within an update.
+    if (!stage && stage.error().code != unrecognized_stage && spec.is_document() &&
+        spec.as_document().size() == 1) {
+      return fail(
+          spec.as_document().fields().front().name + " is not allowed to be used within an update",
+          invalid_options);
+    }
+    if (!stage) return denormd::unexpected<denormd::error>{stage.error()};
+    const auto& name = stage->name();
+    if (name != "$addFields" && name != "$set" && name != "$project" && name != "$unset" &&
+        name != "$replaceRoot" && name != "$replaceWith") {
+      return fail(name + " is not allowed to be used within an update", invalid_options);
+    }
+    plan->pipeline->push_back(std::move(stage).value());
+  }
+  return std::shared_ptr<const update_plan>(std::move(plan));
+}
+
+}  // namespace mongo_emulator::engine

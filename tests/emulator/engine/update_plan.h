@@ -13,6 +13,7 @@
 #include "common/expected.h"
 #include "field_path.h"
 #include "modifier.h"
+#include "pipeline.h"
 #include "query/matcher.h"
 
 namespace mongo_emulator::engine {
@@ -28,6 +29,8 @@ struct update_node {
 
 struct update_plan {
   bool replacement = false;
+  // A pipeline-style update (`u` an array): its stages, run over the document.
+  std::optional<stage_list> pipeline;
   denormd::bson::document replacement_document;
   update_node root;
   std::map<std::string, denormd::query::matcher> array_filters;  // by identifier
@@ -36,5 +39,9 @@ struct update_plan {
 
 denormd::expected<std::shared_ptr<const update_plan>> parse_update_plan(
     const denormd::bson::document& update, const std::vector<denormd::bson::document>& filters);
+// A pipeline-style update: only the stages MongoDB allows in an update ($addFields/$set,
+// $project/$unset, $replaceRoot/$replaceWith); others fail with 72 InvalidOptions.
+denormd::expected<std::shared_ptr<const update_plan>> parse_pipeline_update_plan(
+    const denormd::bson::array& stages);
 
 }  // namespace mongo_emulator::engine

@@ -32,6 +32,14 @@ denormd::expected<prepared_update> prepared_update::parse(const bson::document& 
   return p;
 }
 
+denormd::expected<prepared_update> prepared_update::parse_pipeline(const bson::array& stages) {
+  auto spec = engine::parse_pipeline_update(stages);
+  if (!spec) return spec.error();
+  prepared_update p;
+  p.impl_ = std::make_shared<const impl>(impl{std::move(spec).value()});
+  return p;
+}
+
 bool prepared_update::is_replacement() const {
   return impl_->spec.is_replacement();
 }

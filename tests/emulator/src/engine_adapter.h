@@ -20,6 +20,8 @@ class prepared_update {
  public:
   static denormd::expected<prepared_update> parse(const bson::document& update,
                                                   const bson::array* array_filters);
+  // A pipeline-style update (`u` an array of stages).
+  static denormd::expected<prepared_update> parse_pipeline(const bson::array& stages);
   bool is_replacement() const;
 
   struct result {

@@ -197,9 +197,12 @@ expected<update_counts> run_update(storage& store, collection& c, const matcher&
 // Parses the pieces of one update statement shared by `update` and `findAndModify`.
 expected<prepared_update> parse_update_spec(const bson::value* u, const bson::value* filters) {
   if (u == nullptr) return fail("BSON field 'u' is missing but a required field", 40414);
-  if (u->is_array())
-    return fail("pipeline-style updates are not supported by mongo-emulator",
-                codes::failed_to_parse);
+  if (u->is_array()) {
+    if (filters != nullptr && !(filters->is_array() && filters->as_array().empty()))
+      return fail("arrayFilters may not be specified for pipeline-syle updates",
+                  codes::failed_to_parse);
+    return prepared_update::parse_pipeline(u->as_array());
+  }
   if (!u->is_document())
     return fail("Update argument must be either an object or an array", codes::failed_to_parse);
   const bson::array* array_filters = nullptr;

@@ -460,5 +460,107 @@ TEST_F(operators, libmongoc_update_helpers_read_the_counts) {
   EXPECT_EQ(error.code, 14U);
 }
 
+// Pipeline-style updates: the change event's updateDescription is the diff of the old and new
+// documents, as MongoDB computes it for a pipeline update.
+TEST_F(operators, pipeline_updates) {
+  const driver_case cases[] = {
+      {.name = "$set and $unset stages",
+       .documents = R"([{"_id": 1, "a": 1, "b": 2, "pad": "padding so that a diff is worth it"}])",
+       .statement =
+           R"({"q": {"_id": 1}, "u": [{"$set": {"a": 5, "s": {"x": 1}}}, {"$unset": "b"}]})",
+       .after = R"({"_id": 1, "a": 5, "pad": "padding so that a diff is worth it", "s": {"x": 1}})",
+       .description = R"({"updatedFields": {"a": 5, "s": {"x": 1}}, "removedFields": ["b"]})"},
+      {.name = "nested change and a truncated array",
+       .documents =
+           R"([{"_id": 1, "s": {"x": 1, "y": "a longer sub-document value"}, "arr": [1, 2, 3, 4, 5], "pad": "padding so that a diff is worth it"}])",
+       .statement = R"({"q": {"_id": 1}, "u": [{"$set": {"s.x": 7, "arr": [1, 2]}}]})",
+       .after =
+           R"({"_id": 1, "s": {"x": 7, "y": "a longer sub-document value"}, "arr": [1, 2], "pad": "padding so that a diff is worth it"})",
+       .description = R"({"updatedFields": {"s.x": 7},
+                          "truncatedArrays": [{"field": "arr", "newSize": 2}]})"},
+      {.name = "unchanged document: no event, nModified 0",
+       .documents = R"([{"_id": 1, "a": 1}])",
+       .statement = R"({"q": {"_id": 1}, "u": [{"$set": {"a": 1}}]})",
+       .modified = 0,
+       .after = R"({"_id": 1, "a": 1})",
+       .description = "none"},
+      {.name = "multi",
+       .documents = R"([{"_id": 1, "a": 1}, {"_id": 2, "a": 1}])",
+       .statement = R"({"q": {}, "u": [{"$set": {"a": 2}}], "multi": true})",
+       .n = 2,
+       .modified = 2,
+       .after = R"({"_id": 1, "a": 2})"},
+      {.name = "stages other than the update ones are refused",
+       .documents = R"([{"_id": 1, "a": 1}])",
+       .statement = R"({"q": {"_id": 1}, "u": [{"$match": {"a": 1}}]})",
+       .error = 72,
+       .message = "$match is not allowed to be used within an update"},
+      {.name = "_id is immutable",
+       .documents = R"([{"_id": 1, "a": 1}])",
+       .statement = R"({"q": {"_id": 1}, "u": [{"$set": {"_id": 2}}]})",
+       .error = 66},
+  };
+  for (const auto& c : cases)
+    check(c);
+}
+
+TEST_F(operators, pipeline_update_upserts_and_replace_events) {
+  reset("c", R"([{"_id": 1, "a": 1}])");
+  auto stream = watch("c");
+  // A diff that is not smaller than the new document is logged, and reported, as a replace.
+  run_ok(
+      J(R"({"update": "c", "updates": [{"q": {"_id": 1}, "u": [{"$replaceWith": {"b": 2}}]}]})"));
+  auto events = events_until_sentinel(stream.get(), "c");
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(at(events[0], "operationType"), bson::value("replace")) << show(events[0]);
+  EXPECT_EQ(show(at(events[0], "fullDocument").as_document()), show(J(R"({"_id": 1, "b": 2})")));
+
+  // Upsert: the query's equality fields, then the pipeline.
+  auto reply = run_ok(J(R"({"update": "c", "updates": [{"q": {"_id": 5, "k": "x"},
+                            "u": [{"$set": {"n": {"$literal": 1}}}], "upsert": true}]})"));
+  EXPECT_EQ(at(reply, "upserted.0._id"), bson::value(std::int32_t{5})) << show(reply);
+  EXPECT_EQ(show(*find_one("c", bson::value(std::int32_t{5}))),
+            show(J(R"({"_id": 5, "k": "x", "n": 1})")));
+
+  // arrayFilters make no sense for a pipeline.
+  auto bad = run_ok(J(R"({"update": "c", "updates": [{"q": {"_id": 1}, "u": [{"$set": {"a": 1}}],
+                          "arrayFilters": [{"x": 1}]}]})"));
+  EXPECT_EQ(at(bad, "writeErrors.0.code"), bson::value(std::int32_t{9})) << show(bad);
+}
+
+TEST_F(operators, pipeline_update_through_find_and_modify_and_bulk) {
+  reset("c", R"([{"_id": 1, "a": 1, "pad": "padding so that a diff is worth it"}])");
+  auto stream = watch("c");
+  auto reply = run_ok(J(R"({"findAndModify": "c", "query": {"_id": 1},
+                            "update": [{"$set": {"a": {"$literal": 2}}}], "new": true})"));
+  EXPECT_EQ(show(at(reply, "value").as_document()),
+            show(J(R"({"_id": 1, "a": 2, "pad": "padding so that a diff is worth it"})")));
+  auto events = events_until_sentinel(stream.get(), "c");
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(show(at(events[0], "updateDescription").as_document()),
+            show(J(R"({"updatedFields": {"a": 2}, "removedFields": [], "truncatedArrays": []})")));
+
+  // libmongoc's bulk API sends a pipeline document ({"0": stage, ...}) as an array.
+  auto coll = client_->collection(db_, "c");
+  mongoc_bulk_operation_t* bulk =
+      mongoc_collection_create_bulk_operation_with_opts(coll.get(), nullptr);
+  auto selector = bson::to_bson(J(R"({"_id": 1})"));
+  auto pipeline = bson::to_bson(J(R"({"0": {"$set": {"a": 3}}})"));
+  bson_error_t error;
+  ASSERT_TRUE(mongoc_bulk_operation_update_one_with_opts(bulk, selector.get(), pipeline.get(),
+                                                         nullptr, &error))
+      << error.message;
+  bson_t bulk_reply;
+  const auto ok = mongoc_bulk_operation_execute(bulk, &bulk_reply, &error);
+  auto r = bson::from_bson(bulk_reply);
+  bson_destroy(&bulk_reply);
+  mongoc_bulk_operation_destroy(bulk);
+  ASSERT_TRUE(ok) << error.message;
+  ASSERT_TRUE(r);
+  EXPECT_EQ(at(*r, "nModified"), bson::value(std::int32_t{1})) << show(*r);
+  EXPECT_EQ(show(*find_one("c", bson::value(std::int32_t{1}))),
+            show(J(R"({"_id": 1, "a": 3, "pad": "padding so that a diff is worth it"})")));
+}
+
 }  // namespace
 }  // namespace mongo_emulator::engine::conformance

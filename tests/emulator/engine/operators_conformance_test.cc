@@ -526,6 +526,12 @@ TEST_F(operators, pipeline_update_upserts_and_replace_events) {
   auto bad = run_ok(J(R"({"update": "c", "updates": [{"q": {"_id": 1}, "u": [{"$set": {"a": 1}}],
                           "arrayFilters": [{"x": 1}]}]})"));
   EXPECT_EQ(at(bad, "writeErrors.0.code"), bson::value(std::int32_t{9})) << show(bad);
+  // Constants belong to pipeline updates only.
+  bad = run_ok(J(R"({"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": 1}},
+                     "c": {"x": 1}}]})"));
+  EXPECT_EQ(at(bad, "writeErrors.0.code"), bson::value(std::int32_t{51198})) << show(bad);
+  EXPECT_EQ(at(bad, "writeErrors.0.errmsg"),
+            bson::value("Constant values may only be specified for pipeline updates"));
 }
 
 TEST_F(operators, pipeline_update_through_find_and_modify_and_bulk) {

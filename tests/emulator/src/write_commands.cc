@@ -236,6 +236,12 @@ command_outcome update(command_context& ctx) {
         if (!m) return m.error();
         auto u = parse_update_spec(s.get("u"), s.get("arrayFilters"));
         if (!u) return u.error();
+        if (s.contains("c")) {
+          if (!s.get("u")->is_array())
+            return fail("Constant values may only be specified for pipeline updates", 51198);
+          return fail("constants (c) in pipeline updates are not supported by mongo-emulator",
+                      codes::failed_to_parse);
+        }
         auto multi = bool_arg(s, "multi");
         if (!multi) return multi.error();
         auto upsert = bool_arg(s, "upsert");

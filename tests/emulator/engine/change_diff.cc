@@ -1,6 +1,8 @@
 #include "change_diff.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <optional>
 
 namespace mongo_emulator::engine {
@@ -234,6 +236,40 @@ std::size_t value_size(const bson::value& v) {
   return 0;
 }
 
+bool identical_value(const bson::value& a, const bson::value& b);
+
+bool identical_document(const bson::document& a, const bson::document& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto& x = a.fields()[i];
+    const auto& y = b.fields()[i];
+    if (x.name != y.name || !identical_value(x.val, y.val)) return false;
+  }
+  return true;
+}
+
+bool identical_value(const bson::value& a, const bson::value& b) {
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case bson::type::double_:
+      return std::bit_cast<std::uint64_t>(a.as<double>()) ==
+             std::bit_cast<std::uint64_t>(b.as<double>());
+    case bson::type::document:
+      return identical_document(a.as_document(), b.as_document());
+    case bson::type::array: {
+      const auto& x = a.as_array();
+      const auto& y = b.as_array();
+      if (x.size() != y.size()) return false;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        if (!identical_value(x[i], y[i])) return false;
+      }
+      return true;
+    }
+    default:
+      return a == b;
+  }
+}
+
 // A diff node under construction with its tracked size.
 struct sized_node {
   std::unique_ptr<node> n;
@@ -298,7 +334,7 @@ std::optional<sized_node> diff_array(const bson::array& pre, const bson::array& 
   std::size_t i = 0;
   for (; i < pre.size() && i < post.size(); ++i) {
     if (post_size < out.size) return std::nullopt;
-    if (pre[i] == post[i]) continue;
+    if (identical_value(pre[i], post[i])) continue;
     if (same_container_kind(pre[i], post[i])) {
       sub_diff(pre[i], post[i],
                [&](std::unique_ptr<node> c, std::size_t s) { out.add_item(i, std::move(c), s); });
@@ -328,7 +364,7 @@ std::optional<sized_node> diff_document(const bson::document& pre, const bson::d
   while (i < a.size() && j < b.size()) {
     if (post_size < out.size) return std::nullopt;
     if (a[i].name == b[j].name) {
-      if (!(a[i].val == b[j].val)) {
+      if (!identical_value(a[i].val, b[j].val)) {
         if (same_container_kind(a[i].val, b[j].val)) {
           sub_diff(a[i].val, b[j].val, [&](std::unique_ptr<node> c, std::size_t s) {
             out.add_field(a[i].name, std::move(c), s);
@@ -362,6 +398,10 @@ std::optional<sized_node> diff_document(const bson::document& pre, const bson::d
 constexpr std::size_t delta_entry_metadata_size = 15;
 
 }  // namespace
+
+bool identical(const bson::document& a, const bson::document& b) {
+  return identical_document(a, b);
+}
 
 std::optional<update_description> diff_documents(const bson::document& pre,
                                                  const bson::document& post) {

@@ -52,6 +52,10 @@ struct update_description {
 std::optional<update_description> diff_documents(const denormd::bson::document& pre,
                                                  const denormd::bson::document& post);
 
+// MongoDB's binaryEqual: same field names, order, types and bytes (so -0.0 differs from 0.0
+// and a NaN equals the same NaN), what decides a pipeline update's no-op.
+bool identical(const denormd::bson::document& a, const denormd::bson::document& b);
+
 class change_diff {
  public:
   change_diff();

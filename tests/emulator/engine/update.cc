@@ -200,7 +200,7 @@ expected<update_description> apply_pipeline(const update_plan& plan, const bson:
                                             bson::document& out) {
   auto result = pipeline_result(plan, doc);
   if (!result) return propagate(result.error());
-  if (*result == doc) return update_description{};
+  if (identical(*result, doc)) return update_description{};
   auto described = diff_documents(doc, *result);
   out = std::move(result).value();
   if (described) return std::move(*described);

@@ -3,6 +3,7 @@
 // expected failures are values, never exceptions.
 
 #include <cassert>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -10,10 +11,17 @@
 
 namespace denormd {
 
+// Fields a layer attaches to an error beyond message and code (the test server's DuplicateKey
+// carries keyPattern/keyValue); the layer that attaches them downcasts to read them.
+struct error_details {
+  virtual ~error_details() = default;
+};
+
 // An error: a message for people and an optional machine code (server error code, or 0).
 struct error {
   std::string message;
   int code = 0;
+  std::shared_ptr<const error_details> details{};
 };
 
 template <class E>

@@ -67,7 +67,8 @@ class ShopTestCase(DaemonTestCase):
             for args, rc, out, err in self.outputs[-6:]:
                 print("---- denormd %s: exit %s ----\n%s\n%s" % (" ".join(args[:2]), rc, out[-6000:], err[-6000:]))
         try:
-            self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+            for name in ("failCommand", "failGetMoreAfterCursorCheckout"):
+                self.client.admin.command({"configureFailPoint": name, "mode": "off"})
         except pymongo.errors.OperationFailure:
             pass  # a server without test commands
         self.client.drop_database(self.dbname)
@@ -86,10 +87,10 @@ class ShopTestCase(DaemonTestCase):
     def converge(self, timeout=60):
         wait_until(self.shop.check, timeout=timeout, interval=0.25, message="dependents in line with sources")
 
-    def fail_point(self, **data):
+    def fail_point(self, name="failCommand", **data):
         mode = data.pop("mode", {"times": 1})
         try:
-            self.client.admin.command({"configureFailPoint": "failCommand", "mode": mode,
+            self.client.admin.command({"configureFailPoint": name, "mode": mode,
                                        "data": dict(data, appName="denormd")})
         except pymongo.errors.OperationFailure as e:
             self.skipTest("the server does not allow fail points (enableTestCommands): %s" % e)

@@ -64,10 +64,21 @@ class DaemonTest(ShopTestCase):
             self.shop.random_change()
         self.converge()
         self.fail_point(mode={"times": 2}, failCommands=["update"], closeConnection=True)
+        # failCommand acts before the cursor is checked out, so MongoDB adds no resumable label:
+        # the driver raises and denormd reopens the stream from its own token.
+        resumes = d.metric_sum("denormd_resumes_total", reason="error")
         self.fail_point(mode={"times": 1}, failCommands=["getMore"], errorCode=10107)
         for _ in range(300):
             self.shop.random_change()
         self.converge()
+        self.assertGreater(d.metric_sum("denormd_resumes_total", reason="error"), resumes)
+        # A stepdown after checkout is labelled by the server: the driver resumes by itself.
+        resumes = d.metric_sum("denormd_resumes_total", reason="error")
+        self.fail_point("failGetMoreAfterCursorCheckout", mode={"times": 1}, errorCode=10107)
+        for _ in range(300):
+            self.shop.random_change()
+        self.converge()
+        self.assertGreater(d.metric_sum("denormd_resumes_total", reason="error"), resumes)
         self.assertGreater(d.metric_sum("denormd_errors_total"), 0)
         self.assertEqual(d.stop(), 0)
 

@@ -141,7 +141,14 @@ command_outcome list_databases(command_context& ctx) {
 }
 
 command_outcome configure_fail_point(command_context& ctx) {
-  auto r = ctx.server.fail_command().configure(ctx.body);
+  const auto& name = ctx.body.fields().front().val;
+  if (!name.is_string()) return fail("configureFailPoint expects a string", codes::type_mismatch);
+  fail_point* point = nullptr;
+  for (fail_point* p : {&ctx.server.fail_command(), &ctx.server.fail_get_more()}) {
+    if (p->name() == name.as_string()) point = p;
+  }
+  if (point == nullptr) return fail("Cannot find failpoint: " + name.as_string(), codes::bad_value);
+  auto r = point->configure(ctx.body);
   if (!r) return r.error();
   r->append("ok", 1.0);
   return command_result{std::move(r).value(), {}};

@@ -191,6 +191,7 @@ denormd::status change_stream::parse_stages(const bson::array& pipeline) {
       return fail("$changeStream is only valid as the first stage in a pipeline.", 40602);
     auto built = make_event_stage(stage.name, stage.val);
     if (!built) return denormd::unexpected<denormd::error>{built.error()};
+    if (stage.name == "$match" && leading_matches_ == stages_.size()) ++leading_matches_;
     stages_.push_back(std::move(built).value());
   }
   return {};
@@ -209,8 +210,20 @@ denormd::status change_stream::check_resume_point(const storage& s,
   const oplog_entry* entry = history.find(token.ts());
   std::vector<produced> events;
   if (entry != nullptr) events_for(*entry, events);
-  const bool found = std::any_of(events.begin(), events.end(),
-                                 [&](const produced& p) { return p.token == token; });
+  const auto it = std::find_if(events.begin(), events.end(),
+                               [&](const produced& p) { return p.token == token; });
+  bool found = it != events.end();
+  if (found && leading_matches_ > 0) {
+    if (auto ev = make_event(s, *it)) {
+      std::optional<bson::document> kept(std::move(ev).value());
+      for (std::size_t i = 0; i < leading_matches_ && kept; ++i) {
+        auto r = stages_[i](std::move(*kept));
+        if (!r) return denormd::unexpected<denormd::error>{r.error()};
+        kept = std::move(r).value();
+      }
+      found = kept.has_value();
+    }
+  }
   if (!found)
     return fail("cannot resume stream; the resume token was not found. " +
                     engine::document_text(token.to_document()),

@@ -79,6 +79,9 @@ class change_stream {
   std::string full_document_ = "default";
   std::string before_change_ = "off";
   std::vector<event_stage> stages_;
+  // How many of stages_ are the $match stages right after $changeStream: MongoDB applies those
+  // while scanning history, so a resume token whose event they drop is never found.
+  std::size_t leading_matches_ = 0;
   resume_token position_;  // events strictly after it are still to be delivered
   bool invalidated_ = false;
 };

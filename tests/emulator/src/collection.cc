@@ -92,15 +92,24 @@ std::vector<index_spec> collection::index_specs() const {
   return out;
 }
 
-std::string collection::duplicate_message(const index_spec& spec, const index::key& k) const {
-  bson::document shown;
+void append_duplicate_key_details(const denormd::error& e, bson::document& out) {
+  const auto* d = dynamic_cast<const duplicate_key_details*>(e.details.get());
+  if (d == nullptr) return;
+  out.append("keyPattern", d->key_pattern);
+  out.append("keyValue", d->key_value);
+}
+
+denormd::error collection::duplicate_error(const index_spec& spec, const index::key& k) const {
+  auto details = std::make_shared<duplicate_key_details>();
+  details->key_pattern = spec.key;
   std::size_t i = 0;
   for (const auto& f : spec.key) {
     if (i >= k.size()) break;
-    shown.append(f.name, k[i++]);
+    details->key_value.append(f.name, k[i++]);
   }
-  return "E11000 duplicate key error collection: " + ns() + " index: " + spec.name +
-         " dup key: " + engine::document_text(shown);
+  return {"E11000 duplicate key error collection: " + ns() + " index: " + spec.name +
+              " dup key: " + engine::document_text(details->key_value),
+          codes::duplicate_key, std::move(details)};
 }
 
 denormd::status collection::check_unique(const bson::document& doc, std::uint64_t self,
@@ -113,7 +122,7 @@ denormd::status collection::check_unique(const bson::document& doc, std::uint64_
     const auto& ix = indexes_[i];
     keys[i] = ix.keys_for(doc);
     if (auto dup = ix.find_duplicate(keys[i], self))
-      return denormd::fail(duplicate_message(ix.spec(), *dup), codes::duplicate_key);
+      return denormd::unexpected<denormd::error>{duplicate_error(ix.spec(), *dup)};
   }
   return {};
 }
@@ -122,7 +131,7 @@ denormd::expected<std::uint64_t> collection::insert(doc_ptr doc) {
   const bson::value* id = doc->get("_id");
   if (id == nullptr) return denormd::fail("document has no _id", codes::internal_error);
   if (ids_.contains(*id))
-    return denormd::fail(duplicate_message(id_spec_, index::key{*id}), codes::duplicate_key);
+    return denormd::unexpected<denormd::error>{duplicate_error(id_spec_, index::key{*id})};
   std::vector<index::key_set> keys;
   if (auto ok = check_unique(*doc, 0, keys); !ok)
     return denormd::unexpected<denormd::error>{ok.error()};
@@ -257,7 +266,7 @@ denormd::expected<bool> collection::create_index(index_spec spec) {
     if (records_[i] == nullptr) continue;
     auto keys = built.keys_for(*records_[i]);
     if (auto dup = built.find_duplicate(keys, i + 1))
-      return denormd::fail(duplicate_message(built.spec(), *dup), codes::duplicate_key);
+      return denormd::unexpected<denormd::error>{duplicate_error(built.spec(), *dup)};
     built.add(keys, i + 1);
   }
   indexes_.push_back(std::move(built));

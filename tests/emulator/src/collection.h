@@ -26,6 +26,15 @@ namespace mongo_emulator {
 namespace bson = denormd::bson;
 using doc_ptr = std::shared_ptr<const bson::document>;
 
+// What a DuplicateKey (11000) error carries besides its message: the index's key pattern and
+// the conflicting key, which MongoDB 4.4+ return as `keyPattern` and `keyValue`.
+struct duplicate_key_details : denormd::error_details {
+  bson::document key_pattern;
+  bson::document key_value;
+};
+// Appends `keyPattern` and `keyValue` to an error reply or write error when `e` carries them.
+void append_duplicate_key_details(const denormd::error& e, bson::document& out);
+
 // Whether changing the document at dotted path `changed` may change the keys an index on
 // `index_field` takes from it (conservative: true unless the paths are provably disjoint).
 bool path_may_affect(std::string_view changed, std::string_view index_field);
@@ -82,7 +91,7 @@ class collection {
                                const std::vector<bool>* affected = nullptr) const;
   denormd::status replace_keys(std::uint64_t record, doc_ptr doc,
                                const std::vector<bool>* affected);
-  std::string duplicate_message(const index_spec& spec, const index::key& k) const;
+  denormd::error duplicate_error(const index_spec& spec, const index::key& k) const;
 
   std::string db_;
   std::string name_;

@@ -5,6 +5,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "collection.h"
 #include "error_codes.h"
 
 namespace mongo_emulator {
@@ -119,10 +120,23 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
     }
     if (action->error_code) {
       const denormd::error e{"Failing command via 'failCommand' failpoint", *action->error_code};
-      const bson::array labels = action->error_labels ? *action->error_labels
-                                                      : labels_for(req, &spec, *action->error_code);
+      // A getMore's cursor is not checked out yet: no resumable label (change streams spec).
+      const bson::array labels = action->error_labels
+                                     ? *action->error_labels
+                                     : labels_for(req, &spec, e.code,
+                                                  {.change_stream = req.command == "aggregate" &&
+                                                                    opens_change_stream(req.body)});
       co_return finish(error_reply(e, &labels));
     }
+  }
+
+  // Whether a failing getMore ran on a change stream: asked now, since an error kills the cursor.
+  bool change_stream = false;
+  if (req.command == "aggregate") {
+    change_stream = opens_change_stream(req.body);
+  } else if (req.command == "getMore") {
+    const auto id = getmore_cursor_id(req.body);
+    change_stream = id && server_.cursors().is_change_stream(*id);
   }
 
   const auto retry_key =
@@ -146,7 +160,8 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
       outcome = spec.handler(ctx);
     }
     if (!outcome) {
-      const bson::array labels = labels_for(req, &spec, outcome.error().code);
+      const bson::array labels =
+          labels_for(req, &spec, outcome.error().code, {.change_stream = change_stream});
       co_return finish(error_reply(outcome.error(), &labels));
     }
     reply = std::move(outcome->reply);
@@ -163,31 +178,27 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
     if (action && action->error_labels) {
       labels = *action->error_labels;
     } else if (code != nullptr && code->is_number()) {
-      labels = labels_for(req, &spec, static_cast<int>(code->to_double()));
+      labels = labels_for(req, &spec, static_cast<int>(code->to_double()),
+                          {.write_concern_error = true});
     }
     if (!labels.empty()) reply.set("errorLabels", std::move(labels));
   }
   co_return finish(std::move(reply));
 }
 
-bson::array command_dispatcher::labels_for(const request& req, const command_spec* spec,
-                                           int code) const {
+bson::array command_dispatcher::labels_for(const request& req, const command_spec* spec, int code,
+                                           label_inputs in) const {
   bson::array labels;
   if (spec != nullptr && spec->retryable_write && retry_cache::key_of(req.body) &&
-      is_retryable_write_code(code))
+      is_retryable_write_code(code)) {
     labels.emplace_back("RetryableWriteError");
-  bool change_stream = false;
-  if (req.command == "aggregate") {
-    change_stream = opens_change_stream(req.body);
-  } else if (req.command == "getMore") {
-    const auto id = getmore_cursor_id(req.body);
-    change_stream = id && server_.cursors().is_change_stream(*id);
+    return labels;  // a retryable write is never a change stream
   }
-  if (change_stream && is_resumable_change_stream_code(code))
+  if (in.change_stream && !in.write_concern_error && is_resumable_change_stream_code(code)) {
     labels.emplace_back("ResumableChangeStreamError");
-  if ((req.command == "aggregate" || req.command == "getMore") &&
-      code == codes::change_stream_history_lost)
+  } else if (is_non_resumable_change_stream_code(code)) {
     labels.emplace_back("NonResumableChangeStreamError");
+  }
   return labels;
 }
 
@@ -198,6 +209,7 @@ bson::document command_dispatcher::error_reply(const denormd::error& e,
   reply.append("errmsg", e.message);
   reply.append("code", std::int32_t{e.code});
   reply.append("codeName", code_name(e.code));
+  append_duplicate_key_details(e, reply);
   if (labels != nullptr && !labels->empty()) reply.append("errorLabels", *labels);
   return reply;
 }

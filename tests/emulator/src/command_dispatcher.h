@@ -29,7 +29,15 @@ class command_dispatcher {
                                                             const request& req,
                                                             connection_info& conn);
   bson::document error_reply(const denormd::error& e, const bson::array* labels) const;
-  bson::array labels_for(const request& req, const command_spec* spec, int code) const;
+  // What decides a reply's errorLabels besides the code (MongoDB's ErrorLabelBuilder).
+  struct label_inputs {
+    // The command opens a change stream, or is a getMore whose checked-out cursor is one.
+    // failCommand acts before a getMore checks its cursor out, so MongoDB cannot tell then.
+    bool change_stream = false;
+    bool write_concern_error = false;
+  };
+  bson::array labels_for(const request& req, const command_spec* spec, int code,
+                         label_inputs in) const;
   void add_cluster_time(bson::document& reply) const;
 
   server_state& server_;

@@ -101,4 +101,8 @@ bool is_resumable_change_stream_code(int code) {
   return contains(resumable_codes, code);
 }
 
+bool is_non_resumable_change_stream_code(int code) {
+  return code == codes::change_stream_fatal_error || code == codes::change_stream_history_lost;
+}
+
 }  // namespace mongo_emulator

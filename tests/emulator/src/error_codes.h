@@ -61,6 +61,9 @@ std::string code_name(int code);
 bool is_retryable_write_code(int code);
 
 // Codes for which MongoDB adds `ResumableChangeStreamError` to a change stream's getMore error.
+// ChangeStreamFatalError (280) and ChangeStreamHistoryLost (286): labelled
+// NonResumableChangeStreamError on whatever command returns them.
+bool is_non_resumable_change_stream_code(int code);
 bool is_resumable_change_stream_code(int code);
 
 }  // namespace mongo_emulator

@@ -27,10 +27,6 @@ bool truthy(const bson::value* v) {
 }  // namespace
 
 denormd::expected<bson::document> fail_point::configure(const bson::document& command) {
-  const auto& name = command.fields().front().val;
-  if (!name.is_string()) return fail("configureFailPoint expects a string", codes::type_mismatch);
-  if (name.as_string() != "failCommand")
-    return fail("Cannot find failpoint: " + name.as_string(), codes::bad_value);
   const auto* mode_value = command.get("mode");
   if (mode_value == nullptr) return fail("Missing mode argument", codes::bad_value);
 
@@ -69,9 +65,15 @@ denormd::expected<bson::document> fail_point::configure(const bson::document& co
   std::vector<std::string> commands;
   std::string app_name;
   fail_action action;
+  const bool get_more_only = name_ == fail_get_more;
+  if (get_more_only) {
+    commands.emplace_back("getMore");
+    action.error_code = codes::internal_error;
+  }
   if (const auto* data = command.get("data"); data != nullptr && data->is_document()) {
     const auto& d = data->as_document();
-    if (const auto* list = d.get("failCommands"); list != nullptr && list->is_array()) {
+    if (const auto* list = d.get("failCommands");
+        !get_more_only && list != nullptr && list->is_array()) {
       for (const auto& c : list->as_array()) {
         if (c.is_string()) commands.push_back(c.as_string());
       }
@@ -93,8 +95,14 @@ denormd::expected<bson::document> fail_point::configure(const bson::document& co
     }
     if (const auto* v = d.get("writeConcernError"); v != nullptr && v->is_document())
       action.write_concern_error = v->as_document();
-  } else if (new_mode != mode::off) {
+  } else if (new_mode != mode::off && !get_more_only) {
     return fail("failCommand requires 'data'", codes::bad_value);
+  }
+  // The getMore fail point only raises its error; MongoDB reads nothing else from its data.
+  if (get_more_only) {
+    fail_action only_error;
+    only_error.error_code = action.error_code;
+    action = std::move(only_error);
   }
 
   std::lock_guard lock(mutex_);

@@ -1,8 +1,11 @@
 #pragma once
-// MongoDB's `failCommand` fail point, configured through `configureFailPoint` on admin:
-// modes alwaysOn / off / {times: N} / {skip: N} / {activationProbability: p}, and data
-// {failCommands, errorCode, errorLabels, closeConnection, blockConnection + blockTimeMS,
-// writeConcernError, appName}. Thread-safe.
+// MongoDB's command fail points, configured through `configureFailPoint` on admin: modes
+// alwaysOn / off / {times: N} / {skip: N} / {activationProbability: p}.
+// - `failCommand`, data {failCommands, errorCode, errorLabels, closeConnection,
+//   blockConnection + blockTimeMS, writeConcernError, appName}: acts before the command runs.
+// - `failGetMoreAfterCursorCheckout`, data {errorCode (default 1), appName}: fails a getMore
+//   once its cursor is checked out, so the server labels the error as it would a real one.
+// Thread-safe.
 
 #include <chrono>
 #include <mutex>
@@ -29,6 +32,11 @@ struct fail_action {
 
 class fail_point {
  public:
+  static constexpr std::string_view fail_command = "failCommand";
+  static constexpr std::string_view fail_get_more = "failGetMoreAfterCursorCheckout";
+
+  explicit fail_point(std::string_view name) : name_(name) {}
+  std::string_view name() const { return name_; }
   // Handles `configureFailPoint`; the reply is `{count: <times entered so far>}`.
   denormd::expected<bson::document> configure(const bson::document& command);
   // Consumes one activation if `command` (from a client named `app_name`) is targeted.
@@ -37,6 +45,7 @@ class fail_point {
  private:
   enum class mode { off, always_on, times, skip, probability };
 
+  const std::string_view name_;
   std::mutex mutex_;
   mode mode_ = mode::off;
   std::int64_t remaining_ = 0;  // times: activations left; skip: matches still to let through

@@ -152,6 +152,10 @@ command_outcome get_more(command_context& ctx) {
                     c->ns,
                 13);
   }
+  if (auto hit = ctx.server.fail_get_more().check("getMore", ctx.conn.app_name)) {
+    ctx.server.cursors().unpin(id, true);  // a getMore that fails after checkout kills its cursor
+    return fail("Hit the 'failGetMoreAfterCursorCheckout' failpoint", hit->error_code.value_or(1));
+  }
   const std::size_t max_docs =
       batch_size->value_or(0) > 0 ? **batch_size : std::numeric_limits<std::size_t>::max();
 

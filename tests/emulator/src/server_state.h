@@ -33,6 +33,7 @@ class server_state {
   storage& store() { return store_; }
   cursor_registry& cursors() { return cursors_; }
   fail_point& fail_command() { return fail_command_; }
+  fail_point& fail_get_more() { return fail_get_more_; }
   retry_cache& retries() { return retries_; }
   command_counters& commands() { return commands_; }
 
@@ -49,7 +50,8 @@ class server_state {
   server_options options_;
   storage store_;
   cursor_registry cursors_;
-  fail_point fail_command_;
+  fail_point fail_command_{fail_point::fail_command};
+  fail_point fail_get_more_{fail_point::fail_get_more};
   retry_cache retries_;
   command_counters commands_;
   std::string address_;

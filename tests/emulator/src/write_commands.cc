@@ -88,6 +88,7 @@ class write_errors {
     bson::document d;
     d.append("index", count_value(index));
     d.append("code", std::int32_t{e.code});
+    append_duplicate_key_details(e, d);
     d.append("errmsg", e.message);
     errors_.emplace_back(std::move(d));
   }

@@ -539,7 +539,8 @@ TEST_F(change_streams, match_and_project_after_change_stream) {
   bson::document gm;
   gm.append("getMore", cursor_id(no_id));
   gm.append("collection", "c");
-  run_fail(gm, 280);
+  const auto r = run_fail(gm, 280);
+  EXPECT_EQ(at(r, "errorLabels"), bson::value(A(R"(["NonResumableChangeStreamError"])")));
 }
 
 TEST_F(change_streams, libmongoc_watch_at_every_scope) {
@@ -588,12 +589,14 @@ TEST_F(change_streams, libmongoc_resumes_after_close_connection_without_loss_or_
       << error.message;
 }
 
-TEST_F(change_streams, libmongoc_resumes_after_a_resumable_get_more_error) {
+// MongoDB 4.4+ labels a resumable getMore error only once the cursor is checked out, which is
+// what failGetMoreAfterCursorCheckout simulates; the driver resumes on the label.
+TEST_F(change_streams, libmongoc_resumes_after_a_server_labelled_get_more_error) {
   auto stream = watch("c", "[]", R"({"maxAwaitTimeMS": 100})");
   insert("c", R"([{"_id": 1}])");
   ASSERT_EQ(denormd::test::next_events(stream.get(), 1, 5s).size(), 1U);
-  run_ok(J(R"({"configureFailPoint": "failCommand", "mode": {"times": 1},
-               "data": {"failCommands": ["getMore"], "errorCode": 6}})"),
+  run_ok(J(R"({"configureFailPoint": "failGetMoreAfterCursorCheckout", "mode": {"times": 1},
+               "data": {"errorCode": 6}})"),
          "admin");
   insert("c", R"([{"_id": 2}, {"_id": 3}])");
   const auto events = denormd::test::next_events(stream.get(), 2, 5s);
@@ -602,33 +605,101 @@ TEST_F(change_streams, libmongoc_resumes_after_a_resumable_get_more_error) {
   EXPECT_EQ(at(events[1], "documentKey._id"), i32(3));
 }
 
-TEST_F(change_streams, get_more_errors_carry_the_resumable_label) {
+// failCommand acts before the cursor is checked out: no label, so the driver raises (the
+// change streams specification's "does not resume if error does not contain
+// ResumableChangeStreamError").
+TEST_F(change_streams, libmongoc_raises_an_unlabelled_fail_command_get_more_error) {
+  auto stream = watch("c", "[]", R"({"maxAwaitTimeMS": 100})");
+  insert("c", R"([{"_id": 1}])");
+  ASSERT_EQ(denormd::test::next_events(stream.get(), 1, 5s).size(), 1U);
+  run_ok(J(R"({"configureFailPoint": "failCommand", "mode": {"times": 1},
+               "data": {"failCommands": ["getMore"], "errorCode": 6}})"),
+         "admin");
+  insert("c", R"([{"_id": 2}])");
+  EXPECT_TRUE(denormd::test::next_events(stream.get(), 1, 2s).empty());
+  bson_error_t error;
+  const bson_t* reply = nullptr;
+  ASSERT_TRUE(mongoc_change_stream_error_document(stream.get(), &error, &reply));
+  EXPECT_EQ(error.code, 6U) << error.message;
+}
+
+TEST_F(change_streams, get_more_error_labels_are_mongodbs) {
   auto cursor = open_stream("c");
-  const auto get_more_cmd = [&] {
+  const auto get_more_cmd = [&](const bson::document& reply) {
     bson::document gm;
-    gm.append("getMore", cursor_id(cursor));
+    gm.append("getMore", cursor_id(reply));
     gm.append("collection", "c");
     gm.append("maxTimeMS", std::int32_t{50});
     return gm;
   };
-  run_ok(J(R"({"configureFailPoint": "failCommand", "mode": {"times": 1},
-               "data": {"failCommands": ["getMore"], "errorCode": 6}})"),
-         "admin");
-  auto r = run_fail(get_more_cmd(), 6);
+  const auto fail_command = [&](std::string_view data) {
+    bson::document cmd = J(R"({"configureFailPoint": "failCommand", "mode": {"times": 1}})");
+    cmd.append("data", J(data));
+    run_ok(cmd, "admin");
+  };
+  fail_command(R"({"failCommands": ["getMore"], "errorCode": 6})");
+  auto r = run_fail(get_more_cmd(cursor), 6);
+  EXPECT_FALSE(r.contains("errorLabels"));
+  fail_command(R"({"failCommands": ["getMore"], "errorCode": 6,
+                   "errorLabels": ["ResumableChangeStreamError"]})");
+  r = run_fail(get_more_cmd(cursor), 6);
   EXPECT_EQ(at(r, "errorLabels"), bson::value(A(R"(["ResumableChangeStreamError"])")));
-  run_ok(J(R"({"configureFailPoint": "failCommand", "mode": {"times": 1},
-               "data": {"failCommands": ["getMore"], "errorCode": 2}})"),
-         "admin");
-  r = run_fail(get_more_cmd(), 2);
-  EXPECT_FALSE(r.contains("errorLabels"));
-  run_ok(J(R"({"configureFailPoint": "failCommand", "mode": {"times": 1},
-               "data": {"failCommands": ["getMore"], "errorCode": 6, "errorLabels": []}})"),
-         "admin");
-  r = run_fail(get_more_cmd(), 6);
-  EXPECT_FALSE(r.contains("errorLabels"));
-  // The cursor survived the injected errors.
+  fail_command(R"({"failCommands": ["getMore"], "errorCode": 280})");
+  r = run_fail(get_more_cmd(cursor), 280);
+  EXPECT_EQ(at(r, "errorLabels"), bson::value(A(R"(["NonResumableChangeStreamError"])")));
+  // The cursor survived the errors injected before checkout.
   insert("c", R"([{"_id": 1}])");
-  EXPECT_EQ(batch(run_ok(get_more_cmd())).size(), 1U);
+  EXPECT_EQ(batch(run_ok(get_more_cmd(cursor))).size(), 1U);
+
+  // After checkout the server labels the error as it would a real one, and the cursor dies.
+  run_ok(J(R"({"configureFailPoint": "failGetMoreAfterCursorCheckout", "mode": {"times": 1},
+               "data": {"errorCode": 6}})"),
+         "admin");
+  r = run_fail(get_more_cmd(cursor), 6);
+  EXPECT_EQ(at(r, "errorLabels"), bson::value(A(R"(["ResumableChangeStreamError"])")));
+  run_fail(get_more_cmd(cursor), 43);
+  cursor = open_stream("c");
+  run_ok(J(R"({"configureFailPoint": "failGetMoreAfterCursorCheckout", "mode": {"times": 1},
+               "data": {"errorCode": 2}})"),
+         "admin");
+  r = run_fail(get_more_cmd(cursor), 2);
+  EXPECT_FALSE(r.contains("errorLabels"));
+  run_ok(J(R"({"configureFailPoint": "failGetMoreAfterCursorCheckout", "mode": "off"})"), "admin");
+}
+
+// A token is found by scanning history through the stream's leading $match, so a new filter
+// that drops the token's own event makes it unusable (resume from its clusterTime instead).
+TEST_F(change_streams, a_token_whose_event_the_new_match_drops_is_not_found) {
+  auto cursor = open_stream("c");
+  insert("c", R"([{"_id": 1}])");
+  update("c", R"({"_id": 1})", R"({"$set": {"a": 1}})");
+  const auto events = collect(cursor, 2);
+  ASSERT_EQ(events.size(), 2U);
+  const auto& insert_token = at(events[0], "_id");
+  const auto stream = [&](std::string_view key, const bson::value& v, std::string_view stages) {
+    bson::document cmd;
+    cmd.append("aggregate", "c");
+    bson::array pipeline = A(stages);
+    pipeline.insert(pipeline.begin(),
+                    bson::value(bson::document{{"$changeStream", J(spec_with(key, v))}}));
+    cmd.append("pipeline", std::move(pipeline));
+    cmd.append("cursor", bson::document{});
+    return cmd;
+  };
+  const auto r = run_fail(
+      stream("resumeAfter", insert_token, R"([{"$match": {"operationType": "update"}}])"), 280);
+  EXPECT_EQ(at(r, "errorLabels"), bson::value(A(R"(["NonResumableChangeStreamError"])")));
+  // The same filter from the token's clusterTime works, and a filter that keeps it resumes.
+  auto from_time = run_ok(stream("startAtOperationTime", at(events[0], "clusterTime"),
+                                 R"([{"$match": {"operationType": "update"}}])"));
+  const auto updates = collect(from_time, 1);
+  ASSERT_EQ(updates.size(), 1U);
+  EXPECT_EQ(at(updates[0], "operationType").as_string(), "update");
+  auto kept = run_ok(stream("resumeAfter", insert_token,
+                            R"([{"$match": {"operationType": {"$in": ["insert", "update"]}}}])"));
+  const auto after = collect(kept, 1);
+  ASSERT_EQ(after.size(), 1U);
+  EXPECT_EQ(at(after[0], "operationType").as_string(), "update");
 }
 
 // Emulator-only: a small history bound makes old tokens unusable (286).

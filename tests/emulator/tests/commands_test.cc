@@ -141,12 +141,20 @@ TEST_F(commands, indexes_create_list_drop_and_unique) {
   EXPECT_EQ(at(batch(r)[1].as_document(), "unique"), bson::value(true));
   run_fail(J(R"({"listIndexes": "missing"})"), 26);
 
-  // The unique index rejects a duplicate with MongoDB's message.
+  // The unique index rejects a duplicate with MongoDB's message, pattern and key.
   auto dup = run_ok(J(R"({"insert": "c", "documents": [{"_id": 3, "a": 1}]})"));
   ASSERT_TRUE(at(dup, "writeErrors").is_array());
-  EXPECT_EQ(at(at(dup, "writeErrors").as_array()[0].as_document(), "errmsg"),
-            bson::value("E11000 duplicate key error collection: " + db() +
-                        ".c index: a_1 dup key: { a: 1 }"));
+  const auto& dup_error = at(dup, "writeErrors").as_array()[0].as_document();
+  EXPECT_EQ(at(dup_error, "errmsg"), bson::value("E11000 duplicate key error collection: " + db() +
+                                                 ".c index: a_1 dup key: { a: 1 }"));
+  EXPECT_EQ(at(dup_error, "keyPattern"), bson::value(J(R"({"a": 1})")));
+  EXPECT_EQ(at(dup_error, "keyValue"), bson::value(J(R"({"a": 1})")));
+  // findAndModify returns it as the command's error, with the same two fields.
+  auto fam = run_fail(
+      J(R"({"findAndModify": "c", "query": {"_id": 2}, "update": {"$set": {"a": 1}}})"), 11000);
+  EXPECT_EQ(at(fam, "codeName").as_string(), "DuplicateKey");
+  EXPECT_EQ(at(fam, "keyPattern"), bson::value(J(R"({"a": 1})")));
+  EXPECT_EQ(at(fam, "keyValue"), bson::value(J(R"({"a": 1})")));
 
   r = run_ok(J(R"({"dropIndexes": "c", "index": "a_1"})"));
   EXPECT_EQ(at(r, "nIndexesWas"), i32(3));
@@ -170,6 +178,13 @@ TEST_F(commands, insert_counts_and_duplicate_key_message) {
   EXPECT_EQ(at(e, "code"), i32(11000));
   EXPECT_EQ(at(e, "errmsg"), bson::value("E11000 duplicate key error collection: " + db() +
                                          ".c index: _id_ dup key: { _id: 1 }"));
+  // MongoDB 4.4+: the index's pattern and the clashing key, between code and errmsg.
+  EXPECT_EQ(at(e, "keyPattern"), bson::value(J(R"({"_id": 1})")));
+  EXPECT_EQ(at(e, "keyValue"), bson::value(J(R"({"_id": 1})")));
+  std::vector<std::string> names;
+  for (const auto& f : e)
+    names.push_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"index", "code", "keyPattern", "keyValue", "errmsg"}));
   r = run_ok(J(R"({"insert": "c", "ordered": false,
                    "documents": [{"_id": 5}, {"_id": 1}, {"_id": 6}]})"));
   EXPECT_EQ(at(r, "n"), i32(2));

@@ -101,8 +101,9 @@ def streams(client, db):
         fail_next(client, closeConnection=True)
         c.insert_many([{"_id": i} for i in range(5, 10)])
         second = read_events(stream, 5)
-        # A resumable server error (with its label) is resumed as well.
-        fail_next(client, errorCode=6)
+        # A resumable server error, labelled by the server after cursor checkout, is resumed.
+        client.admin.command("configureFailPoint", "failGetMoreAfterCursorCheckout",
+                             mode={"times": 1}, data={"errorCode": 6})
         c.insert_many([{"_id": i} for i in range(10, 15)])
         third = read_events(stream, 5)
         seen = [e["documentKey"]["_id"] for e in first + second + third]

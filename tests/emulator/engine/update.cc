@@ -34,22 +34,18 @@ void id_first(bson::document& doc) {
   }
 }
 
-// storage_validation for a whole stored document: no top-level `$` names, a storable `_id`.
-denormd::status validate_for_storage(const bson::document& doc) {
+// storage_validation for a whole stored document: no top-level `$` names (except a pipeline's
+// output, which may have them), a storable `_id`.
+denormd::status validate_for_storage(const bson::document& doc, bool allow_dollar_names = false) {
   for (const auto& f : doc) {
-    if (f.name.starts_with('$')) {
+    if (!allow_dollar_names && f.name.starts_with('$')) {
       return fail("The dollar ($) prefixed field '" + f.name + "' in '" + f.name +
                       "' is not allowed in the context of an update's replacement document. "
                       "Consider using an aggregation pipeline with $replaceWith.",
                   dollar_prefixed_field_name);
     }
   }
-  if (const auto* id = doc.get("_id")) {
-    if (id->is_array() || id->is<bson::regex>() || id->is<bson::undefined_t>()) {
-      return fail("The '_id' value cannot be of type " + std::string(bson::type_name(id->kind())),
-                  invalid_id_field);
-    }
-  }
+  if (const auto* id = doc.get("_id")) return validate_id(*id);
   return {};
 }
 
@@ -187,10 +183,7 @@ expected<bson::document> pipeline_result(const update_plan& plan, const bson::do
         immutable_field);
   }
   if (const auto* id = find_id(*result)) {
-    if (id->is_array() || id->is<bson::regex>() || id->is<bson::undefined_t>()) {
-      return fail("The '_id' value cannot be of type " + std::string(bson::type_name(id->kind())),
-                  invalid_id_field);
-    }
+    if (auto s = validate_id(*id); !s) return propagate(s.error());
   }
   id_first(*result);
   return result;
@@ -210,6 +203,23 @@ expected<update_description> apply_pipeline(const update_plan& plan, const bson:
 }
 
 }  // namespace
+
+denormd::status validate_id(const bson::value& id) {
+  if (id.is_array() || id.is<bson::regex>() || id.is<bson::undefined_t>()) {
+    return fail("The '_id' value cannot be of type " + std::string(bson::type_name(id.kind())),
+                invalid_id_field);
+  }
+  if (id.is_document()) {
+    for (const auto& f : id.as_document()) {
+      if (f.name.starts_with('$')) {
+        return fail("_id fields may not contain '$'-prefixed fields: " + f.name +
+                        " is not valid for storage.",
+                    dollar_prefixed_field_name);
+      }
+    }
+  }
+  return {};
+}
 
 expected<update_spec> parse_pipeline_update(const bson::array& stages) {
   auto plan = parse_pipeline_update_plan(stages);
@@ -323,7 +333,7 @@ expected<bson::document> make_upsert_document(const update_spec& spec, const que
     doc.fields().insert(doc.fields().begin(), bson::field{"_id", new_id});
   }
   id_first(doc);
-  if (auto s = validate_for_storage(doc); !s) return propagate(s.error());
+  if (auto s = validate_for_storage(doc, spec.is_pipeline()); !s) return propagate(s.error());
   return doc;
 }
 

@@ -45,6 +45,11 @@ class update_spec {
   std::shared_ptr<const update_plan> plan_;
 };
 
+// MongoDB's storage check of an `_id` value: not an array, regex or undefined (53
+// InvalidIdField), and, when a document, none of its own field names `$`-prefixed (52
+// DollarPrefixedFieldName, as 6.0 checks; 7.1+ also checks deeper levels).
+denormd::status validate_id(const denormd::bson::value& id);
+
 // Parses an operator update ({$set: ...}) or a replacement document (first field not `$`,
 // or empty), with the update's arrayFilters. Validates everything MongoDB validates before
 // touching a document. (A replacement's own contents are checked when applied, as MongoDB

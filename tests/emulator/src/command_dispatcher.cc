@@ -7,6 +7,7 @@
 
 #include "collection.h"
 #include "error_codes.h"
+#include "option_refusals.h"
 
 namespace mongo_emulator {
 
@@ -129,6 +130,9 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
       co_return finish(error_reply(e, &labels));
     }
   }
+
+  if (auto refused = refuse_unsupported_options(req.command, req.body); !refused)
+    co_return finish(error_reply(refused.error(), nullptr));
 
   // Whether a failing getMore ran on a change stream: asked now, since an error kills the cursor.
   bool change_stream = false;

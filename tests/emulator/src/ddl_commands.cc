@@ -160,8 +160,7 @@ expected<index_spec> parse_index_spec(const bson::value& v) {
       spec.unique = f.val.is<bool>() ? f.val.as<bool>() : f.val.to_double() != 0;
     } else if (f.name == "sparse") {
       spec.sparse = f.val.is<bool>() ? f.val.as<bool>() : f.val.to_double() != 0;
-    } else if (f.name == "background" || f.name == "hidden" || f.name == "expireAfterSeconds" ||
-               f.name == "collation") {
+    } else if (f.name == "background" || f.name == "hidden" || f.name == "collation") {
       spec.extra.append(f.name, f.val);
     } else if (f.name == "partialFilterExpression") {
       return fail("partialFilterExpression is not supported by mongo-emulator", codes::bad_value);

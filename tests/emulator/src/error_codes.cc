@@ -9,7 +9,7 @@ namespace mongo_emulator {
 
 namespace {
 
-constexpr std::array<std::pair<int, std::string_view>, 59> names{{
+constexpr std::array<std::pair<int, std::string_view>, 60> names{{
     {1, "InternalError"},
     {2, "BadValue"},
     {4, "NoSuchKey"},
@@ -53,6 +53,7 @@ constexpr std::array<std::pair<int, std::string_view>, 59> names{{
     {150, "StaleEpoch"},
     {189, "PrimarySteppedDown"},
     {234, "RetryChangeStream"},
+    {238, "NotImplemented"},
     {251, "NoSuchTransaction"},
     {260, "InvalidResumeToken"},
     {262, "ExceededTimeLimit"},

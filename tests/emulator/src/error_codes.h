@@ -34,6 +34,7 @@ inline constexpr int network_timeout = 89;
 inline constexpr int shutdown_in_progress = 91;
 inline constexpr int unsatisfiable_write_concern = 100;
 inline constexpr int primary_stepped_down = 189;
+inline constexpr int not_implemented = 238;
 inline constexpr int invalid_resume_token = 260;
 inline constexpr int exceeded_time_limit = 262;
 inline constexpr int change_stream_fatal_error = 280;

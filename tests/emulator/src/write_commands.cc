@@ -12,6 +12,7 @@
 #include "object_id.h"
 #include "query/matcher.h"
 #include "query_operators.h"
+#include "update.h"
 
 namespace mongo_emulator {
 
@@ -45,9 +46,7 @@ expected<matcher> compile_query(const bson::value* q) {
 // The _id a stored document must have: the given one (validated), or a new ObjectId first.
 expected<bson::document> with_id(bson::document doc) {
   if (const auto* id = doc.get("_id")) {
-    if (id->is_array() || id->is<bson::regex>() || id->is<bson::undefined_t>())
-      return fail("The '_id' value cannot be of type " + std::string(bson::type_name(id->kind())),
-                  codes::invalid_id_field);
+    if (auto valid = engine::validate_id(*id); !valid) return valid.error();
     return doc;
   }
   bson::document out;

@@ -205,31 +205,31 @@ namespace {
 using stage_impl = pipeline_stage::impl;
 
 denormd::status parse_add_fields(stage_impl& s, const bson::document& spec,
-                                 const std::string& prefix) {
+                                 const std::string& prefix, const bson::document* let) {
   for (const auto& f : spec) {
     const std::string path = prefix.empty() ? f.name : prefix + "." + f.name;
     if (auto c = check_field_path(path); !c) return c;
     if (f.val.is_document() && !f.val.as_document().empty() &&
         !f.val.as_document().fields().front().name.starts_with('$')) {
       // A nested document adds fields inside the existing one.
-      if (auto c = parse_add_fields(s, f.val.as_document(), path); !c) return c;
+      if (auto c = parse_add_fields(s, f.val.as_document(), path, let); !c) return c;
       continue;
     }
-    auto e = expression::parse(f.val);
+    auto e = expression::parse(f.val, let);
     if (!e) return propagate(e.error());
     s.fields.emplace_back(split_path(path), std::move(e).value());
   }
   return {};
 }
 
-expected<stage_impl> parse_group(const bson::value& arg) {
+expected<stage_impl> parse_group(const bson::value& arg, const bson::document* let) {
   stage_impl s;
   s.k = stage_impl::kind::group;
   if (!arg.is_document()) return fail("a group's fields must be specified in an object", 15947);
   bool has_id = false;
   for (const auto& f : arg.as_document()) {
     if (f.name == "_id") {
-      auto e = expression::parse(f.val);
+      auto e = expression::parse(f.val, let);
       if (!e) return propagate(e.error());
       s.expr = std::move(e).value();
       has_id = true;
@@ -262,7 +262,7 @@ expected<stage_impl> parse_group(const bson::value& arg) {
         return fail("$count takes no arguments, i.e. $count:{}", 5145200);
       }
     } else {
-      auto e = expression::parse(op.val);
+      auto e = expression::parse(op.val, let);
       if (!e) return propagate(e.error());
       arg_expr = std::move(e).value();
     }
@@ -332,12 +332,13 @@ expected<stage_impl> parse_unwind(const bson::value& arg) {
   return s;
 }
 
-expected<stage_impl> parse_stage_impl(const std::string& name, const bson::value& arg) {
+expected<stage_impl> parse_stage_impl(const std::string& name, const bson::value& arg,
+                                      const bson::document* let) {
   stage_impl s;
   if (name == "$match") {
     if (!arg.is_document())
       return fail("the match filter must be an expression in an object", 15959);
-    auto m = compile_query(arg.as_document());
+    auto m = compile_query(arg.as_document(), let);
     if (!m) return fail(m.error().message, m.error().code);
     s.k = stage_impl::kind::match;
     s.matcher = std::move(m).value();
@@ -366,7 +367,7 @@ expected<stage_impl> parse_stage_impl(const std::string& name, const bson::value
           "one field",
           51272);
     }
-    auto p = projection::parse(arg.as_document(), projection::flavour::aggregate);
+    auto p = projection::parse(arg.as_document(), projection::flavour::aggregate, let);
     if (!p) return fail("Invalid $project :: caused by :: " + p.error().message, p.error().code);
     s.k = stage_impl::kind::project;
     s.proj = std::move(p).value();
@@ -375,7 +376,7 @@ expected<stage_impl> parse_stage_impl(const std::string& name, const bson::value
       return fail(name + " specification stage must be an object, got " + type_of(arg), 40272);
     }
     s.k = stage_impl::kind::add_fields;
-    if (auto c = parse_add_fields(s, arg.as_document(), ""); !c) return propagate(c.error());
+    if (auto c = parse_add_fields(s, arg.as_document(), "", let); !c) return propagate(c.error());
   } else if (name == "$unset") {
     bson::document spec;
     if (arg.is_string()) {
@@ -413,14 +414,14 @@ expected<stage_impl> parse_stage_impl(const std::string& name, const bson::value
         return fail("BSON field '$replaceRoot.newRoot' is missing but a required field", 40414);
       }
     }
-    auto e = expression::parse(*root_spec);
+    auto e = expression::parse(*root_spec, let);
     if (!e) return propagate(e.error());
     s.k = stage_impl::kind::replace_root;
     s.expr = std::move(e).value();
   } else if (name == "$unwind") {
     return parse_unwind(arg);
   } else if (name == "$group") {
-    return parse_group(arg);
+    return parse_group(arg, let);
   } else if (name == "$count") {
     if (!arg.is_string()) return fail("the count field must be a non-empty string", 40156);
     const std::string& field = arg.as_string();
@@ -559,7 +560,7 @@ expected<std::vector<bson::document>> stage_impl::run(std::vector<bson::document
   }
 }
 
-expected<pipeline_stage> pipeline_stage::parse(const bson::value& spec) {
+expected<pipeline_stage> pipeline_stage::parse(const bson::value& spec, const bson::document* let) {
   if (!spec.is_document()) {
     return fail("Each element of the 'pipeline' array must be an object", type_mismatch);
   }
@@ -568,7 +569,7 @@ expected<pipeline_stage> pipeline_stage::parse(const bson::value& spec) {
     return fail("A pipeline stage specification object must contain exactly one field.", 40323);
   }
   const auto& f = d.fields().front();
-  auto s = parse_stage_impl(f.name, f.val);
+  auto s = parse_stage_impl(f.name, f.val, let);
   if (!s) return propagate(s.error());
   s->name = f.name;
   pipeline_stage out;
@@ -601,10 +602,10 @@ expected<std::vector<bson::document>> pipeline_stage::run(std::vector<bson::docu
   return impl_->run(std::move(docs));
 }
 
-expected<stage_list> parse_pipeline(const bson::array& stages) {
+expected<stage_list> parse_pipeline(const bson::array& stages, const bson::document* let) {
   stage_list out;
   for (const auto& s : stages) {
-    auto stage = pipeline_stage::parse(s);
+    auto stage = pipeline_stage::parse(s, let);
     if (!stage) return propagate(stage.error());
     out.push_back(std::move(stage).value());
   }

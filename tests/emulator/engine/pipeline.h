@@ -17,14 +17,16 @@ namespace mongo_emulator::engine {
 
 class pipeline_stage {
  public:
-  // One stage, {$name: argument}.
-  static denormd::expected<pipeline_stage> parse(const denormd::bson::value& spec);
+  // One stage, {$name: argument}; `let`: the command's variables (evaluate_let).
+  static denormd::expected<pipeline_stage> parse(const denormd::bson::value& spec,
+                                                 const denormd::bson::document* let = nullptr);
 
   const std::string& name() const;
   // A stage that maps each document on its own ($match, $project, $addFields, $set, $unset,
   // $replaceRoot, $replaceWith): usable on a stream such as change events.
   bool is_streaming() const;
   // Streaming stages only: the document after the stage, or nullopt when $match drops it.
+  // Expressions may throw expression_error (see expression.h), as run() may.
   denormd::expected<std::optional<denormd::bson::document>> transform(
       denormd::bson::document doc) const;
   denormd::expected<std::vector<denormd::bson::document>> run(
@@ -38,7 +40,8 @@ class pipeline_stage {
 
 using stage_list = std::vector<pipeline_stage>;
 
-denormd::expected<stage_list> parse_pipeline(const denormd::bson::array& stages);
+denormd::expected<stage_list> parse_pipeline(const denormd::bson::array& stages,
+                                             const denormd::bson::document* let = nullptr);
 denormd::expected<std::vector<denormd::bson::document>> run_pipeline(
     const stage_list& stages, std::vector<denormd::bson::document> input);
 

@@ -62,6 +62,7 @@ struct parser {
   bool id_included = false;
   bool has_slice = false;
   bool has_elem_match = false;
+  const bson::document* let = nullptr;  // the command's variables, for computed fields
 
   // ProjectionPathASTNode's addNodeAtPath, with its collision errors.
   denormd::status add(const std::string& path, node leaf) {
@@ -88,7 +89,7 @@ struct parser {
     if (inclusion && !*inclusion) {
       return fail("Cannot use expression other than $meta in exclusion projection", 31252);
     }
-    auto e = expression::parse(spec);
+    auto e = expression::parse(spec, let);
     if (!e) return propagate(e.error());
     inclusion = true;
     node n;
@@ -310,8 +311,9 @@ bson::document exclude_document(const node& n, const bson::document& d) {
 
 }  // namespace
 
-expected<projection> projection::parse(const bson::document& spec, flavour f) {
-  parser p{f, node{}, std::nullopt, false, false, false, false};
+expected<projection> projection::parse(const bson::document& spec, flavour f,
+                                       const bson::document* let) {
+  parser p{f, node{}, std::nullopt, false, false, false, false, let};
   for (const auto& field : spec) {
     if (field.name.empty()) return fail("FieldPath cannot be constructed with empty string", 40352);
     if (auto s = p.field(field.name, field.val); !s) return propagate(s.error());

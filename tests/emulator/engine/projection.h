@@ -16,7 +16,9 @@ class projection {
  public:
   enum class flavour { find, aggregate };
 
-  static denormd::expected<projection> parse(const denormd::bson::document& spec, flavour f);
+  // `let`: the command's variables (evaluate_let), readable by computed fields.
+  static denormd::expected<projection> parse(const denormd::bson::document& spec, flavour f,
+                                             const denormd::bson::document* let = nullptr);
 
   denormd::bson::document apply(const denormd::bson::document& doc) const;
   bool is_inclusion() const { return inclusion_; }

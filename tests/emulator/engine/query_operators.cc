@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/json_text.h"
+#include "expression.h"
 #include "query/path.h"
 
 namespace mongo_emulator::engine {
@@ -214,8 +215,21 @@ compile_error under(std::string pointer, compile_error e, std::size_t strip = 0)
   return e;
 }
 
+// {$expr: <aggregation expression>}: the document matches when the value is truthy.
+class expr_predicate final : public query::predicate {
+ public:
+  explicit expr_predicate(expression e) : e_(std::move(e)) {}
+  bool matches(const bson::document& doc) const override { return truthy(e_.evaluate(doc)); }
+
+ private:
+  expression e_;
+};
+
 class test_server_operators final : public query::operator_extension {
  public:
+  // `let`: the command's variables, which $expr may read; must outlive compiling.
+  explicit test_server_operators(const bson::document* let = nullptr) : let_(let) {}
+
   compiled field_operator(const std::string& path, const std::string& op, const bson::value& arg,
                           const std::string& here) const override {
     auto p = located(path, op, arg, here);
@@ -225,6 +239,11 @@ class test_server_operators final : public query::operator_extension {
 
   compiled top_level_operator(const std::string& op, const bson::value& arg,
                               const std::string& here) const override {
+    if (op == "$expr") {
+      auto e = expression::parse(arg, let_);
+      if (!e) return denormd::unexpected<compile_error>{{here, e.error().message, e.error().code}};
+      return query::predicate_ptr(std::make_shared<expr_predicate>(std::move(e).value()));
+    }
     if (op != "$nor") return query::predicate_ptr();
     if (!arg.is_array() || arg.as_array().empty())
       return bad(here, op + " must be a nonempty array");
@@ -295,6 +314,8 @@ class test_server_operators final : public query::operator_extension {
     return located_ptr(
         std::make_shared<elem_match_predicate>(path, value_form, std::move(sub).value()));
   }
+
+  const bson::document* let_;
 };
 
 const test_server_operators& operators() {
@@ -348,8 +369,11 @@ std::optional<std::size_t> filter_index(const bson::document& filter, const bson
 
 }  // namespace
 
-denormd::expected<query::matcher, compile_error> compile_query(const bson::document& filter) {
-  return query::matcher::compile(filter, operators());
+denormd::expected<query::matcher, compile_error> compile_query(const bson::document& filter,
+                                                               const bson::document* let) {
+  if (let == nullptr) return query::matcher::compile(filter, operators());
+  const test_server_operators with_let(let);
+  return query::matcher::compile(filter, with_let);
 }
 
 std::optional<std::size_t> positional_index(const query::matcher& m, const bson::document& doc) {

@@ -1,6 +1,6 @@
 #pragma once
 // The test server's query language: the production matcher (the mapping language) extended
-// with the operators only the test server needs ($nor $elemMatch $size $type $all), and the
+// with the operators only the test server needs ($nor $elemMatch $size $type $all $expr), and the
 // positional index the `$` update operator addresses. Production code never compiles these.
 // Functions are pure and thread-safe; compiled matchers are immutable and shareable.
 
@@ -13,9 +13,10 @@
 
 namespace mongo_emulator::engine {
 
-// Compiles a find/update/delete/$match filter with every operator the test server supports.
+// Compiles a find/update/delete/$match filter with every operator the test server supports,
+// $expr included; `let`: the command's variables (evaluate_let), which $expr reads as `$$name`.
 denormd::expected<denormd::query::matcher, denormd::query::compile_error> compile_query(
-    const denormd::bson::document& filter);
+    const denormd::bson::document& filter, const denormd::bson::document* let = nullptr);
 
 // For a document `m` matches (compiled by compile_query): the index of the array element that
 // made the first array-traversing predicate match, in filter order, as MongoDB's positional

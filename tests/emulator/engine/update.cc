@@ -221,8 +221,8 @@ denormd::status validate_id(const bson::value& id) {
   return {};
 }
 
-expected<update_spec> parse_pipeline_update(const bson::array& stages) {
-  auto plan = parse_pipeline_update_plan(stages);
+expected<update_spec> parse_pipeline_update(const bson::array& stages, const bson::document* let) {
+  auto plan = parse_pipeline_update_plan(stages, let);
   if (!plan) return propagate(plan.error());
   return update_spec(std::move(plan).value());
 }

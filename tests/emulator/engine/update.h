@@ -39,7 +39,8 @@ class update_spec {
   friend denormd::expected<update_spec> parse_update(
       const denormd::bson::document& update,
       const std::vector<denormd::bson::document>& array_filters);
-  friend denormd::expected<update_spec> parse_pipeline_update(const denormd::bson::array& stages);
+  friend denormd::expected<update_spec> parse_pipeline_update(const denormd::bson::array& stages,
+                                                              const denormd::bson::document* let);
   explicit update_spec(std::shared_ptr<const update_plan> plan) : plan_(std::move(plan)) {}
 
   std::shared_ptr<const update_plan> plan_;
@@ -63,7 +64,9 @@ denormd::expected<update_spec> parse_update(
 // replaces the document (`_id` kept when the output has none, error 66 when it changed) and the
 // change is described by diffing the old and new document, as MongoDB's PipelineExecutor does:
 // `replaced` when that diff is not smaller than the new document.
-denormd::expected<update_spec> parse_pipeline_update(const denormd::bson::array& stages);
+// `let`: the command's variables (evaluate_let).
+denormd::expected<update_spec> parse_pipeline_update(const denormd::bson::array& stages,
+                                                     const denormd::bson::document* let = nullptr);
 
 // Applies `spec` to `doc`. On success `doc` holds the result and the description says what
 // changed (empty: nothing did, so no event and nModified 0; `replaced`: a replacement changed

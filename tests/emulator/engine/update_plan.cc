@@ -256,13 +256,14 @@ expected<std::shared_ptr<const update_plan>> parse_update_plan(
 
 namespace mongo_emulator::engine {
 
-expected<std::shared_ptr<const update_plan>> parse_pipeline_update_plan(const bson::array& stages) {
+expected<std::shared_ptr<const update_plan>> parse_pipeline_update_plan(const bson::array& stages,
+                                                                        const bson::document* let) {
   constexpr int invalid_options = 72;
   constexpr int unrecognized_stage = 40324;
   auto plan = std::make_shared<update_plan>();
   plan->pipeline.emplace();
   for (const auto& spec : stages) {
-    auto stage = pipeline_stage::parse(spec);
+    auto stage = pipeline_stage::parse(spec, let);
     // PipelineExecutor: any stage MongoDB knows but is not allowed within an update.
     if (!stage && stage.error().code != unrecognized_stage && spec.is_document() &&
         spec.as_document().size() == 1) {

@@ -42,6 +42,6 @@ denormd::expected<std::shared_ptr<const update_plan>> parse_update_plan(
 // A pipeline-style update: only the stages MongoDB allows in an update ($addFields/$set,
 // $project/$unset, $replaceRoot/$replaceWith); others fail with 72 InvalidOptions.
 denormd::expected<std::shared_ptr<const update_plan>> parse_pipeline_update_plan(
-    const denormd::bson::array& stages);
+    const denormd::bson::array& stages, const denormd::bson::document* let = nullptr);
 
 }  // namespace mongo_emulator::engine

@@ -79,7 +79,8 @@ bool is_token(const bson::value& id, const resume_token& token) {
 
 denormd::expected<std::unique_ptr<change_stream>> change_stream::open(storage& s, std::string db,
                                                                       std::string coll,
-                                                                      const bson::array& pipeline) {
+                                                                      const bson::array& pipeline,
+                                                                      const bson::document* let) {
   std::unique_ptr<change_stream> cs(new change_stream());
   cs->db_ = std::move(db);
   cs->coll_ = std::move(coll);
@@ -114,7 +115,7 @@ denormd::expected<std::unique_ptr<change_stream>> change_stream::open(storage& s
 
   if (auto ok = cs->parse_options(spec, cs->db_ == "admin"); !ok)
     return denormd::unexpected<denormd::error>{ok.error()};
-  if (auto ok = cs->parse_stages(pipeline); !ok)
+  if (auto ok = cs->parse_stages(pipeline, let); !ok)
     return denormd::unexpected<denormd::error>{ok.error()};
 
   const auto* resume_after = spec.get("resumeAfter");
@@ -182,14 +183,15 @@ denormd::status change_stream::parse_options(const bson::document& spec, bool on
   return {};
 }
 
-denormd::status change_stream::parse_stages(const bson::array& pipeline) {
+denormd::status change_stream::parse_stages(const bson::array& pipeline,
+                                            const bson::document* let) {
   for (std::size_t i = 1; i < pipeline.size(); ++i) {
     if (!pipeline[i].is_document() || pipeline[i].as_document().size() != 1)
       return fail("A pipeline stage specification object must contain exactly one field.", 40323);
     const auto& stage = pipeline[i].as_document().fields().front();
     if (stage.name == "$changeStream")
       return fail("$changeStream is only valid as the first stage in a pipeline.", 40602);
-    auto built = make_event_stage(stage.name, stage.val);
+    auto built = make_event_stage(stage.name, stage.val, let);
     if (!built) return denormd::unexpected<denormd::error>{built.error()};
     if (stage.name == "$match" && leading_matches_ == stages_.size()) ++leading_matches_;
     stages_.push_back(std::move(built).value());

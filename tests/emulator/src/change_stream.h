@@ -39,9 +39,9 @@ class change_stream {
   // given pipeline, whose first stage is $changeStream. Validates options and the resume point
   // against the history (errors 40324, 40647, 40674, 50865, 260, 280, 286, ...).
   // Needs the storage read lock.
-  static denormd::expected<std::unique_ptr<change_stream>> open(storage& s, std::string db,
-                                                                std::string coll,
-                                                                const bson::array& pipeline);
+  static denormd::expected<std::unique_ptr<change_stream>> open(
+      storage& s, std::string db, std::string coll, const bson::array& pipeline,
+      const bson::document* let = nullptr);
 
   // The namespace cursor replies carry ("db.coll", or "db.$cmd.aggregate" for wider scopes).
   const std::string& ns() const { return ns_; }
@@ -60,7 +60,7 @@ class change_stream {
 
   change_stream() = default;
   denormd::status parse_options(const bson::document& spec, bool on_admin);
-  denormd::status parse_stages(const bson::array& pipeline);
+  denormd::status parse_stages(const bson::array& pipeline, const bson::document* let);
   denormd::status check_resume_point(const storage& s, const resume_token& token) const;
   // The events this stream sees for one entry (0, 1 or 2 with an invalidate), before stages.
   void events_for(const oplog_entry& e, std::vector<produced>& out) const;

@@ -7,6 +7,7 @@
 
 #include "collection.h"
 #include "error_codes.h"
+#include "expression.h"
 #include "option_refusals.h"
 
 namespace mongo_emulator {
@@ -153,7 +154,12 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
     reply = std::move(*stored);
   } else {
     command_context ctx{server_, conn, req, req.body, req.db, std::chrono::steady_clock::now()};
-    command_outcome outcome = spec.handler(ctx);
+    // An expression that fails while a handler evaluates it (a $expr in a filter, whose
+    // matcher cannot return an error) fails the command, as on MongoDB.
+    const auto handle = [&] {
+      return engine::catch_expression_errors([&] { return spec.handler(ctx); });
+    };
+    command_outcome outcome = handle();
     while (outcome && outcome->await) {
       // Await-data: park a timer until changes arrive or the deadline passes; no lock is held.
       auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor,
@@ -161,7 +167,7 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
       server_.store().notifier().park(timer, outcome->await->seen, outcome->await->scope);
       boost::system::error_code ignored;
       co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-      outcome = spec.handler(ctx);
+      outcome = handle();
     }
     if (!outcome) {
       const bson::array labels =

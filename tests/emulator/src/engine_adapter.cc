@@ -32,8 +32,9 @@ denormd::expected<prepared_update> prepared_update::parse(const bson::document& 
   return p;
 }
 
-denormd::expected<prepared_update> prepared_update::parse_pipeline(const bson::array& stages) {
-  auto spec = engine::parse_pipeline_update(stages);
+denormd::expected<prepared_update> prepared_update::parse_pipeline(const bson::array& stages,
+                                                                   const bson::document* let) {
+  auto spec = engine::parse_pipeline_update(stages, let);
   if (!spec) return spec.error();
   prepared_update p;
   p.impl_ = std::make_shared<const impl>(impl{std::move(spec).value()});
@@ -63,9 +64,10 @@ denormd::expected<bson::document> prepared_update::upsert(
                                       bson::value(denormd::test::new_object_id()));
 }
 
-denormd::expected<projection_fn> compile_projection(const bson::document& spec) {
+denormd::expected<projection_fn> compile_projection(const bson::document& spec,
+                                                    const bson::document* let) {
   if (spec.empty()) return projection_fn{};
-  auto p = engine::parse_projection(spec);
+  auto p = engine::projection::parse(spec, engine::projection::flavour::find, let);
   if (!p) return p.error();
   return projection_fn(
       [p = std::move(p).value()](const bson::document& doc) { return engine::apply(p, doc); });
@@ -79,8 +81,9 @@ denormd::expected<sort_less> compile_sort(const bson::document& spec) {
 }
 
 denormd::expected<event_transform> compile_event_stage(const std::string& name,
-                                                       const bson::value& spec) {
-  auto stage = engine::pipeline_stage::parse(bson::value(bson::document{{name, spec}}));
+                                                       const bson::value& spec,
+                                                       const bson::document* let) {
+  auto stage = engine::pipeline_stage::parse(bson::value(bson::document{{name, spec}}), let);
   if (!stage) return stage.error();
   if (!stage->is_streaming())
     return denormd::fail(name + " is not permitted in a $changeStream pipeline",
@@ -91,8 +94,9 @@ denormd::expected<event_transform> compile_event_stage(const std::string& name,
 }
 
 denormd::expected<std::vector<bson::document>> run_pipeline(const bson::array& stages,
-                                                            const std::vector<doc_ptr>& input) {
-  auto parsed = engine::parse_pipeline(stages);
+                                                            const std::vector<doc_ptr>& input,
+                                                            const bson::document* let) {
+  auto parsed = engine::parse_pipeline(stages, let);
   if (!parsed) return parsed.error();
   std::vector<bson::document> docs;
   docs.reserve(input.size());

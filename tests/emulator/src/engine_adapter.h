@@ -21,7 +21,8 @@ class prepared_update {
   static denormd::expected<prepared_update> parse(const bson::document& update,
                                                   const bson::array* array_filters);
   // A pipeline-style update (`u` an array of stages).
-  static denormd::expected<prepared_update> parse_pipeline(const bson::array& stages);
+  static denormd::expected<prepared_update> parse_pipeline(const bson::array& stages,
+                                                           const bson::document* let);
   bool is_replacement() const;
 
   struct result {
@@ -46,7 +47,8 @@ class prepared_update {
 
 using projection_fn = std::function<bson::document(const bson::document&)>;
 // find's `projection`; an empty spec projects nothing away (returns an empty function).
-denormd::expected<projection_fn> compile_projection(const bson::document& spec);
+denormd::expected<projection_fn> compile_projection(const bson::document& spec,
+                                                    const bson::document* let);
 
 using sort_less = std::function<bool(const bson::document&, const bson::document&)>;
 // find's `sort`; an empty spec gives an empty function.
@@ -56,10 +58,13 @@ denormd::expected<sort_less> compile_sort(const bson::document& spec);
 using event_transform =
     std::function<denormd::expected<std::optional<bson::document>>(bson::document)>;
 denormd::expected<event_transform> compile_event_stage(const std::string& name,
-                                                       const bson::value& spec);
+                                                       const bson::value& spec,
+                                                       const bson::document* let);
 
-// A plain aggregation pipeline over documents.
+// A plain aggregation pipeline over documents. Commands' `let` variables are constants from
+// engine::evaluate_let (nullptr: none); expressions may throw engine::expression_error.
 denormd::expected<std::vector<bson::document>> run_pipeline(const bson::array& stages,
-                                                            const std::vector<doc_ptr>& input);
+                                                            const std::vector<doc_ptr>& input,
+                                                            const bson::document* let);
 
 }  // namespace mongo_emulator

@@ -32,11 +32,12 @@ bool contains(const Array& a, std::string_view name) {
 
 }  // namespace
 
-denormd::expected<event_stage> make_event_stage(const std::string& name, const bson::value& spec) {
+denormd::expected<event_stage> make_event_stage(const std::string& name, const bson::value& spec,
+                                                const bson::document* let) {
   if (name == "$match") {
     if (!spec.is_document())
       return fail("the match filter must be an expression in an object", 15959);
-    auto m = engine::compile_query(spec.as_document());
+    auto m = engine::compile_query(spec.as_document(), let);
     if (!m) return fail(m.error().message, m.error().code);
     return event_stage([m = std::move(m).value()](bson::document event)
                            -> denormd::expected<std::optional<bson::document>> {
@@ -45,7 +46,7 @@ denormd::expected<event_stage> make_event_stage(const std::string& name, const b
     });
   }
   if (contains(allowed_shaping, name)) {
-    auto t = compile_event_stage(name, spec);
+    auto t = compile_event_stage(name, spec, let);
     if (!t) return t.error();
     return event_stage(std::move(t).value());
   }

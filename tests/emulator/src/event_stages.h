@@ -11,6 +11,8 @@
 
 namespace mongo_emulator {
 
-denormd::expected<event_stage> make_event_stage(const std::string& name, const bson::value& spec);
+// `let`: the aggregate command's variables (engine::evaluate_let), or nullptr.
+denormd::expected<event_stage> make_event_stage(const std::string& name, const bson::value& spec,
+                                                const bson::document* let);
 
 }  // namespace mongo_emulator

@@ -7,6 +7,7 @@
 #include "command_table.h"
 #include "engine_adapter.h"
 #include "error_codes.h"
+#include "expression.h"
 #include "query/matcher.h"
 #include "query/path.h"
 #include "query_operators.h"
@@ -21,9 +22,10 @@ constexpr auto default_await_time = std::chrono::milliseconds(1000);
 
 using denormd::query::matcher;
 
-expected<matcher> compile_filter(const bson::document* filter) {
+expected<matcher> compile_filter(const bson::document* filter,
+                                 const bson::document* let = nullptr) {
   if (filter == nullptr) return matcher();
-  auto m = engine::compile_query(*filter);
+  auto m = engine::compile_query(*filter, let);
   if (!m) return fail(m.error().message, m.error().code);
   return std::move(m).value();
 }
@@ -83,12 +85,14 @@ command_outcome find(command_context& ctx) {
   if (!batch_size) return batch_size.error();
   auto single_batch = bool_arg(ctx.body, "singleBatch");
   if (!single_batch) return single_batch.error();
+  auto let = engine::evaluate_let(ctx.body.get("let"));
+  if (!let) return let.error();
 
-  auto m = compile_filter(*filter);
+  auto m = compile_filter(*filter, &*let);
   if (!m) return m.error();
   projection_fn project;
   if (*projection_spec != nullptr) {
-    auto p = compile_projection(**projection_spec);
+    auto p = compile_projection(**projection_spec, &*let);
     if (!p) return p.error();
     project = std::move(p).value();
   }
@@ -160,7 +164,14 @@ command_outcome get_more(command_context& ctx) {
       batch_size->value_or(0) > 0 ? **batch_size : std::numeric_limits<std::size_t>::max();
 
   if (c->query) {
-    bson::array batch = c->query->next(max_docs, max_batch_bytes);
+    // A projection's expression may fail on a later document; the cursor dies with the error.
+    auto next = engine::catch_expression_errors(
+        [&]() -> expected<bson::array> { return c->query->next(max_docs, max_batch_bytes); });
+    if (!next) {
+      ctx.server.cursors().unpin(id, true);
+      return next.error();
+    }
+    bson::array batch = std::move(next).value();
     const bool done = c->query->exhausted();
     ctx.server.cursors().unpin(id, done);
     return command_result{cursor_reply(done ? 0 : id, ns, std::move(batch), false), {}};
@@ -172,7 +183,8 @@ command_outcome get_more(command_context& ctx) {
   {
     auto lock = ctx.server.store().lock_for_read();
     seen = ctx.server.store().change_count();
-    batch = c->stream->next(ctx.server.store(), max_docs, max_batch_bytes);
+    batch = engine::catch_expression_errors(
+        [&] { return c->stream->next(ctx.server.store(), max_docs, max_batch_bytes); });
   }
   if (!batch) {
     ctx.server.cursors().unpin(id, true);  // errors are fatal to a change stream cursor
@@ -282,14 +294,17 @@ command_outcome distinct(command_context& ctx) {
 }
 
 command_outcome open_change_stream(command_context& ctx, const std::string& coll,
-                                   const bson::array& pipeline, std::size_t batch_size) {
+                                   const bson::array& pipeline, std::size_t batch_size,
+                                   const bson::document& let) {
   auto c = std::make_unique<cursor>();
   change_stream::batch batch;
   {
     auto lock = ctx.server.store().lock_for_read();
-    auto stream = change_stream::open(ctx.server.store(), ctx.db, coll, pipeline);
+    auto stream = engine::catch_expression_errors(
+        [&] { return change_stream::open(ctx.server.store(), ctx.db, coll, pipeline, &let); });
     if (!stream) return stream.error();
-    auto first = (*stream)->next(ctx.server.store(), batch_size, max_batch_bytes);
+    auto first = engine::catch_expression_errors(
+        [&] { return (*stream)->next(ctx.server.store(), batch_size, max_batch_bytes); });
     if (!first) return first.error();
     batch = std::move(first).value();
     c->ns = (*stream)->ns();
@@ -328,9 +343,12 @@ command_outcome aggregate(command_context& ctx) {
       return fail("A pipeline stage specification object must contain exactly one field.", 40323);
   }
 
+  auto let = engine::evaluate_let(ctx.body.get("let"));
+  if (!let) return let.error();
+
   const auto& stages = **pipeline;
   if (!stages.empty() && stages.front().as_document().fields().front().name == "$changeStream")
-    return open_change_stream(ctx, coll, stages, batch_size->value_or(default_first_batch));
+    return open_change_stream(ctx, coll, stages, batch_size->value_or(default_first_batch), *let);
   if (coll.empty())
     return fail("{aggregate: 1} is only supported with $changeStream by mongo-emulator",
                 codes::invalid_namespace);
@@ -342,7 +360,7 @@ command_outcome aggregate(command_context& ctx) {
     if (!stages.empty()) {
       const auto& first = stages.front().as_document().fields().front();
       if (first.name == "$match" && first.val.is_document()) {
-        auto compiled = compile_filter(&first.val.as_document());
+        auto compiled = compile_filter(&first.val.as_document(), &*let);
         if (!compiled) return compiled.error();
         m = std::move(compiled).value();
       }
@@ -350,7 +368,7 @@ command_outcome aggregate(command_context& ctx) {
     auto lock = ctx.server.store().lock_for_read();
     input = matching(ctx.server.store().find(ctx.db, coll), m);
   }
-  auto out = run_pipeline(stages, input);
+  auto out = run_pipeline(stages, input, &*let);
   if (!out) return out.error();
   std::vector<doc_ptr> docs;
   docs.reserve(out->size());

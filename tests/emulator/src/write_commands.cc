@@ -9,6 +9,7 @@
 #include "command_table.h"
 #include "engine_adapter.h"
 #include "error_codes.h"
+#include "expression.h"
 #include "object_id.h"
 #include "query/matcher.h"
 #include "query_operators.h"
@@ -35,10 +36,10 @@ std::vector<match> find_matches(const collection& c, const matcher& m, std::size
   return out;
 }
 
-expected<matcher> compile_query(const bson::value* q) {
+expected<matcher> compile_query(const bson::value* q, const bson::document& let) {
   if (q == nullptr || q->is_null()) return matcher();
   if (!q->is_document()) return fail("query must be an object", codes::type_mismatch);
-  auto m = engine::compile_query(q->as_document());
+  auto m = engine::compile_query(q->as_document(), &let);
   if (!m) return fail(m.error().message, m.error().code);
   return std::move(m).value();
 }
@@ -195,13 +196,14 @@ expected<update_counts> run_update(storage& store, collection& c, const matcher&
 }
 
 // Parses the pieces of one update statement shared by `update` and `findAndModify`.
-expected<prepared_update> parse_update_spec(const bson::value* u, const bson::value* filters) {
+expected<prepared_update> parse_update_spec(const bson::value* u, const bson::value* filters,
+                                            const bson::document& let) {
   if (u == nullptr) return fail("BSON field 'u' is missing but a required field", 40414);
   if (u->is_array()) {
     if (filters != nullptr && !(filters->is_array() && filters->as_array().empty()))
       return fail("arrayFilters may not be specified for pipeline-syle updates",
                   codes::failed_to_parse);
-    return prepared_update::parse_pipeline(u->as_array());
+    return prepared_update::parse_pipeline(u->as_array(), &let);
   }
   if (!u->is_document())
     return fail("Update argument must be either an object or an array", codes::failed_to_parse);
@@ -219,6 +221,8 @@ command_outcome update(command_context& ctx) {
   if (!name) return name.error();
   auto list = statements(ctx.body, "updates");
   if (!list) return list.error();
+  auto let = engine::evaluate_let(ctx.body.get("let"));
+  if (!let) return let.error();
   std::size_t matched = 0;
   std::size_t modified = 0;
   bson::array upserted;
@@ -228,13 +232,14 @@ command_outcome update(command_context& ctx) {
     collection* c = ctx.server.store().find(ctx.db, *name);
     for (std::size_t i = 0; i < list->items->size(); ++i) {
       const auto& item = (*list->items)[i];
-      auto counts = [&]() -> expected<update_counts> {
+      // A failing expression fails its statement (a write error), as on MongoDB.
+      auto counts = engine::catch_expression_errors([&]() -> expected<update_counts> {
         if (!item.is_document())
           return fail("update statement must be an object", codes::type_mismatch);
         const auto& s = item.as_document();
-        auto m = compile_query(s.get("q"));
+        auto m = compile_query(s.get("q"), *let);
         if (!m) return m.error();
-        auto u = parse_update_spec(s.get("u"), s.get("arrayFilters"));
+        auto u = parse_update_spec(s.get("u"), s.get("arrayFilters"), *let);
         if (!u) return u.error();
         if (s.contains("c")) {
           if (!s.get("u")->is_array())
@@ -255,7 +260,7 @@ command_outcome update(command_context& ctx) {
         }
         return run_update(ctx.server.store(), *c, *m, *u, multi->value_or(false),
                           upsert->value_or(false));
-      }();
+      });
       if (!counts) {
         errors.add(i, counts.error());
         if (list->ordered) break;
@@ -282,6 +287,8 @@ command_outcome remove(command_context& ctx) {
   if (!name) return name.error();
   auto list = statements(ctx.body, "deletes");
   if (!list) return list.error();
+  auto let = engine::evaluate_let(ctx.body.get("let"));
+  if (!let) return let.error();
   std::size_t n = 0;
   write_errors errors;
   {
@@ -289,11 +296,11 @@ command_outcome remove(command_context& ctx) {
     collection* c = ctx.server.store().find(ctx.db, *name);
     for (std::size_t i = 0; i < list->items->size(); ++i) {
       const auto& item = (*list->items)[i];
-      auto removed = [&]() -> expected<std::size_t> {
+      auto removed = engine::catch_expression_errors([&]() -> expected<std::size_t> {
         if (!item.is_document())
           return fail("delete statement must be an object", codes::type_mismatch);
         const auto& s = item.as_document();
-        auto m = compile_query(s.get("q"));
+        auto m = compile_query(s.get("q"), *let);
         if (!m) return m.error();
         auto limit = int_arg(s, "limit");
         if (!limit) return limit.error();
@@ -306,7 +313,7 @@ command_outcome remove(command_context& ctx) {
         for (const auto& mt : matches)
           ctx.server.store().remove(*c, mt.record);
         return matches.size();
-      }();
+      });
       if (!removed) {
         errors.add(i, removed.error());
         if (list->ordered) break;
@@ -348,17 +355,19 @@ command_outcome find_and_modify(command_context& ctx) {
         "deleted document",
         codes::failed_to_parse);
 
-  auto m = compile_query(ctx.body.get("query"));
+  auto let = engine::evaluate_let(ctx.body.get("let"));
+  if (!let) return let.error();
+  auto m = compile_query(ctx.body.get("query"), *let);
   if (!m) return m.error();
   std::optional<prepared_update> u;
   if (!removing) {
-    auto parsed = parse_update_spec(update_value, ctx.body.get("arrayFilters"));
+    auto parsed = parse_update_spec(update_value, ctx.body.get("arrayFilters"), *let);
     if (!parsed) return parsed.error();
     u = std::move(parsed).value();
   }
   projection_fn project;
   if (*fields != nullptr) {
-    auto p = compile_projection(**fields);
+    auto p = compile_projection(**fields, &*let);
     if (!p) return p.error();
     project = std::move(p).value();
   }

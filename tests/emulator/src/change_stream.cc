@@ -39,6 +39,14 @@ std::string_view operation_type(op_type op) {
       return "rename";
     case op_type::drop_database:
       return "dropDatabase";
+    case op_type::create:
+      return "create";
+    case op_type::create_indexes:
+      return "createIndexes";
+    case op_type::drop_indexes:
+      return "dropIndexes";
+    case op_type::modify:
+      return "modify";
   }
   return "";
 }
@@ -175,6 +183,7 @@ denormd::status change_stream::parse_options(const bson::document& spec, bool on
         return fail("BSON field '$changeStream." + n + "' is the wrong type '" +
                         std::string(bson::type_name(f.val.kind())) + "', expected type 'bool'",
                     codes::type_mismatch);
+      if (n == "showExpandedEvents") show_expanded_ = f.val.as<bool>();
     } else if (n != "resumeAfter" && n != "startAfter" && n != "startAtOperationTime") {
       return fail("BSON field '$changeStream." + n + "' is an unknown field.", 40415);
     }
@@ -282,6 +291,12 @@ void change_stream::events_for(const oplog_entry& e, std::vector<produced>& out)
       event();
       if (scope_ == scope::database) invalidate();
       break;
+    case op_type::create:
+    case op_type::create_indexes:
+    case op_type::drop_indexes:
+    case op_type::modify:
+      if (show_expanded_ && in_scope(e.db, e.coll)) event();
+      break;
   }
 }
 
@@ -336,6 +351,7 @@ denormd::status change_stream::build_event(const storage& s, const produced& p, 
   ev.add("_id", p.token.to_document());
   ev.add("operationType", std::string(is_invalidate ? "invalidate" : operation_type(e.op)));
   ev.add("clusterTime", e.ts);
+  if (show_expanded_ && !is_invalidate && e.uuid != nullptr) ev.add("collectionUUID", *e.uuid);
   ev.add("wallTime", bson::date_time{e.wall_ms});
   if (is_invalidate) return {};
 
@@ -402,9 +418,19 @@ denormd::status change_stream::build_event(const storage& s, const produced& p, 
     case op_type::rename:
       ev.add("ns", ns_doc(e.db, e.coll));
       ev.add("to", ns_doc(e.to_db, e.to_coll));
+      if (show_expanded_)
+        ev.add("operationDescription", bson::document{{"to", ns_doc(e.to_db, e.to_coll)}});
       break;
     case op_type::drop_database:
       ev.add("ns", ns_doc(e.db, ""));
+      break;
+    case op_type::create:
+    case op_type::create_indexes:
+    case op_type::drop_indexes:
+    case op_type::modify:
+      ev.add("ns", ns_doc(e.db, e.coll));
+      ev.add_document("operationDescription", e.description);
+      if (e.state_before) ev.add_document("stateBeforeChange", *e.state_before);
       break;
   }
   if (e.op == op_type::update || e.op == op_type::replace || e.op == op_type::remove) {

@@ -78,6 +78,7 @@ class change_stream {
   std::string ns_;
   std::string full_document_ = "default";
   std::string before_change_ = "off";
+  bool show_expanded_ = false;  // showExpandedEvents: DDL events and collectionUUID
   std::vector<event_stage> stages_;
   // How many of stages_ are the $match stages right after $changeStream: MongoDB applies those
   // while scanning history, so a resume token whose event they drop is never found.

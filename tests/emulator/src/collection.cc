@@ -69,7 +69,9 @@ bool path_may_affect(std::string_view changed, std::string_view index_field) {
 }
 
 collection::collection(std::string db, std::string name)
-    : db_(std::move(db)), name_(std::move(name)), uuid_(random_uuid()) {
+    : db_(std::move(db)),
+      name_(std::move(name)),
+      uuid_(std::make_shared<const bson::binary>(random_uuid())) {
   id_spec_.name = "_id_";
   id_spec_.key.append("_id", std::int32_t{1});
 }

@@ -51,7 +51,9 @@ class collection {
     db_ = std::move(db);
     name_ = std::move(name);
   }
-  const bson::binary& uuid() const { return uuid_; }
+  const bson::binary& uuid() const { return *uuid_; }
+  // Shared, so that each change entry can carry it without a copy.
+  const std::shared_ptr<const bson::binary>& shared_uuid() const { return uuid_; }
   bool record_images() const { return record_images_; }
   void set_record_images(bool on) { record_images_ = on; }
   const bson::document& options() const { return options_; }
@@ -95,7 +97,7 @@ class collection {
 
   std::string db_;
   std::string name_;
-  bson::binary uuid_;
+  std::shared_ptr<const bson::binary> uuid_;
   bool record_images_ = false;
   bson::document options_;
   std::vector<doc_ptr> records_;  // record id r lives at r - 1; erased records stay null

@@ -1,6 +1,8 @@
 // create, drop, dropDatabase, renameCollection, collMod, createIndexes, listIndexes,
 // dropIndexes, listCollections.
 
+#include <algorithm>
+
 #include "command_args.h"
 #include "command_table.h"
 #include "error_codes.h"
@@ -39,15 +41,16 @@ command_outcome create(command_context& ctx) {
     if (!on) return on.error();
     images = *on;
   }
-  auto lock = ctx.server.store().lock_for_write();
-  auto c = ctx.server.store().create(ctx.db, *name);
-  if (!c) return c.error();
-  if (images) (*c)->set_record_images(*images);
+  bson::document options;
   for (const auto& f : ctx.body) {
     if (f.name == "capped" || f.name == "size" || f.name == "max" || f.name == "validator" ||
         f.name == "changeStreamPreAndPostImages")
-      (*c)->options().append(f.name, f.val);
+      options.append(f.name, f.val);
   }
+  auto lock = ctx.server.store().lock_for_write();
+  auto c = ctx.server.store().create(ctx.db, *name, options);
+  if (!c) return c.error();
+  if (images) (*c)->set_record_images(*images);
   return ok_reply();
 }
 
@@ -97,12 +100,30 @@ command_outcome rename_collection(command_context& ctx) {
   return ok_reply();
 }
 
+// Arguments every command may carry; not part of what a collMod changes.
+bool is_generic_argument(std::string_view name) {
+  static constexpr std::string_view generic[] = {
+      "$db",          "lsid",      "txnNumber",           "$clusterTime",
+      "writeConcern", "comment",   "maxTimeMS",           "$readPreference",
+      "apiVersion",   "apiStrict", "apiDeprecationErrors"};
+  return std::find(std::begin(generic), std::end(generic), name) != std::end(generic);
+}
+
 command_outcome coll_mod(command_context& ctx) {
   auto name = collection_arg(ctx.body);
   if (!name) return name.error();
   auto lock = ctx.server.store().lock_for_write();
   auto* c = ctx.server.store().find(ctx.db, *name);
   if (c == nullptr) return fail("ns does not exist", codes::namespace_not_found);
+  // The `modify` event: what the command changes, and the options before (with the uuid, as
+  // MongoDB's CollectionOptions lists them).
+  bson::document description;
+  for (const auto& f : ctx.body) {
+    if (f.name != "collMod" && !is_generic_argument(f.name)) description.append(f.name, f.val);
+  }
+  bson::document options_before{{"uuid", c->uuid()}};
+  for (const auto& f : c->options())
+    options_before.append(f.name, f.val);
   for (const auto& f : ctx.body) {
     if (f.name == "changeStreamPreAndPostImages") {
       auto on = images_option(f.val);
@@ -114,6 +135,8 @@ command_outcome coll_mod(command_context& ctx) {
       c->options().set(f.name, f.val);
     }
   }
+  ctx.server.store().record_ddl(op_type::modify, *c, std::move(description),
+                                bson::document{{"collectionOptions", std::move(options_before)}});
   return ok_reply();
 }
 
@@ -194,10 +217,31 @@ command_outcome create_indexes(command_context& ctx) {
   const bool existed = ctx.server.store().find(ctx.db, *name) != nullptr;
   auto& c = ctx.server.store().obtain(ctx.db, *name);
   const auto before = static_cast<std::int32_t>(c.index_specs().size());
+  // MongoDB logs one `createIndexes` per index on an empty collection, and one
+  // `commitIndexBuild` for all of them otherwise; both are `createIndexes` events.
+  const bool empty = c.size() == 0;
+  bson::array built;
+  const auto announce = [&] {
+    if (built.empty()) return;
+    if (empty) {
+      for (auto& spec : built)
+        ctx.server.store().record_ddl(op_type::create_indexes, c,
+                                      bson::document{{"indexes", bson::array{std::move(spec)}}});
+    } else {
+      ctx.server.store().record_ddl(op_type::create_indexes, c,
+                                    bson::document{{"indexes", std::move(built)}});
+    }
+  };
   for (auto& spec : specs) {
+    const bson::document shown = spec.to_document();
     auto created = c.create_index(std::move(spec));
-    if (!created) return created.error();
+    if (!created) {
+      announce();
+      return created.error();
+    }
+    if (*created) built.emplace_back(shown);
   }
+  announce();
   bson::document r;
   r.append("numIndexesBefore", before);
   r.append("numIndexesAfter", static_cast<std::int32_t>(c.index_specs().size()));
@@ -258,7 +302,13 @@ command_outcome drop_indexes(command_context& ctx) {
     return fail("'index' must be a string, an array or an object", codes::type_mismatch);
   }
   for (const auto& n : names) {
+    bson::document shown;
+    for (const auto& spec : c->index_specs()) {
+      if (spec.name == n) shown = spec.to_document();
+    }
     if (auto ok = c->drop_index(n); !ok) return ok.error();
+    ctx.server.store().record_ddl(op_type::drop_indexes, *c,
+                                  bson::document{{"indexes", bson::array{std::move(shown)}}});
   }
   return ok_reply(bson::document{{"nIndexesWas", before}});
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bson/value.h"
@@ -13,23 +14,41 @@ namespace mongo_emulator {
 
 namespace bson = denormd::bson;
 
-enum class op_type : std::uint8_t { insert, update, replace, remove, drop, rename, drop_database };
+enum class op_type : std::uint8_t {
+  insert,
+  update,
+  replace,
+  remove,
+  drop,
+  rename,
+  drop_database,
+  // Seen only by streams with showExpandedEvents (MongoDB 6.0's expanded events).
+  create,
+  create_indexes,
+  drop_indexes,
+  modify,
+};
 
 struct oplog_entry {
   bson::timestamp ts;
   std::int64_t wall_ms = 0;
   op_type op = op_type::insert;
   std::string db;
-  std::string coll;     // empty for drop_database
-  std::string to_db;    // rename only
-  std::string to_coll;  // rename only
-  bson::value id;       // the document's _id (document changes only)
+  std::string coll;                          // empty for drop_database
+  std::string to_db;                         // rename only
+  std::string to_coll;                       // rename only
+  std::shared_ptr<const bson::binary> uuid;  // the collection's (all but drop_database)
+  bson::value id;                            // the document's _id (document changes only)
   // insert/replace: the new document; update: the post-image when images are recorded.
   std::shared_ptr<const bson::document> full_document;
   // update/replace/delete: the pre-image when images are recorded.
   std::shared_ptr<const bson::document> pre_image;
   bson::document update_description;  // update only
   bool images_recorded = false;       // the collection had changeStreamPreAndPostImages enabled
+  // create, create_indexes, drop_indexes, modify: the event's operationDescription; modify
+  // also its stateBeforeChange.
+  bson::document description;
+  std::optional<bson::document> state_before;
 };
 
 class oplog {

@@ -50,28 +50,54 @@ const collection* storage::find(std::string_view db, std::string_view coll) cons
   return const_cast<storage*>(this)->find(db, coll);
 }
 
-collection& storage::obtain(std::string_view db, std::string_view coll) {
-  if (auto* c = find(db, coll)) return *c;
+collection& storage::make(std::string_view db, std::string_view coll,
+                          const bson::document& options) {
   auto& slot = databases_[std::string(db)][std::string(coll)];
   slot = std::make_unique<collection>(std::string(db), std::string(coll));
+  for (const auto& f : options)
+    slot->options().append(f.name, f.val);
+  // The create oplog entry's fields after `create`: the options, then the _id index.
+  bson::document description = options;
+  description.append("idIndex", slot->index_specs().front().to_document());
+  record_ddl(op_type::create, *slot, std::move(description));
   return *slot;
 }
 
-denormd::expected<collection*> storage::create(std::string_view db, std::string_view coll) {
+collection& storage::obtain(std::string_view db, std::string_view coll) {
+  if (auto* c = find(db, coll)) return *c;
+  return make(db, coll, {});
+}
+
+denormd::expected<collection*> storage::create(std::string_view db, std::string_view coll,
+                                               const bson::document& options) {
   if (find(db, coll) != nullptr)
     return denormd::fail(
         "Collection " + std::string(db) + "." + std::string(coll) + " already exists.",
         codes::namespace_exists);
-  return &obtain(db, coll);
+  return &make(db, coll, options);
+}
+
+void storage::record_ddl(op_type op, const collection& c, bson::document description,
+                         std::optional<bson::document> state_before) {
+  oplog_entry e;
+  e.op = op;
+  e.db = c.db();
+  e.coll = c.name();
+  e.uuid = c.shared_uuid();
+  e.description = std::move(description);
+  e.state_before = std::move(state_before);
+  record(std::move(e));
 }
 
 denormd::status storage::drop(std::string_view db, std::string_view coll) {
   auto d = databases_.find(db);
   if (d == databases_.end() || !d->second.contains(coll))
     return denormd::fail("ns not found", codes::namespace_not_found);
-  d->second.erase(d->second.find(coll));
-  if (d->second.empty()) databases_.erase(d);
+  auto it = d->second.find(coll);
   oplog_entry e;
+  e.uuid = it->second->shared_uuid();
+  d->second.erase(it);
+  if (d->second.empty()) databases_.erase(d);
   e.op = op_type::drop;
   e.db = std::string(db);
   e.coll = std::string(coll);
@@ -113,6 +139,7 @@ denormd::status storage::rename(std::string_view from_db, std::string_view from_
   node.mapped()->rename(std::string(to_db), std::string(to_coll));
   databases_[std::string(to_db)][std::string(to_coll)] = std::move(node.mapped());
   oplog_entry e;
+  e.uuid = databases_[std::string(to_db)][std::string(to_coll)]->shared_uuid();
   e.op = op_type::rename;
   e.db = std::string(from_db);
   e.coll = std::string(from_coll);
@@ -182,6 +209,7 @@ void storage::record_document_change(op_type op, const collection& c, const bson
   e.op = op;
   e.db = c.db();
   e.coll = c.name();
+  e.uuid = c.shared_uuid();
   e.id = id;
   e.full_document = std::move(full_document);
   e.pre_image = std::move(pre_image);

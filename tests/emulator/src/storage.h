@@ -43,10 +43,17 @@ class storage {
   // --- namespaces (under a lock) ---
   collection* find(std::string_view db, std::string_view coll);
   const collection* find(std::string_view db, std::string_view coll) const;
-  // The collection, created implicitly (as inserts and upserts do) when missing.
+  // The collection, created implicitly (as inserts and upserts do) when missing; a creation
+  // records `create`.
   collection& obtain(std::string_view db, std::string_view coll);
-  // Explicit creation; 48 NamespaceExists when it exists.
-  denormd::expected<collection*> create(std::string_view db, std::string_view coll);
+  // Explicit creation with the collection's stored `options`, recorded as `create`; 48
+  // NamespaceExists when it exists.
+  denormd::expected<collection*> create(std::string_view db, std::string_view coll,
+                                        const bson::document& options = {});
+  // Records a DDL change of `c` that only expanded change streams show (create_indexes,
+  // drop_indexes, modify), with its operationDescription.
+  void record_ddl(op_type op, const collection& c, bson::document description,
+                  std::optional<bson::document> state_before = std::nullopt);
   // Records `drop`; 26 NamespaceNotFound when missing.
   denormd::status drop(std::string_view db, std::string_view coll);
   // Records a `drop` per collection, then `dropDatabase` (nothing when the database is empty).
@@ -78,6 +85,7 @@ class storage {
   using database = std::map<std::string, std::unique_ptr<collection>, std::less<>>;
 
   void record(oplog_entry entry);
+  collection& make(std::string_view db, std::string_view coll, const bson::document& options);
   void record_document_change(op_type op, const collection& c, const bson::value& id,
                               doc_ptr full_document, doc_ptr pre_image,
                               bson::document update_description);

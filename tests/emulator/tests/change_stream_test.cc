@@ -756,5 +756,84 @@ TEST(change_streams_history, resuming_before_the_kept_history_fails_with_286) {
   EXPECT_EQ(server->stop(), 0);
 }
 
+// showExpandedEvents (MongoDB 6.0): DDL events with collectionUUID and operationDescription,
+// in the field order of MongoDB's change stream transform; without it, none of them.
+TEST_F(change_streams, expanded_events_show_ddl_with_collection_uuid) {
+  auto expanded = open_stream("c", R"({"showExpandedEvents": true})");
+  auto plain = open_stream("c");
+  insert("c", R"([{"_id": 1}])");  // creates the collection implicitly
+  run_ok(J(R"({"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"},
+                                                 {"key": {"b": -1}, "name": "b_-1"}]})"));
+  run_ok(J(R"({"collMod": "c", "changeStreamPreAndPostImages": {"enabled": true}})"));
+  run_ok(J(R"({"dropIndexes": "c", "index": "a_1"})"));
+  run_ok(J(R"({"renameCollection": ")" + db() + R"(.c", "to": ")" + db() + R"(.d"})"), "admin");
+  const auto events = collect(expanded, 7);
+  ASSERT_EQ(events.size(), 7U);
+  std::vector<std::string> types;
+  for (const auto& e : events)
+    types.push_back(at(e, "operationType").as_string());
+  EXPECT_EQ(types, (std::vector<std::string>{"create", "insert", "createIndexes", "modify",
+                                             "dropIndexes", "rename", "invalidate"}));
+  const bson::value uuid = at(events[0], "collectionUUID");
+  ASSERT_TRUE(uuid.is<bson::binary>());
+  EXPECT_EQ(uuid.as<bson::binary>().subtype, 4);
+  EXPECT_EQ(field_names(events[0]),
+            (std::vector<std::string>{"_id", "operationType", "clusterTime", "collectionUUID",
+                                      "wallTime", "ns", "operationDescription"}));
+  EXPECT_EQ(at(events[0], "operationDescription"),
+            bson::value(J(R"({"idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}})")));
+  // Every event of the collection names it, CRUD events too.
+  for (std::size_t i = 0; i + 1 < events.size(); ++i)
+    EXPECT_EQ(at(events[i], "collectionUUID"), uuid) << i;
+  EXPECT_FALSE(events[6].contains("collectionUUID"));
+  EXPECT_EQ(field_names(events[1]),
+            (std::vector<std::string>{"_id", "operationType", "clusterTime", "collectionUUID",
+                                      "wallTime", "fullDocument", "ns", "documentKey"}));
+  // A non-empty collection commits its index builds in one entry: one event for both.
+  EXPECT_EQ(at(events[2], "operationDescription"),
+            bson::value(J(R"({"indexes": [{"v": 2, "key": {"a": 1}, "name": "a_1"},
+                                          {"v": 2, "key": {"b": -1}, "name": "b_-1"}]})")));
+  EXPECT_EQ(at(events[3], "operationDescription"),
+            bson::value(J(R"({"changeStreamPreAndPostImages": {"enabled": true}})")));
+  EXPECT_EQ(at(events[3], "stateBeforeChange.collectionOptions.uuid"), uuid);
+  EXPECT_EQ(at(events[4], "operationDescription"),
+            bson::value(J(R"({"indexes": [{"v": 2, "key": {"a": 1}, "name": "a_1"}]})")));
+  EXPECT_EQ(at(events[5], "operationDescription.to"),
+            bson::value(bson::document{{"db", db()}, {"coll", "d"}}));
+
+  // The same changes without showExpandedEvents: only what MongoDB shows by default.
+  const auto seen = collect(plain, 3);
+  ASSERT_EQ(seen.size(), 3U);
+  EXPECT_EQ(at(seen[0], "operationType"), bson::value("insert"));
+  EXPECT_FALSE(seen[0].contains("collectionUUID"));
+  EXPECT_EQ(at(seen[1], "operationType"), bson::value("rename"));
+  EXPECT_FALSE(seen[1].contains("operationDescription"));
+  EXPECT_EQ(at(seen[2], "operationType"), bson::value("invalidate"));
+}
+
+TEST_F(change_streams, expanded_events_of_an_explicit_create_and_an_empty_collections_indexes) {
+  auto stream = open_stream("", R"({"showExpandedEvents": true})");  // the whole database
+  run_ok(J(R"({"create": "e", "changeStreamPreAndPostImages": {"enabled": true}})"));
+  run_ok(J(R"({"createIndexes": "e", "indexes": [{"key": {"a": 1}, "name": "a_1"},
+                                                 {"key": {"b": 1}, "name": "b_1"}]})"));
+  run_ok(J(R"({"drop": "e"})"));
+  const auto events = collect(stream, 4);
+  ASSERT_EQ(events.size(), 4U);
+  EXPECT_EQ(at(events[0], "operationType"), bson::value("create"));
+  EXPECT_EQ(at(events[0], "operationDescription"),
+            bson::value(J(R"({"changeStreamPreAndPostImages": {"enabled": true},
+                              "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}})")));
+  // An empty collection logs one createIndexes per index.
+  EXPECT_EQ(at(events[1], "operationDescription"),
+            bson::value(J(R"({"indexes": [{"v": 2, "key": {"a": 1}, "name": "a_1"}]})")));
+  EXPECT_EQ(at(events[2], "operationDescription"),
+            bson::value(J(R"({"indexes": [{"v": 2, "key": {"b": 1}, "name": "b_1"}]})")));
+  EXPECT_EQ(at(events[3], "operationType"), bson::value("drop"));
+  EXPECT_EQ(at(events[3], "collectionUUID"), at(events[0], "collectionUUID"));
+  EXPECT_FALSE(events[3].contains("operationDescription"));
+  run_fail(J(R"({"aggregate": 1, "pipeline": [{"$changeStream": {"showExpandedEvents": 1}}],
+                 "cursor": {}})"),
+           14);
+}
 }  // namespace
 }  // namespace mongo_emulator::test

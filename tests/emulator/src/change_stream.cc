@@ -429,8 +429,8 @@ denormd::status change_stream::build_event(const storage& s, const produced& p, 
     case op_type::drop_indexes:
     case op_type::modify:
       ev.add("ns", ns_doc(e.db, e.coll));
-      ev.add_document("operationDescription", e.description);
-      if (e.state_before) ev.add_document("stateBeforeChange", *e.state_before);
+      ev.add_document("operationDescription", e.ddl->description);
+      if (e.ddl->state_before) ev.add_document("stateBeforeChange", *e.ddl->state_before);
       break;
   }
   if (e.op == op_type::update || e.op == op_type::replace || e.op == op_type::remove) {

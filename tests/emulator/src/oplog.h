@@ -14,6 +14,13 @@ namespace mongo_emulator {
 
 namespace bson = denormd::bson;
 
+// What a DDL entry adds (create, create_indexes, drop_indexes, modify): the event's
+// operationDescription, and modify's stateBeforeChange.
+struct ddl_details {
+  bson::document description;
+  std::optional<bson::document> state_before;
+};
+
 enum class op_type : std::uint8_t {
   insert,
   update,
@@ -45,10 +52,8 @@ struct oplog_entry {
   std::shared_ptr<const bson::document> pre_image;
   bson::document update_description;  // update only
   bool images_recorded = false;       // the collection had changeStreamPreAndPostImages enabled
-  // create, create_indexes, drop_indexes, modify: the event's operationDescription; modify
-  // also its stateBeforeChange.
-  bson::document description;
-  std::optional<bson::document> state_before;
+  // DDL entries only; behind a pointer so that document changes stay small.
+  std::shared_ptr<const ddl_details> ddl;
 };
 
 class oplog {

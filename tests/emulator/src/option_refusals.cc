@@ -43,9 +43,11 @@ denormd::status check_each_collation(std::string_view command, const bson::docum
   const auto& list = items->as_array();
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (!list[i].is_document()) continue;
-    const std::string where = std::string(array) + "." + std::to_string(i) + ".collation";
     const auto& item = list[i].as_document();
-    if (auto s = check_collation(command, where, item.get("collation")); !s) return s;
+    if (const auto* collation = item.get("collation")) {
+      const std::string where = std::string(array) + "." + std::to_string(i) + ".collation";
+      if (auto s = check_collation(command, where, collation); !s) return s;
+    }
     if (const auto* ttl = item.get("expireAfterSeconds"); ttl != nullptr && array == "indexes") {
       return refuse(command, std::string(array) + "." + std::to_string(i) + ".expireAfterSeconds",
                     *ttl, "TTL indexes");

@@ -84,8 +84,8 @@ void storage::record_ddl(op_type op, const collection& c, bson::document descrip
   e.db = c.db();
   e.coll = c.name();
   e.uuid = c.shared_uuid();
-  e.description = std::move(description);
-  e.state_before = std::move(state_before);
+  e.ddl = std::make_shared<const ddl_details>(
+      ddl_details{std::move(description), std::move(state_before)});
   record(std::move(e));
 }
 

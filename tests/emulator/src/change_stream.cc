@@ -418,8 +418,14 @@ denormd::status change_stream::build_event(const storage& s, const produced& p, 
     case op_type::rename:
       ev.add("ns", ns_doc(e.db, e.coll));
       ev.add("to", ns_doc(e.to_db, e.to_coll));
-      if (show_expanded_)
-        ev.add("operationDescription", bson::document{{"to", ns_doc(e.to_db, e.to_coll)}});
+      if (show_expanded_) {
+        bson::document description{{"to", ns_doc(e.to_db, e.to_coll)}};
+        if (e.ddl) {
+          for (const auto& f : e.ddl->description)
+            description.append(f.name, f.val);
+        }
+        ev.add("operationDescription", std::move(description));
+      }
       break;
     case op_type::drop_database:
       ev.add("ns", ns_doc(e.db, ""));

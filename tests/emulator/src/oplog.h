@@ -52,7 +52,8 @@ struct oplog_entry {
   std::shared_ptr<const bson::document> pre_image;
   bson::document update_description;  // update only
   bool images_recorded = false;       // the collection had changeStreamPreAndPostImages enabled
-  // DDL entries only; behind a pointer so that document changes stay small.
+  // DDL entries (and a rename that dropped its target); behind a pointer so that document
+  // changes stay small.
   std::shared_ptr<const ddl_details> ddl;
 };
 

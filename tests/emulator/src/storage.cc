@@ -129,8 +129,11 @@ denormd::status storage::rename(std::string_view from_db, std::string_view from_
                          codes::namespace_not_found);
   if (from_db == to_db && from_coll == to_coll)
     return denormd::fail("Can't rename a collection to itself", codes::illegal_operation);
-  if (find(to_db, to_coll) != nullptr) {
+  std::shared_ptr<const ddl_details> dropped;  // the rename's `dropTarget`: the target's uuid
+  if (const auto* target = find(to_db, to_coll); target != nullptr) {
     if (!drop_target) return denormd::fail("target namespace exists", codes::namespace_exists);
+    dropped = std::make_shared<const ddl_details>(
+        ddl_details{bson::document{{"dropTarget", target->uuid()}}, std::nullopt});
     (void)drop(to_db, to_coll);
   }
   auto& from = databases_.find(from_db)->second;
@@ -145,6 +148,7 @@ denormd::status storage::rename(std::string_view from_db, std::string_view from_
   e.coll = std::string(from_coll);
   e.to_db = std::string(to_db);
   e.to_coll = std::string(to_coll);
+  e.ddl = std::move(dropped);
   record(std::move(e));
   return {};
 }

@@ -835,5 +835,22 @@ TEST_F(change_streams, expanded_events_of_an_explicit_create_and_an_empty_collec
                  "cursor": {}})"),
            14);
 }
+
+TEST_F(change_streams, an_expanded_rename_over_a_target_names_the_dropped_collection) {
+  insert("src", R"([{"_id": 1}])");
+  insert("dst", R"([{"_id": 2}])");
+  auto listed = run_ok(J(R"({"listCollections": 1, "filter": {"name": "dst"}})"));
+  const bson::value target_uuid = at(batch(listed)[0].as_document(), "info.uuid");
+  auto stream = open_stream("src", R"({"showExpandedEvents": true})");
+  run_ok(J(R"({"renameCollection": ")" + db() + R"(.src", "to": ")" + db() +
+           R"(.dst", "dropTarget": true})"),
+         "admin");
+  const auto events = collect(stream, 2);
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(at(events[0], "operationType"), bson::value("rename"));
+  bson::document expected{{"to", bson::document{{"db", db()}, {"coll", "dst"}}},
+                          {"dropTarget", target_uuid}};
+  EXPECT_EQ(at(events[0], "operationDescription"), bson::value(expected));
+}
 }  // namespace
 }  // namespace mongo_emulator::test

@@ -40,20 +40,21 @@ TEST_F(option_refusals, a_case_insensitive_collation_is_refused_not_ignored) {
   const auto& msg = at(r, "errmsg").as_string();
   EXPECT_NE(msg.find("count.collation"), std::string::npos) << msg;
   EXPECT_NE(msg.find("\"en\""), std::string::npos) << msg;
-  for (const char* cmd : {
-           R"({"find": "words", "filter": {"w": "ping"}, "collation": {"locale": "en", "strength": 2}})",
-           R"({"aggregate": "words", "pipeline": [], "cursor": {}, "collation": {"locale": "fr"}})",
-           R"({"distinct": "words", "key": "w", "collation": {"locale": "en", "strength": 1}})",
-           R"({"findAndModify": "words", "query": {"w": "ping"}, "update": {"$set": {"x": 1}},
+  for (
+      const char* cmd : {
+          R"({"find": "words", "filter": {"w": "ping"}, "collation": {"locale": "en", "strength": 2}})",
+          R"({"aggregate": "words", "pipeline": [], "cursor": {}, "collation": {"locale": "fr"}})",
+          R"({"distinct": "words", "key": "w", "collation": {"locale": "en", "strength": 1}})",
+          R"({"findAndModify": "words", "query": {"w": "ping"}, "update": {"$set": {"x": 1}},
                "collation": {"locale": "en", "strength": 2}})",
-           R"({"create": "c2", "collation": {"locale": "en"}})",
-           R"({"createIndexes": "words", "indexes": [{"key": {"w": 1}, "name": "w_ci",
+          R"({"create": "c2", "collation": {"locale": "en"}})",
+          R"({"createIndexes": "words", "indexes": [{"key": {"w": 1}, "name": "w_ci",
                "collation": {"locale": "en", "strength": 2}}]})",
-           R"({"update": "words", "updates": [{"q": {"w": "ping"}, "u": {"$set": {"x": 1}},
+          R"({"update": "words", "updates": [{"q": {"w": "ping"}, "u": {"$set": {"x": 1}},
                "collation": {"locale": "en", "strength": 2}}]})",
-           R"({"delete": "words", "deletes": [{"q": {"w": "ping"}, "limit": 0,
+          R"({"delete": "words", "deletes": [{"q": {"w": "ping"}, "limit": 0,
                "collation": {"locale": "en", "strength": 2}}]})",
-       }) {
+      }) {
     run_fail(J(cmd), not_implemented);
   }
   // Nothing was written by the refused commands.
@@ -114,8 +115,7 @@ TEST_F(option_refusals, id_may_not_have_dollar_prefixed_fields) {
   EXPECT_EQ(write_error_code(J(R"({"insert": "c", "documents": [{"_id": {"a.b": 1}}]})")), 0);
   EXPECT_EQ(write_error_code(J(R"({"insert": "c", "documents": [{"_id": 1, "a": {"$b": 1}}]})")),
             0);
-  EXPECT_EQ(write_error_code(J(R"({"insert": "c", "documents": [{"_id": 2, "$valid": 1}]})")),
-            0);
+  EXPECT_EQ(write_error_code(J(R"({"insert": "c", "documents": [{"_id": 2, "$valid": 1}]})")), 0);
   EXPECT_EQ(write_error_code(J(R"({"insert": "c", "documents": [{"_id": {"x": {"$c": 1}}}]})")),
             0);  // 6.0 checks _id's own fields only
   EXPECT_EQ(write_error_code(J(R"({"insert": "c", "documents": [{"_id.$gt": 4}]})")), 0);

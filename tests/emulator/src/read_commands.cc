@@ -300,11 +300,10 @@ command_outcome open_change_stream(command_context& ctx, const std::string& coll
   change_stream::batch batch;
   {
     auto lock = ctx.server.store().lock_for_read();
-    auto stream = engine::catch_expression_errors(
-        [&] { return change_stream::open(ctx.server.store(), ctx.db, coll, pipeline, &let); });
+    // An expression error here (no cursor yet) fails the command through the dispatcher.
+    auto stream = change_stream::open(ctx.server.store(), ctx.db, coll, pipeline, &let);
     if (!stream) return stream.error();
-    auto first = engine::catch_expression_errors(
-        [&] { return (*stream)->next(ctx.server.store(), batch_size, max_batch_bytes); });
+    auto first = (*stream)->next(ctx.server.store(), batch_size, max_batch_bytes);
     if (!first) return first.error();
     batch = std::move(first).value();
     c->ns = (*stream)->ns();

@@ -69,6 +69,18 @@ TEST_F(expr, errors_have_mongodbs_codes) {
             bson::value("The argument to $size must be an array. Type of argument: int"));
 }
 
+TEST_F(expr, a_projection_error_on_a_later_batch_kills_the_cursor) {
+  insert("t", R"([{"_id": 1, "a": [1]}, {"_id": 2, "a": "x"}])");
+  const auto first = run_ok(J(R"({"find": "t", "sort": {"_id": 1}, "batchSize": 1,
+                                  "projection": {"n": {"$size": "$a"}}})"));
+  EXPECT_EQ(batch(first)[0], bson::value(J(R"({"_id": 1, "n": 1})")));
+  bson::document more;
+  more.append("getMore", cursor_id(first));
+  more.append("collection", "t");
+  run_fail(more, 17124);
+  run_fail(more, 43);  // the cursor is gone, as after any getMore error
+}
+
 TEST_F(expr, aggregate_match_and_stages_read_let) {
   EXPECT_EQ(ids_of(R"({"aggregate": "budgets", "cursor": {}, "let": {"min": 300},
                        "pipeline": [{"$match": {"$expr": {"$gte": ["$budget", "$$min"]}}},

@@ -1,10 +1,12 @@
 #include "mapping/coalescer.h"
 
 #include <algorithm>
+#include <cassert>
 #include <optional>
 #include <unordered_map>
 
 #include "bson/json.h"
+#include "common/overloaded.h"
 #include "mapping/planner.h"
 
 namespace denormd::mapping {
@@ -80,10 +82,13 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
     auto* w = slot->as<update_write>();
     if (slot->merge == merge_rule::push && w != nullptr && w->push && w->push->ids.size() > 1) {
       const std::size_t first = out.size();
-      // Only the recent kind pushes.
       const mapping& m = *slot->source_mapping;
-      std::get<recent_kind>(m.kind).push(m, std::move(w->push->parent), std::move(w->push->ids),
-                                         std::move(pushed_elements(*slot)), out);
+      m.visit(overloaded{[&](const recent_kind& k) {
+                           k.push(m, std::move(w->push->parent), std::move(w->push->ids),
+                                  std::move(pushed_elements(*slot)), out);
+                         },
+                         // A kind that plans merge_rule::push must say how pushes merge.
+                         [](const copy_kind&) { assert(false && "copy plans no pushes"); }});
       for (std::size_t i = first; i < out.size(); ++i) {
         out[i].event = slot->event;
         out[i].event_ms = slot->event_ms;

@@ -1,8 +1,23 @@
 #include "mapping/mapping.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 
 namespace denormd::mapping {
+
+namespace {
+
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace
 
 std::string_view mapping::kind_name() const {
   return visit([](const auto& k) { return k.name; });
@@ -29,6 +44,20 @@ const field_map* mapping::field_named(std::string_view n) const {
     if (f.name == n) return &f;
   }
   return nullptr;
+}
+
+std::string mapping::fingerprint() const {
+  // The settings every kind has, then the kind's own. The text is hashed as earlier versions
+  // did, so stored fingerprints stay valid.
+  std::string s(kind_name());
+  s += "|" + source.full() + "|" + target.full() + "|" + into + "|";
+  for (const auto& f : fields)
+    s += f.name + "=" + f.source_path + ",";
+  visit([&](const auto& k) { k.fingerprint(s); });
+  s += "|" + std::to_string(static_cast<int>(on_source_delete));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(s)));
+  return hex;
 }
 
 }  // namespace denormd::mapping

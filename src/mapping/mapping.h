@@ -58,6 +58,9 @@ struct mapping {
   // Source paths whose change can change the dependents (fields, keys, filter).
   std::vector<std::string> watched_paths() const;
   const field_map* field_named(std::string_view n) const;
+  // A digest of everything that decides what the mapping writes (16 hex digits): a backfill's
+  // stored progress, or a running pipeline, belongs to one definition.
+  std::string fingerprint() const;
   // Calls `f(kind)` with the mapping's kind as its own type.
   template <class F>
   decltype(auto) visit(F&& f) const {

@@ -1,6 +1,7 @@
 #include "mapping/recent_kind.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "bson/json.h"
 #include "common/log.h"
@@ -329,18 +330,28 @@ bool recent_kind::complete(const mapping& m, const write_op& op, document_store&
                                        *key, *problem)}});
       continue;
     }
-    auto children = store.find(r.source, children_filter(r, *key), child_opts);
-    if (!children) return false;
-    bson::array elements;
-    elements.reserve(children->size());
-    for (const auto& child : *children)
-      elements.push_back(element(m, child));
-    bson::document set;
-    set.append(m.into, std::move(elements));
-    bson::document update;
-    update.append("$set", std::move(set));
     const bson::document only{{"_id", literal(*id)}};
-    if (store.update_one(op, only, update, {}) == store_write::failed) return false;
+    // With `recheck`, the children are read again after the write until they are what was
+    // written: a push the stream made between the read and the write is then not lost
+    // (docs/architecture.md, "Correctness").
+    std::optional<bson::array> written;
+    while (true) {
+      auto children = store.find(r.source, children_filter(r, *key), child_opts);
+      if (!children) return false;
+      bson::array elements;
+      elements.reserve(children->size());
+      for (const auto& child : *children)
+        elements.push_back(element(m, child));
+      if (written && *written == elements) break;
+      bson::document set;
+      set.append(m.into, rw.recheck ? elements : std::move(elements));
+      bson::document update;
+      update.append("$set", std::move(set));
+      const store_write w = store.update_one(op, only, update, {});
+      if (w == store_write::failed) return false;
+      if (!rw.recheck || w == store_write::refused) break;
+      written = std::move(elements);
+    }
   }
   return true;
 }

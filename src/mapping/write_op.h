@@ -60,6 +60,9 @@ struct update_write {
 struct refill_write {
   bson::document parents;
   refill_query children;
+  // Read the children again after writing, until they are what was written: set when the
+  // source's own stream may push to these parents at the same time (backfill, re-sync).
+  bool recheck = false;
 };
 // Read one source document, then set the copies of one new target.
 struct fill_write {

@@ -51,15 +51,6 @@ const std::vector<std::pair<bson::type, bson::value>>& type_samples() {
   return samples;
 }
 
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (const char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 std::optional<std::uint64_t> count_documents(mongo::connection& conn, const mapping::ns& ns) {
   auto reply = conn.command(ns.db, bson::document{{"count", ns.coll}});
   if (!reply) return std::nullopt;
@@ -164,18 +155,6 @@ bson::document after_key_filter(const bson::value& last) {
       {"$or", bson::array{after, bson::document{{"_id", bson::document{{"$type", later}}}}}}};
 }
 
-std::string mapping_fingerprint(const mapping::mapping& m) {
-  std::string s(m.kind_name());
-  s += "|" + m.source.full() + "|" + m.target.full() + "|" + m.into + "|";
-  for (const auto& f : m.fields)
-    s += f.name + "=" + f.source_path + ",";
-  m.visit([&](const auto& k) { k.fingerprint(s); });
-  s += "|" + std::to_string(static_cast<int>(m.on_source_delete));
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(s)));
-  return hex;
-}
-
 backfiller::backfiller(mongo::connection& conn, const mapping::planner& planner,
                        metrics::metrics& m, std::string meta_db)
     : conn_(conn), planner_(planner), metrics_(m), meta_db_(std::move(meta_db)) {}
@@ -213,26 +192,40 @@ mongo::result<backfill_outcome> backfiller::run(const std::vector<const mapping:
 std::vector<mapping::write_op> backfiller::plan_batch(const mapping::mapping& m,
                                                       std::vector<bson::document>& batch,
                                                       const backfill_options& opts) const {
+  return m.visit(
+      overloaded{[&](const mapping::copy_kind&) { return plan_copies(m, batch); },
+                 [&](const mapping::recent_kind& k) { return plan_refills(m, k, batch, opts); }});
+}
+
+std::vector<mapping::write_op> backfiller::plan_refills(const mapping::mapping& m,
+                                                        const mapping::recent_kind& k,
+                                                        const std::vector<bson::document>& batch,
+                                                        const backfill_options& opts) const {
+  // One refill per thread, each over a contiguous share of the batch's parents.
   std::vector<mapping::write_op> ops;
-  if (const auto* k = m.as<mapping::recent_kind>()) {
-    // One refill per thread, each over a contiguous share of the batch's parents.
-    const std::size_t parts = std::clamp<std::size_t>(opts.refill_threads, 1, batch.size());
-    for (std::size_t part = 0; part < parts; ++part) {
-      bson::array ids;
-      for (std::size_t i = part * batch.size() / parts; i < (part + 1) * batch.size() / parts;
-           ++i) {
-        const bson::value* id = batch[i].get("_id");
-        // A parent whose _id cannot be a reference is not refilled (verify skips it too).
-        if (id != nullptr && !mapping::reference_problem(*id)) ids.push_back(*id);
-      }
-      if (!ids.empty()) {
-        ops.push_back(
-            k->refill(m, parents_filter(std::move(ids)), mapping::merge_rule::mapping_barrier));
-      }
+  const std::size_t parts = std::clamp<std::size_t>(opts.refill_threads, 1, batch.size());
+  for (std::size_t part = 0; part < parts; ++part) {
+    bson::array ids;
+    for (std::size_t i = part * batch.size() / parts; i < (part + 1) * batch.size() / parts; ++i) {
+      const bson::value* id = batch[i].get("_id");
+      // A parent whose _id cannot be a reference is not refilled (verify skips it too).
+      if (id != nullptr && !mapping::reference_problem(*id)) ids.push_back(*id);
     }
-    return ops;
+    if (ids.empty()) continue;
+    mapping::write_op op =
+        k.refill(m, parents_filter(std::move(ids)), mapping::merge_rule::mapping_barrier);
+    // The source's own stream may push to these parents meanwhile (a re-sync, or a backfill
+    // run beside the daemon): the refill reads the children again until what it wrote holds.
+    op.as<mapping::refill_write>()->recheck = true;
+    ops.push_back(std::move(op));
   }
+  return ops;
+}
+
+std::vector<mapping::write_op> backfiller::plan_copies(const mapping::mapping& m,
+                                                       std::vector<bson::document>& batch) const {
   // What a fresh insert of each source document plans, for this mapping only.
+  std::vector<mapping::write_op> ops;
   std::vector<mapping::write_op> planned;
   for (auto& doc : batch) {
     mapping::change_event ev;
@@ -375,7 +368,7 @@ mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill
                                        std::stop_token& stop, mapping_backfill& out) {
   const walk_plan walk = plan_walk(m, planner_);
   const mapping::ns& ns = walk.walked;
-  const std::string fingerprint = mapping_fingerprint(m);
+  const std::string fingerprint = m.fingerprint();
   auto resumed = resume_point(m, fingerprint, opts, first_attempt, out);
   if (!resumed) return resumed.error();
   position at = *resumed;

@@ -87,9 +87,16 @@ class backfiller {
   mongo::status backfill_one(const mapping::mapping& m, const backfill_options& opts,
                              bool first_attempt, std::chrono::steady_clock::time_point began,
                              std::stop_token& stop, mapping_backfill& out);
+  // The writes for one batch of walked documents, by kind (consumes `batch`).
   std::vector<mapping::write_op> plan_batch(const mapping::mapping& m,
                                             std::vector<bson::document>& batch,
                                             const backfill_options& opts) const;
+  std::vector<mapping::write_op> plan_copies(const mapping::mapping& m,
+                                             std::vector<bson::document>& batch) const;
+  std::vector<mapping::write_op> plan_refills(const mapping::mapping& m,
+                                              const mapping::recent_kind& k,
+                                              const std::vector<bson::document>& batch,
+                                              const backfill_options& opts) const;
   mongo::status apply_batch(const mapping::mapping& m, const std::vector<mapping::write_op>& ops,
                             const backfill_options& opts);
   // Plans, writes and (copy) rechecks one batch of walked documents.
@@ -113,9 +120,5 @@ bson::document after_key_filter(const bson::value& last);
 
 // The parents of one refill: the _ids of a contiguous run of the walk, in _id order.
 bson::document parents_filter(bson::array ids);
-
-// A digest of everything in a mapping that decides what its backfill writes: progress stored
-// under another definition is not continued.
-std::string mapping_fingerprint(const mapping::mapping& m);
 
 }  // namespace denormd::ops

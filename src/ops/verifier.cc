@@ -269,9 +269,11 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
                         }
                         if (!opts.repair || drifted.empty()) return {};
                         const std::uint64_t n = drifted.size();
-                        const std::vector<mapping::write_op> repairs{k.refill(
+                        std::vector<mapping::write_op> repairs{k.refill(
                             m, bson::document{{"_id", bson::document{{"$in", std::move(drifted)}}}},
                             mapping::merge_rule::mapping_barrier)};
+                        // The daemon may be pushing to these parents meanwhile.
+                        repairs.front().as<mapping::refill_write>()->recheck = true;
                         if (auto st = writer.apply(repairs, {}, m.source); !st) return st;
                         if (opts.dry_run) return {};
                         const std::uint64_t refused =

@@ -57,6 +57,10 @@ class fake_store final : public document_store {
                          const bson::document& update, const bson::array& /*af*/) override {
     if (!take_call()) return store_write::failed;
     writes.push_back({bson::to_json(filter), bson::to_json(update)});
+    if (after_first_write) {
+      after_first_write();
+      after_first_write = nullptr;
+    }
     return store_write::applied;
   }
 
@@ -64,7 +68,8 @@ class fake_store final : public document_store {
   int finds = 0;
   std::string last_sort;
   int last_limit = 0;
-  std::function<void()> after_first_read;  // runs once, after the first find_one
+  std::function<void()> after_first_read;   // runs once, after the first find_one
+  std::function<void()> after_first_write;  // runs once, after the first update_one
 
  private:
   bool take_call() { return calls_left_ < 0 || calls_left_-- > 0; }

@@ -81,5 +81,28 @@ TEST(recent_kind_test, a_failed_read_or_write_stops_the_refill) {
   }
 }
 
+// A child pushed by the stream between a backfill's read and its write would be lost by the
+// write; with recheck the refill reads again and writes again until what it wrote holds.
+TEST(recent_kind_test, a_rechecked_refill_writes_again_until_the_children_are_what_it_wrote) {
+  auto ms = load(testing::review_mapping);
+  const auto& m = ms.front();
+  for (const bool recheck : {false, true}) {
+    fake_store store;
+    store.add("products", R"({"_id":1})");
+    store.add("reviews", R"({"_id":10,"productId":1,"at":5})");
+    store.after_first_write = [&] { store.add("reviews", R"({"_id":11,"productId":1,"at":6})"); };
+    auto op = kind_of(m).refill(m, bson::document{}, merge_rule::mapping_barrier);
+    op.as<refill_write>()->recheck = recheck;
+    ASSERT_TRUE(kind_of(m).complete(m, op, store));
+    if (!recheck) {
+      EXPECT_EQ(store.writes.size(), 1u);  // the stream's own refill covers this case
+      continue;
+    }
+    ASSERT_EQ(store.writes.size(), 2u);
+    EXPECT_EQ(store.writes[1].update, R"({"$set":{"recent":[{"id":10,"at":5},{"id":11,"at":6}]}})");
+    EXPECT_EQ(store.finds, 4);  // parents, children, children again (changed), and once more
+  }
+}
+
 }  // namespace
 }  // namespace denormd::mapping

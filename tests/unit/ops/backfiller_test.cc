@@ -54,22 +54,22 @@ TEST(ops_backfiller_test, parents_filter_is_a_range_within_one_type_bracket) {
 
 TEST(ops_backfiller_test, mapping_fingerprint_changes_with_what_the_backfill_writes) {
   const auto a = testing::load_one(testing::customer_copy);
-  EXPECT_EQ(mapping_fingerprint(a), mapping_fingerprint(testing::load_one(testing::customer_copy)));
-  EXPECT_EQ(mapping_fingerprint(a).size(), 16u);
+  EXPECT_EQ(a.fingerprint(), testing::load_one(testing::customer_copy).fingerprint());
+  EXPECT_EQ(a.fingerprint().size(), 16u);
   std::string other = testing::customer_copy;
   other.replace(other.find("\"city\":\"address.city\""), 21, "\"city\":\"address.town\"");
-  EXPECT_NE(mapping_fingerprint(a), mapping_fingerprint(testing::load_one(other)));
+  EXPECT_NE(a.fingerprint(), testing::load_one(other).fingerprint());
   const auto r = testing::load_one(testing::recent_reviews);
   std::string limit = testing::recent_reviews;
   limit.replace(limit.find("\"limit\":3"), 9, "\"limit\":4");
-  EXPECT_NE(mapping_fingerprint(r), mapping_fingerprint(testing::load_one(limit)));
+  EXPECT_NE(r.fingerprint(), testing::load_one(limit).fingerprint());
 }
 
 // A stored fingerprint that changes restarts an unfinished backfill, so the same mapping keeps
 // its fingerprint across versions (these were computed before the kinds became types).
 TEST(ops_backfiller_test, mapping_fingerprints_stay_what_earlier_versions_stored) {
-  EXPECT_EQ(mapping_fingerprint(testing::load_one(testing::customer_copy)), "ddafdffed2441211");
-  EXPECT_EQ(mapping_fingerprint(testing::load_one(testing::recent_reviews)), "43f0bf12cdce1c8e");
+  EXPECT_EQ(testing::load_one(testing::customer_copy).fingerprint(), "ddafdffed2441211");
+  EXPECT_EQ(testing::load_one(testing::recent_reviews).fingerprint(), "43f0bf12cdce1c8e");
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <array>
 #include <atomic>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <mutex>
@@ -202,11 +201,9 @@ void write(level l, std::string_view component, std::string_view msg, fields f) 
 
 void write(level l, std::string_view component, std::string_view msg, std::span<const field> f) {
   if (!enabled(l)) return;
-  const auto now =
-      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
   // Formatting happens outside the lock; only the finished line is written under it.
-  std::string line = format_line(format_.load(std::memory_order_relaxed),
-                                 now.time_since_epoch().count(), l, component, msg, f);
+  std::string line =
+      format_line(format_.load(std::memory_order_relaxed), wall_ms(), l, component, msg, f);
   line += '\n';
   std::lock_guard lock(sink_mutex_);
   if (sink_ == nullptr) return;

@@ -1,5 +1,7 @@
 #include "mapping/spec_reader.h"
 
+#include <cstdint>
+
 #include "bson/json.h"
 
 namespace denormd::mapping {
@@ -96,6 +98,68 @@ bool scan_query(spec_reader& r, const json& j, const std::string& pointer, int d
   return ok;
 }
 
+// The BSON form of a query's JSON, built directly from the parsed tree; only an Extended JSON
+// wrapper ({"$date": ...}, a small object) goes through libbson's parser. scan_query has
+// bounded the depth. nullopt (with an error) when a value has no BSON form.
+std::optional<bson::value> query_value(spec_reader& r, const json& j, const std::string& pointer) {
+  switch (j.type()) {
+    case json::value_t::null:
+      return bson::value(bson::null_t{});
+    case json::value_t::boolean:
+      return bson::value(j.get<bool>());
+    case json::value_t::string:
+      return bson::value(j.get<std::string>());
+    case json::value_t::number_float:
+      return bson::value(j.get<double>());
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: {
+      // As libbson reads JSON numbers: int32 when it fits, else int64.
+      if (j.is_number_unsigned() && j.get<std::uint64_t>() > std::uint64_t(INT64_MAX)) {
+        r.error(pointer, "the number " + j.dump() + " is out of range for a 64-bit integer");
+        return std::nullopt;
+      }
+      const std::int64_t n = j.get<std::int64_t>();
+      if (n >= INT32_MIN && n <= INT32_MAX) return bson::value(static_cast<std::int32_t>(n));
+      return bson::value(n);
+    }
+    case json::value_t::array: {
+      bson::array a;
+      a.reserve(j.size());
+      for (std::size_t i = 0; i < j.size(); ++i) {
+        auto v = query_value(r, j[i], pointer_join(pointer, std::to_string(i)));
+        if (!v) return std::nullopt;
+        a.push_back(std::move(*v));
+      }
+      return bson::value(std::move(a));
+    }
+    case json::value_t::object: {
+      if (!j.empty() && is_extended_json_key(j.begin().key())) {
+        auto wrapped = bson::parse_json("{\"v\":" + j.dump() + "}");
+        if (!wrapped) {
+          r.error(pointer, "is not valid Extended JSON: " + wrapped.error().message);
+          return std::nullopt;
+        }
+        return *wrapped->get("v");
+      }
+      bson::document d;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        const std::string here = pointer_join(pointer, it.key());
+        if (it.key().find('\0') != std::string::npos) {
+          r.error(here, "a field name must not contain a NUL character");
+          return std::nullopt;
+        }
+        auto v = query_value(r, it.value(), here);
+        if (!v) return std::nullopt;
+        d.append(it.key(), std::move(*v));
+      }
+      return bson::value(std::move(d));
+    }
+    default:
+      r.error(pointer, "has no BSON form");
+      return std::nullopt;
+  }
+}
+
 }  // namespace
 
 std::optional<query::matcher> read_query(spec_reader& r, const json& j,
@@ -105,12 +169,13 @@ std::optional<query::matcher> read_query(spec_reader& r, const json& j,
     return std::nullopt;
   }
   if (!scan_query(r, j, pointer)) return std::nullopt;
-  auto doc = bson::parse_json(j.dump());
-  if (!doc) {
-    r.error(pointer, "is not valid Extended JSON: " + doc.error().message);
+  auto doc = query_value(r, j, pointer);
+  if (!doc) return std::nullopt;
+  if (!doc->is<bson::document>()) {
+    r.error(pointer, "must be a query object, not an Extended JSON value");
     return std::nullopt;
   }
-  auto m = query::matcher::compile(*doc, query::op_set::mapping_subset);
+  auto m = query::matcher::compile(doc->as<bson::document>(), query::op_set::mapping_subset);
   if (!m) {
     r.error(pointer + m.error().pointer, m.error().message);
     return std::nullopt;

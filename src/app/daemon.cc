@@ -79,14 +79,13 @@ class mongo_parts final : public pipeline::parts_factory {
 
   checkpoint::position_store& positions() override { return checkpoints_; }
 
-  // Takes the cluster's time, then backfills every mapping that reads `source` (as source,
-  // or as the target it fills) and hands back that time: streaming resumes from it, so
-  // nothing between is skipped.
-  mongo::result<std::optional<bson::timestamp>> resync(const mapping::planner& planner,
-                                                       const mapping::ns& source,
-                                                       std::stop_token stop) override {
-    auto from = conn_.operation_time();
-    if (!from) return from.error();
+  mongo::result<bson::timestamp> resync_start(const mapping::ns&) override {
+    return conn_.operation_time();
+  }
+
+  // Backfills every mapping that reads `source` (as source, or as the target it fills).
+  mongo::result<bool> resync_backfill(const mapping::planner& planner, const mapping::ns& source,
+                                      std::stop_token stop) override {
     std::vector<const mapping::mapping*> which;
     for (const auto& mp : planner.mappings()) {
       if (mp.source == source || (mp.fill_new_targets && mp.target == source)) which.push_back(&mp);
@@ -96,8 +95,7 @@ class mongo_parts final : public pipeline::parts_factory {
     ops::backfiller backfill(conn_, planner, metrics_, meta_db_);
     auto outcome = backfill.run(which, opts, stop);
     if (!outcome) return outcome.error();
-    if (!outcome->complete) return std::optional<bson::timestamp>{};  // stopped
-    return std::optional<bson::timestamp>{*from};
+    return outcome->complete;
   }
 
  private:

@@ -1,8 +1,9 @@
 #pragma once
 // What a supervisor builds each pipeline from: the daemon's factory makes MongoDB parts (a
 // change-stream watcher, the bulk writer, the checkpoint collection, re-sync by backfill);
-// tests make fakes. Called from the supervisor's controlling thread, except resync(), which
-// a pipeline's source calls from its own thread (so it must be thread-safe).
+// tests make fakes. Called from the supervisor's controlling thread, except the re-sync
+// calls, which a pipeline makes from its source's and its backfill's threads (so they must be
+// thread-safe).
 
 #include <memory>
 #include <optional>
@@ -41,12 +42,13 @@ class parts_factory {
   virtual std::unique_ptr<sink::batch_writer> make_writer() = 0;
   // Shared by every pipeline; each applier calls it from its own thread.
   virtual checkpoint::position_store& positions() = 0;
-  // History of `source` was lost and everything read before is applied: brings the copies of
-  // `planner`'s mappings that read `source` in line. Returns the operation time taken before
-  // it started (streaming resumes from it), nullopt when stopped first.
-  virtual mongo::result<std::optional<bson::timestamp>> resync(const mapping::planner& planner,
-                                                               const mapping::ns& source,
-                                                               std::stop_token stop) = 0;
+  // History of `source` was lost and everything read before is applied: the cluster's
+  // operation time now, from which the source streams again while the re-sync backfills.
+  virtual mongo::result<bson::timestamp> resync_start(const mapping::ns& source) = 0;
+  // Brings the copies of `planner`'s mappings that read `source` in line from scratch while
+  // the source's stream is applied beside it. True when done, false when stopped first.
+  virtual mongo::result<bool> resync_backfill(const mapping::planner& planner,
+                                              const mapping::ns& source, std::stop_token stop) = 0;
 
  protected:
   parts_factory() = default;

@@ -1,5 +1,8 @@
 #include "pipeline/pipeline.h"
 
+#include "common/backoff.h"
+#include "common/log.h"
+
 namespace denormd::pipeline {
 
 pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> planner,
@@ -39,6 +42,7 @@ void pipeline::stop_reading() {
 
 void pipeline::join_reading() {
   reader_->join();
+  stop_backfill();
 }
 
 void pipeline::finish() {
@@ -56,17 +60,58 @@ void pipeline::report_lag(std::int64_t now_ms) const {
 }
 
 start_position pipeline::resume_position() const {
+  if (resync_unfinished_) return from_;
   const auto& applied = applier_->applied_position();
   if (!applied) return from_;  // nothing applied: the old start is still where to begin
   return start_position{applied->token, std::nullopt, applier_->checkpoint_ms()};
 }
 
-mongo::result<std::optional<bson::timestamp>> pipeline::resync(std::stop_token stop) {
+mongo::result<std::optional<source::resync_started>> pipeline::resync(std::stop_token source_stop) {
+  // A re-sync under way is superseded: the stream lost its place again.
+  stop_backfill();
   // Everything read before the history was lost is applied first, so that no write from the
-  // stream lands after the re-sync's newer ones.
-  if (!applier_->wait_until_completed(reader_->pushed(), stop))
-    return std::optional<bson::timestamp>{};
-  return parts_.resync(*planner_, source_, stop);
+  // old stream lands after the backfill's newer ones.
+  if (!applier_->wait_until_completed(reader_->pushed(), source_stop))
+    return std::optional<source::resync_started>{};
+  // Until the backfill is done the checkpoint stays where it is, before the lost history: a
+  // restart meanwhile re-syncs again instead of trusting a backfill that did not finish.
+  applier_->hold_checkpoints(true);
+  resync_unfinished_ = true;
+  auto from = parts_.resync_start(source_);
+  if (!from) return from.error();
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  backfill_ = std::jthread([this, finished, source_stop](std::stop_token own) {
+    // Stops with the pipeline's source as well as on its own (a newer re-sync).
+    std::stop_source either;
+    std::stop_callback on_own(own, [&] { either.request_stop(); });
+    std::stop_callback on_source(source_stop, [&] { either.request_stop(); });
+    run_backfill(either.get_token(), *finished);
+  });
+  return std::optional<source::resync_started>{source::resync_started{*from, finished}};
+}
+
+void pipeline::run_backfill(std::stop_token stop, std::atomic<bool>& finished) {
+  backoff retry(std::chrono::milliseconds(500), std::chrono::milliseconds(10000));
+  while (!stop.stop_requested()) {
+    auto done = parts_.resync_backfill(*planner_, source_, stop);
+    if (done) {
+      if (!*done) return;  // stopped
+      resync_unfinished_ = false;
+      applier_->hold_checkpoints(false);
+      finished = true;
+      return;
+    }
+    metrics_.count_error("resync", done.error().metric_code());
+    log::error("pipeline", "re-sync backfill failed; retrying",
+               {{"source", name_}, {"error", done.error().to_string()}});
+    if (!retry.wait(stop)) return;
+  }
+}
+
+void pipeline::stop_backfill() {
+  if (!backfill_.joinable()) return;
+  backfill_.request_stop();
+  backfill_.join();
 }
 
 }  // namespace denormd::pipeline

@@ -8,10 +8,17 @@
 // then finish() and join() (the queue closes, the applier finishes the batch in flight and
 // stores its checkpoint). The destructor does whatever is left. Thread-safety: ready(),
 // state(), report_lag() and applied_events() from any thread; the rest from the supervisor's.
+//
+// After lost history the source asks for a re-sync (its hook runs on the source's thread):
+// once everything read is applied, the pipeline holds its checkpoints, takes the time the
+// source streams again from, and backfills on a thread of its own beside the stream; when
+// the backfill is done the checkpoints move on (docs/architecture.md, "Correctness").
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "metrics/metrics.h"
 #include "pipeline/parts_factory.h"
@@ -49,12 +56,17 @@ class pipeline {
   void report_lag(std::int64_t now_ms) const;
   std::uint64_t applied_events() const { return applier_->applied_events(); }
   // After join(): where a pipeline taking over from this one starts, so that nothing applied
-  // is applied again and nothing read but not applied is lost.
+  // is applied again and nothing read but not applied is lost. During an unfinished re-sync,
+  // where this one started (the new one re-syncs again).
   start_position resume_position() const;
 
  private:
-  // The source's re-sync hook: waits until everything read is applied, then re-syncs.
-  mongo::result<std::optional<bson::timestamp>> resync(std::stop_token stop);
+  // The source's re-sync hook: waits until everything read is applied, then starts a re-sync.
+  mongo::result<std::optional<source::resync_started>> resync(std::stop_token source_stop);
+  // The re-sync's backfill, retried until done or stopped.
+  void run_backfill(std::stop_token stop, std::atomic<bool>& finished);
+  // Stops the re-sync backfill under way, if any, and waits for it.
+  void stop_backfill();
 
   const mapping::ns source_;
   const std::shared_ptr<const mapping::planner> planner_;
@@ -67,6 +79,10 @@ class pipeline {
   std::unique_ptr<sink::batch_writer> writer_;
   std::unique_ptr<sink::applier> applier_;
   std::unique_ptr<source::change_source> reader_;
+  // The re-sync's backfill: started and replaced on the source's thread, joined once the
+  // source is (join_reading), so only one thread touches it at a time.
+  std::jthread backfill_;
+  std::atomic<bool> resync_unfinished_{false};
 };
 
 }  // namespace denormd::pipeline

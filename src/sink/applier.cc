@@ -80,7 +80,7 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
 }
 
 bool applier::store_pending(std::stop_token& stop) {
-  if (!pending_ || opts_.dry_run) return true;
+  if (!pending_ || opts_.dry_run || held_) return true;
   if (!with_retry(stop, "checkpoint", [&] { return checkpoints_.save(opts_.source, *position_); }))
     return false;
   pending_ = false;
@@ -170,8 +170,14 @@ void applier::run(std::stop_token stop) {
       advance(checkpoint::checkpoint{std::move(item.token), last_event_ms_, 0});
     }
   }
+  if (pending_ && held_) {
+    log::info("applier",
+              "stopping during a re-sync: the checkpoint stays before the lost history, so the "
+              "next start re-syncs again",
+              {{"source", name_}});
+  }
   // One attempt to store what was applied; if it fails, the next start replays it.
-  if (pending_ && !opts_.dry_run) {
+  if (pending_ && !opts_.dry_run && !held_) {
     if (auto st = checkpoints_.save(opts_.source, *position_); st) {
       checkpoint_ms_ = wall_ms();
     } else {

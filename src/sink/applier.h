@@ -66,6 +66,11 @@ class applier {
   bool wait_until_completed(std::uint64_t n, std::stop_token stop);
   // When the last checkpoint was stored (ms since the epoch; initial_checkpoint_ms until then).
   std::int64_t checkpoint_ms() const { return checkpoint_ms_.load(); }
+  // While held, applied positions are kept but not stored (a re-sync's backfill is under
+  // way: a restart must find the checkpoint before the lost history and re-sync again); on
+  // release, the newest one is stored with the next batch or quiet spell. Any thread.
+  void hold_checkpoints(bool held) { held_ = held; }
+  bool checkpoints_held() const { return held_.load(); }
   // After join(): the position after which every item taken was applied (stored or not):
   // where a pipeline replacing this one starts. nullopt when nothing was applied.
   const std::optional<checkpoint::checkpoint>& applied_position() const { return position_; }
@@ -102,6 +107,7 @@ class applier {
   std::atomic<std::int64_t> in_flight_oldest_ms_{0};
   std::atomic<std::int64_t> checkpoint_ms_{0};
   std::atomic<bool> read_any_{false};  // an item was taken from the queue
+  std::atomic<bool> held_{false};
   std::atomic<std::uint64_t> applied_{0};
   std::atomic<std::uint64_t> completed_items_{0};
   std::mutex completed_mutex_;  // with completed_cv_: wakes wait_until_completed()

@@ -5,10 +5,30 @@
 // Lifecycle: start() once; request_stop() then join() (the destructor of an implementation
 // does both). Accessors are thread-safe.
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
 #include <string>
 
+#include "bson/value.h"
+#include "mongo/driver_error.h"
+
 namespace denormd::source {
+
+// A re-sync under way after lost history (docs/architecture.md, "Correctness"): the source
+// streams again from `from` at once, while the backfill runs beside it; `finished` turns true
+// once the backfill is done (the stored checkpoint may move on from then).
+struct resync_started {
+  bson::timestamp from;
+  std::shared_ptr<const std::atomic<bool>> finished;
+};
+
+// Starts a re-sync, once everything read before is applied; nullopt when stopped first
+// (nothing to retry); an error is retried. Called from the source's own thread.
+using resync_hook = std::function<mongo::result<std::optional<resync_started>>(std::stop_token)>;
 
 class change_source {
  public:

@@ -107,22 +107,22 @@ std::optional<bson::timestamp> watcher::recover(std::stop_token& stop,
   if (!episode_) {
     // Counted and logged once per episode, however many re-syncs it takes.
     metrics_.count_history_lost(name_);
-    episode_ = episode{0, now};
+    episode_ = episode{0, now, nullptr};
     if (!soon_again) resync_backoff_.reset();
     log::warn("watcher",
-              "change stream history lost: re-syncing the affected mappings from the source, "
-              "then streaming from the time taken before the re-sync; nothing is skipped",
+              "change stream history lost: re-syncing the affected mappings from the source "
+              "while streaming from the time taken before the re-sync; nothing is skipped",
               {{"source", name_}, {"error", e.to_string()}});
   }
   if (episode_->resyncs == 0 && !soon_again) {
-    set_state(false, "re-syncing after lost history");
+    set_state(false, "re-syncing after lost history (streaming beside the backfill)");
   } else {
-    // The oplog rolled past the last re-sync's start while it ran (or soon after it caught
-    // up). Another re-sync at once would add its own writes to the roll and lose the same
-    // race: wait longer each time.
+    // The oplog rolled past the stream's place during the last re-sync (or soon after it
+    // caught up). Another re-sync at once would add its own writes to the roll and lose the
+    // same race: wait longer each time.
     set_state(false, "re-syncing after lost history (attempt " +
                          std::to_string(episode_->resyncs + 1) +
-                         "; the oplog rolled past the last re-sync's start)");
+                         "; the oplog rolled past the stream during the last one)");
     log::debug("watcher", "history lost again after a re-sync; re-syncing after a back-off",
                {{"source", name_},
                 {"resyncs", episode_->resyncs},
@@ -130,22 +130,25 @@ std::optional<bson::timestamp> watcher::recover(std::stop_token& stop,
     if (!resync_backoff_.wait(stop)) return std::nullopt;
   }
   ++episode_->resyncs;
-  return resync_until_done(stop);
+  auto started = resync_until_started(stop);
+  if (!started) return std::nullopt;
+  episode_->finished = std::move(started->finished);
+  return started->from;
 }
 
-std::optional<bson::timestamp> watcher::resync_until_done(std::stop_token& stop) {
+std::optional<resync_started> watcher::resync_until_started(std::stop_token& stop) {
   backoff retry(std::chrono::milliseconds(500), opts_.max_backoff);
   while (!stop.stop_requested()) {
-    auto from = opts_.resync(stop);
-    if (from) {
-      if (!*from) break;  // stopped
-      log::debug("watcher", "re-sync done; streaming from its start time",
-                 {{"source", name_}, {"from_t", (*from)->t}});
-      return **from;
+    auto started = opts_.resync(stop);
+    if (started) {
+      if (!*started) break;  // stopped
+      log::debug("watcher", "re-sync started; streaming from its start time beside its backfill",
+                 {{"source", name_}, {"from_t", (*started)->from.t}});
+      return std::move(*started);
     }
-    metrics_.count_error("resync", from.error().metric_code());
+    metrics_.count_error("resync", started.error().metric_code());
     log::error("watcher", "re-sync failed; retrying",
-               {{"source", name_}, {"error", from.error().to_string()}});
+               {{"source", name_}, {"error", started.error().to_string()}});
     if (!retry.wait(stop)) break;
   }
   return std::nullopt;
@@ -237,7 +240,7 @@ void watcher::run(std::stop_token stop) {
         if (!recovered(next.error(), "change stream failed")) stop_now = true;
         break;
       }
-      if (episode_) end_episode();
+      if (episode_ && episode_->finished && episode_->finished->load()) end_episode();
       auto new_token = (*stream)->resume_token();
       if (!*next) {
         // Idle: keep the checkpoint moving so it never falls off the oplog. A token-only item

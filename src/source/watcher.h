@@ -3,8 +3,9 @@
 // stored position, hands every event to its queue in stream order, turns idle periods into
 // token-only items (so checkpoints keep up with a quiet source), and reopens after transient
 // errors from the last token it handed over. Lost history is re-synced through the resync
-// hook (then streaming goes on from the time taken before it); the re-syncs until a stream
-// starts at a re-sync's time are one episode, counted and logged once. Invalidation (drop,
+// hook: streaming goes on at once from the time taken before it while its backfill runs, so
+// the stream keeps its place in the oplog however long the backfill takes; the re-syncs until
+// one's backfill finishes are one episode, counted and logged once. Invalidation (drop,
 // rename) and stop end the thread and leave the watcher not ready, with the reason in state().
 // Lifecycle: start() once, request_stop() then join(). Thread-safe accessors.
 
@@ -25,21 +26,16 @@
 
 namespace denormd::source {
 
-// Brings the affected copies in line after lost history, once everything read before is
-// applied, and returns the operation time taken before it started (the stream resumes from
-// it); nullopt when it was stopped first (nothing to retry); an error is retried.
-using resync_hook = std::function<mongo::result<std::optional<bson::timestamp>>(std::stop_token)>;
-
 struct watcher_options {
   mapping::ns source;
   std::optional<bson::document> resume_after;  // the stored checkpoint or --resume-after
   std::optional<bson::timestamp> start_at;     // --start-at (when there is no token)
   std::int32_t max_await_ms = 1000;
   std::chrono::milliseconds max_backoff{10000};
-  // Between re-syncs of one lost-history episode: when the stream cannot start at a
-  // re-sync's time either (the oplog rolled past it while the re-sync ran), the next re-sync
-  // waits, from the first delay doubling up to the cap, so re-syncs do not feed the roll.
-  // History lost again within the cap after a re-sync caught up goes on from the last wait.
+  // Between re-syncs of one lost-history episode: when the stream loses its place again
+  // (the oplog rolled past it before it was read), the next re-sync waits, from the first
+  // delay doubling up to the cap, so re-syncs do not feed the roll. History lost again
+  // within the cap after a re-sync caught up goes on from the last wait.
   std::chrono::milliseconds first_resync_backoff{1000};
   std::chrono::milliseconds max_resync_backoff{30000};
   // When history is lost. Without it the watcher stops, not ready.
@@ -69,12 +65,12 @@ class watcher final : public change_source {
   // Handles lost history: re-sync (retrying) and return where to stream from, or nullopt
   // when the watcher has to stop.
   std::optional<bson::timestamp> recover(std::stop_token& stop, const mongo::driver_error& e);
-  // Runs the resync hook until it succeeds; nullopt when stopped meanwhile.
-  std::optional<bson::timestamp> resync_until_done(std::stop_token& stop);
+  // Runs the resync hook until it starts a re-sync; nullopt when stopped meanwhile.
+  std::optional<resync_started> resync_until_started(std::stop_token& stop);
   // Hands one event to the queue and notes a drop, rename or invalidation; false when the
   // watcher ends (the queue closed, or the stream was invalidated).
   bool queue_event(std::vector<std::uint8_t> event, bson::document token);
-  // A stream read after lost history: the episode is over.
+  // The re-sync's backfill finished while the stream read on: the episode is over.
   void end_episode();
   void set_state(bool ready, std::string state);
 
@@ -93,6 +89,7 @@ class watcher final : public change_source {
   struct episode {
     int resyncs = 0;
     std::chrono::steady_clock::time_point began;
+    std::shared_ptr<const std::atomic<bool>> finished;  // the latest re-sync's backfill
   };
   std::optional<episode> episode_;
   backoff resync_backoff_;

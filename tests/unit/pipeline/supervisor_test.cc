@@ -1,7 +1,8 @@
 // The supervisor with fake parts (a scripted change source, a recording writer and checkpoint
 // store): pipelines start, stop and are replaced one at a time while the others run; a
 // replacement resumes after the last applied item with its new planner; stop_all() keeps the
-// daemon's shutdown order; a re-sync waits until everything read is applied.
+// daemon's shutdown order; a re-sync waits until everything read is applied, streams beside
+// its backfill and holds the checkpoints until the backfill is done.
 #include "pipeline/supervisor.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bson/convert.h"
@@ -63,13 +65,15 @@ source::stream_item rename(const mapping::ns& ns, const std::string& data) {
 
 // What the fakes saw, in order: "apply <coll> <ops> <tokens...>", "save <coll> <token>",
 // "stop <coll>" (a source asked to stop), "resyncing <coll>" (a source called its re-sync
-// hook), "resync <coll> <events acknowledged so far>" (the hook called the factory).
+// hook), "resync <coll> <events acknowledged so far>" (the hook took the start time),
+// "backfill <coll>" and then "backfill <coll> done" or "backfill <coll> stopped".
 struct journal {
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<std::string> lines;
   std::map<std::string, int> acked;  // events acknowledged per collection
   std::atomic<bool> writes_fail{false};
+  std::atomic<bool> backfills_wait{false};  // a re-sync's backfill waits until this is false
 
   void add(std::string line) {
     std::lock_guard lock(mutex);
@@ -120,6 +124,11 @@ class fake_source final : public source::change_source {
     std::lock_guard lock(mutex_);
     return resync_outcome_;
   }
+  // Whether the latest re-sync's backfill finished.
+  bool resync_finished() {
+    std::lock_guard lock(mutex_);
+    return finished_ && finished_->load();
+  }
 
  private:
   void run(std::stop_token stop);
@@ -134,6 +143,7 @@ class fake_source final : public source::change_source {
   std::condition_variable_any fed_;
   std::deque<std::optional<source::stream_item>> inbox_;
   std::string resync_outcome_;
+  std::shared_ptr<const std::atomic<bool>> finished_;
   std::jthread thread_;
 };
 
@@ -201,11 +211,17 @@ class fake_parts final : public parts_factory {
     return std::make_unique<fake_writer>(log);
   }
   checkpoint::position_store& positions() override { return store_; }
-  mongo::result<std::optional<bson::timestamp>> resync(const mapping::planner&,
-                                                       const mapping::ns& ns,
-                                                       std::stop_token) override {
+  mongo::result<bson::timestamp> resync_start(const mapping::ns& ns) override {
     log.add("resync " + ns.coll + " " + std::to_string(log.acked_events(ns.coll)));
-    return std::optional<bson::timestamp>{bson::timestamp{7, 1}};
+    return bson::timestamp{7, 1};
+  }
+  mongo::result<bool> resync_backfill(const mapping::planner&, const mapping::ns& ns,
+                                      std::stop_token stop) override {
+    log.add("backfill " + ns.coll);
+    while (log.backfills_wait && !stop.stop_requested())
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    log.add("backfill " + ns.coll + (stop.stop_requested() ? " stopped" : " done"));
+    return !stop.stop_requested();
   }
 
   fake_source& latest(const mapping::ns& ns) {
@@ -274,9 +290,12 @@ void fake_source::run(std::stop_token stop) {
       continue;
     }
     parts_.log.add("resyncing " + ns_.coll);
-    auto from = resync_(stop);
+    auto started = resync_(stop);
     lock.lock();
-    resync_outcome_ = !from ? "error" : !*from ? "stopped" : "from " + std::to_string((*from)->t);
+    resync_outcome_ = !started    ? "error"
+                      : !*started ? "stopped"
+                                  : "from " + std::to_string((*started)->from.t);
+    if (started && *started) finished_ = (*started)->finished;
   }
   ready_ = false;
 }
@@ -407,6 +426,84 @@ TEST_F(supervisor_test, a_stop_while_a_resync_waits_ends_it_as_stopped) {
   std::lock_guard lock(parts_.log.mutex);
   for (const auto& line : parts_.log.lines)
     EXPECT_FALSE(line.starts_with("resync ")) << line;
+}
+
+TEST_F(supervisor_test, a_resync_streams_beside_its_backfill_and_holds_checkpoints_until_done) {
+  supervisor s(parts_, metrics_, opts_);
+  s.start(customers, both_, {});
+  fake_source& src = parts_.latest(customers);
+  src.feed(rename(customers, "c1"));
+  ASSERT_TRUE(parts_.log.wait_for("save customers c1"));
+  parts_.log.backfills_wait = true;
+  src.feed(std::nullopt);  // history lost
+  ASSERT_TRUE(parts_.log.wait_for("backfill customers"));
+  EXPECT_EQ(src.resync_outcome(), "from 7");
+  // The stream goes on from the re-sync's time while the backfill runs...
+  src.feed(rename(customers, "c2"));
+  ASSERT_TRUE(parts_.log.wait_for("apply customers 1 c2"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // quiet: a store would be due
+  EXPECT_FALSE(parts_.log.has("save customers c2")) << "stored before the backfill finished";
+  EXPECT_FALSE(src.resync_finished());
+  // ...and its position is stored once the backfill is done.
+  parts_.log.backfills_wait = false;
+  EXPECT_TRUE(parts_.log.wait_for("backfill customers done"));
+  EXPECT_TRUE(parts_.log.wait_for("save customers c2"));
+  EXPECT_TRUE(src.resync_finished());
+  s.stop_all();
+}
+
+TEST_F(supervisor_test, a_stop_during_a_resync_backfill_keeps_the_checkpoint_before_the_loss) {
+  supervisor s(parts_, metrics_, opts_);
+  s.start(customers, both_, {});
+  fake_source& src = parts_.latest(customers);
+  src.feed(rename(customers, "c1"));
+  ASSERT_TRUE(parts_.log.wait_for("save customers c1"));
+  parts_.log.backfills_wait = true;
+  src.feed(std::nullopt);
+  ASSERT_TRUE(parts_.log.wait_for("backfill customers"));
+  src.feed(rename(customers, "c2"));
+  ASSERT_TRUE(parts_.log.wait_for("apply customers 1 c2"));
+  s.stop_all();
+  EXPECT_TRUE(parts_.log.has("backfill customers stopped"));
+  EXPECT_FALSE(parts_.log.has("save customers c2"))
+      << "a restart would skip what the unfinished backfill had not reached";
+  EXPECT_FALSE(src.resync_finished());
+}
+
+TEST_F(supervisor_test, a_replacement_during_a_resync_starts_where_the_old_one_did) {
+  supervisor s(parts_, metrics_, opts_);
+  start_position from;
+  from.start_at = bson::timestamp{42, 3};
+  s.start(customers, both_, from);
+  fake_source& src = parts_.latest(customers);
+  src.feed(rename(customers, "c1"));
+  ASSERT_TRUE(parts_.log.wait_for("apply customers 1 c1"));
+  parts_.log.backfills_wait = true;
+  src.feed(std::nullopt);
+  ASSERT_TRUE(parts_.log.wait_for("backfill customers"));
+  ASSERT_TRUE(s.replace(customers, both_));
+  EXPECT_TRUE(parts_.log.has("backfill customers stopped"));
+  std::lock_guard lock(parts_.mutex);
+  ASSERT_EQ(parts_.sources.size(), 2U);
+  EXPECT_FALSE(parts_.sources.back().from.resume_after.has_value());
+  ASSERT_TRUE(parts_.sources.back().from.start_at.has_value());
+  EXPECT_EQ(parts_.sources.back().from.start_at->t, 42U) << "it must re-sync again";
+}
+
+TEST_F(supervisor_test, a_second_loss_during_a_backfill_starts_a_new_one) {
+  supervisor s(parts_, metrics_, opts_);
+  s.start(customers, both_, {});
+  fake_source& src = parts_.latest(customers);
+  parts_.log.backfills_wait = true;
+  src.feed(std::nullopt);
+  ASSERT_TRUE(parts_.log.wait_for("backfill customers"));
+  src.feed(std::nullopt);  // the stream lost its place again
+  ASSERT_TRUE(parts_.log.wait_for("backfill customers stopped"));
+  parts_.log.backfills_wait = false;
+  EXPECT_TRUE(parts_.log.wait_for("backfill customers done"));
+  s.stop_all();
+  std::lock_guard lock(parts_.log.mutex);
+  EXPECT_EQ(std::count(parts_.log.lines.begin(), parts_.log.lines.end(), "backfill customers"), 2);
 }
 
 }  // namespace

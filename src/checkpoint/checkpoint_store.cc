@@ -1,6 +1,6 @@
 #include "checkpoint/checkpoint_store.h"
 
-#include <chrono>
+#include "common/clock.h"
 
 namespace denormd::checkpoint {
 
@@ -25,7 +25,7 @@ std::optional<checkpoint> parse_checkpoint(const bson::document& doc) {
   return cp;
 }
 
-checkpoint_store::checkpoint_store(mongo::connection& conn, std::string db)
+checkpoint_store::checkpoint_store(mongo::document_client& conn, std::string db)
     : conn_(conn), db_(std::move(db)) {}
 
 mongo::result<std::optional<checkpoint>> checkpoint_store::load(const mapping::ns& source) {
@@ -36,9 +36,7 @@ mongo::result<std::optional<checkpoint>> checkpoint_store::load(const mapping::n
 }
 
 mongo::status checkpoint_store::save(const mapping::ns& source, const checkpoint& cp) {
-  const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
+  const std::int64_t now = wall_ms();
   const bson::document filter{{"_id", source.full()}};
   const bson::document update = save_update(cp, now);
   mongo::write_request r;

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "checkpoint/position_store.h"
-#include "mongo/connection.h"
+#include "mongo/document_client.h"
 
 namespace denormd::checkpoint {
 
@@ -24,14 +24,14 @@ std::optional<checkpoint> parse_checkpoint(const bson::document& doc);
 
 class checkpoint_store final : public position_store {
  public:
-  checkpoint_store(mongo::connection& conn, std::string db);
+  checkpoint_store(mongo::document_client& conn, std::string db);
 
   mongo::result<std::optional<checkpoint>> load(const mapping::ns& source) override;
   mongo::status save(const mapping::ns& source, const checkpoint& cp) override;
   const std::string& db() const { return db_; }
 
  private:
-  mongo::connection& conn_;
+  mongo::document_client& conn_;
   std::string db_;
 };
 

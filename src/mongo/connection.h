@@ -13,37 +13,12 @@
 #include <vector>
 
 #include "bson/value.h"
+#include "mongo/document_client.h"
 #include "mongo/driver_error.h"
 
 namespace denormd::mongo {
 
 class change_stream;
-
-// One update statement of a bulk write; refers to documents the caller keeps alive.
-struct write_request {
-  bool multi = false;
-  const bson::document* filter = nullptr;
-  const bson::document* update = nullptr;
-  const bson::array* array_filters = nullptr;  // optional
-  bool upsert = false;
-};
-
-struct bulk_outcome {
-  std::int64_t matched = 0;
-  std::int64_t modified = 0;
-  std::int64_t upserted = 0;
-  // Ordered bulks stop at the first failing statement; the ones after it did not run. The
-  // driver's own refusal of a statement (an invalid update document) is reported the same way.
-  std::optional<std::size_t> failed_index;
-  std::optional<driver_error> write_error;
-};
-
-struct find_options {
-  bson::document sort;
-  bson::document projection;
-  std::int64_t limit = 0;  // 0: no limit
-  std::int32_t batch_size = 0;
-};
 
 struct watch_options {
   std::optional<bson::document> resume_after;
@@ -63,13 +38,13 @@ struct connect_options {
   std::int32_t connect_timeout_ms = 0;
 };
 
-class connection {
+class connection final : public document_client {
  public:
   // Parses the URI and creates the pool; does not contact the server yet.
   static result<std::unique_ptr<connection>> open(const std::string& uri,
                                                   const std::string& app_name,
                                                   const connect_options& timeouts = {});
-  ~connection();
+  ~connection() override;
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
@@ -80,21 +55,22 @@ class connection {
   // The server's current operation time (from a ping's operationTime).
   result<bson::timestamp> operation_time();
 
-  // Bulk update with w:"majority". A write error is reported in the outcome, not as a
-  // failure; failures are errors of the whole command (network, election, write concern).
+  // document_client: bulk updates with w:"majority", inserts, finds.
   result<bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
-                                   std::span<const write_request> requests, bool ordered);
+                                   std::span<const write_request> requests, bool ordered) override;
   status replace_one(const std::string& db, const std::string& coll, const bson::document& filter,
                      const bson::document& replacement, bool upsert);
-  status insert_one(const std::string& db, const std::string& coll, const bson::document& doc);
+  status insert_one(const std::string& db, const std::string& coll,
+                    const bson::document& doc) override;
 
-  // Streams the matching documents to `each` (return false to stop early).
   status find_each(const std::string& db, const std::string& coll, const bson::document& filter,
-                   const find_options& opts, const std::function<bool(bson::document&&)>& each);
+                   const find_options& opts,
+                   const std::function<bool(bson::document&&)>& each) override;
   result<std::vector<bson::document>> find(const std::string& db, const std::string& coll,
-                                           const bson::document& filter, const find_options& opts);
+                                           const bson::document& filter,
+                                           const find_options& opts) override;
   result<std::optional<bson::document>> find_one(const std::string& db, const std::string& coll,
-                                                 const bson::document& filter);
+                                                 const bson::document& filter) override;
 
   // Opens a collection change stream; the stream keeps a pooled client until destroyed.
   result<std::unique_ptr<change_stream>> watch(const std::string& db, const std::string& coll,

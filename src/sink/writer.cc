@@ -26,7 +26,7 @@ const bson::document* token_of(const mapping::write_op& op,
 
 }  // namespace
 
-writer::writer(mongo::connection& conn, metrics::metrics& m, writer_options opts)
+writer::writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts)
     : conn_(conn), metrics_(m), opts_(std::move(opts)) {}
 
 void writer::acknowledged(const mapping::write_op& op, std::int64_t now) {
@@ -131,30 +131,44 @@ mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,
 mongo::status writer::run_per_document(const mapping::write_op& op,
                                        std::span<const bson::document> event_tokens,
                                        const mapping::ns& source) {
+  log::info("writer", "a multi-document write was rejected; writing its documents one by one",
+            {{"mapping", mapping_name(op)}});
+  // The matching documents are streamed and written a chunk at a time: a fan-out of millions
+  // holds at most one chunk of statements (each with its own copy of the update). Writing
+  // while reading may show a document twice, which only repeats an idempotent write.
+  constexpr std::size_t chunk = 1000;
   mongo::find_options ids_only;
   ids_only.projection = bson::document{{"_id", 1}};
+  ids_only.batch_size = static_cast<std::int32_t>(chunk);
   const auto& w = std::get<mapping::update_write>(op.what);
-  auto docs = conn_.find(op.target.db, op.target.coll, w.filter, ids_only);
-  if (!docs) return docs.error();
   std::vector<mapping::write_op> single;
-  single.reserve(docs->size());
-  for (const auto& doc : *docs) {
-    const bson::value* id = doc.get("_id");
-    if (id == nullptr) continue;
-    mapping::write_op one = op;
-    auto& one_write = std::get<mapping::update_write>(one.what);
-    one_write.many = false;
-    one_write.filter = bson::document{
-        {"$and", bson::array{bson::document{{"_id", mapping::literal(*id)}}, w.filter}}};
-    single.push_back(std::move(one));
-  }
   std::vector<const mapping::write_op*> run;
-  run.reserve(single.size());
-  for (const auto& one : single)
-    run.push_back(&one);
-  log::info("writer", "a multi-document write was rejected; writing its documents one by one",
-            {{"mapping", mapping_name(op)}, {"documents", std::to_string(run.size())}});
-  return run_bulk(run, event_tokens, source, &op);
+  std::optional<mongo::driver_error> failed;
+  auto flush = [&]() -> bool {
+    run.clear();
+    for (const auto& one : single)
+      run.push_back(&one);
+    auto st = run_bulk(run, event_tokens, source, &op);
+    single.clear();
+    if (!st) failed = st.error();
+    return !failed;
+  };
+  auto st =
+      conn_.find_each(op.target.db, op.target.coll, w.filter, ids_only, [&](bson::document&& doc) {
+        const bson::value* id = doc.get("_id");
+        if (id == nullptr) return true;
+        mapping::write_op one = op;
+        auto& one_write = std::get<mapping::update_write>(one.what);
+        one_write.many = false;
+        one_write.filter = bson::document{
+            {"$and", bson::array{bson::document{{"_id", mapping::literal(*id)}}, w.filter}}};
+        single.push_back(std::move(one));
+        return single.size() < chunk || flush();
+      });
+  if (failed) return *failed;
+  if (!st) return st;
+  if (!single.empty() && !flush()) return *failed;
+  return {};
 }
 
 // The kinds' view of the database during one completion: reads and single-document writes,

@@ -16,7 +16,7 @@
 #include "bson/value.h"
 #include "mapping/write_op.h"
 #include "metrics/metrics.h"
-#include "mongo/connection.h"
+#include "mongo/document_client.h"
 #include "sink/batch_writer.h"
 
 namespace denormd::sink {
@@ -30,7 +30,7 @@ struct writer_options {
 
 class writer final : public batch_writer {
  public:
-  writer(mongo::connection& conn, metrics::metrics& m, writer_options opts);
+  writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts);
 
   // `event_tokens[op.event]` is the resume token of the event each op came from.
   mongo::status apply(const std::vector<mapping::write_op>& ops,
@@ -69,7 +69,7 @@ class writer final : public batch_writer {
 
   class store;
 
-  mongo::connection& conn_;
+  mongo::document_client& conn_;
   metrics::metrics& metrics_;
   writer_options opts_;
   std::vector<const mapping::write_op*> rejected_;

@@ -1,7 +1,12 @@
-// The stored checkpoint document: what a save writes and what a load reads back.
+// The stored checkpoint document: what a save writes and what a load reads back, through a
+// client that keeps the collection in memory.
 #include "checkpoint/checkpoint_store.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <string>
 
 #include "bson/json.h"
 
@@ -60,6 +65,92 @@ TEST(checkpoint_store_test, a_document_without_a_token_is_no_checkpoint) {
   ASSERT_TRUE(bare.has_value());
   EXPECT_EQ(bare->event_ms, 0);
   EXPECT_EQ(bare->saved_ms, 0);
+}
+
+// A client holding one collection in memory: an upsert by _id applies $set; finds by _id.
+class memory_client final : public mongo::document_client {
+ public:
+  std::map<std::string, bson::document> docs;  // by _id
+  std::string last_ns;
+  bool upserted = false;
+  std::optional<mongo::driver_error> fail;
+
+  mongo::result<mongo::bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
+                                                 std::span<const mongo::write_request> requests,
+                                                 bool) override {
+    last_ns = db + "." + coll;
+    if (fail) return mongo::failure(*fail);
+    mongo::bulk_outcome out;
+    for (const auto& r : requests) {
+      const std::string id = r.filter->get("_id")->as_string();
+      upserted = r.upsert;
+      bson::document& d = docs[id];
+      if (!d.contains("_id")) d.append("_id", id);
+      for (const auto& f : r.update->get("$set")->as_document())
+        d.set(f.name, f.val);
+      ++out.matched;
+    }
+    return out;
+  }
+  mongo::status insert_one(const std::string&, const std::string&, const bson::document&) override {
+    ADD_FAILURE() << "a checkpoint is never inserted";
+    return {};
+  }
+  mongo::status find_each(const std::string&, const std::string&, const bson::document&,
+                          const mongo::find_options&,
+                          const std::function<bool(bson::document&&)>&) override {
+    ADD_FAILURE() << "a checkpoint is read by _id";
+    return {};
+  }
+  mongo::result<std::vector<bson::document>> find(const std::string&, const std::string&,
+                                                  const bson::document&,
+                                                  const mongo::find_options&) override {
+    ADD_FAILURE() << "a checkpoint is read by _id";
+    return std::vector<bson::document>{};
+  }
+  mongo::result<std::optional<bson::document>> find_one(const std::string& db,
+                                                        const std::string& coll,
+                                                        const bson::document& filter) override {
+    last_ns = db + "." + coll;
+    if (fail) return mongo::failure(*fail);
+    auto it = docs.find(filter.get("_id")->as_string());
+    if (it == docs.end()) return std::optional<bson::document>{};
+    return std::optional<bson::document>(it->second);
+  }
+};
+
+TEST(checkpoint_store_test, save_then_load_round_trips_per_namespace_in_the_meta_database) {
+  memory_client client;
+  checkpoint_store store(client, "meta");
+  const mapping::ns customers{"shop", "customers"};
+  auto none = store.load(customers);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(client.last_ns, "meta.denormd_checkpoints");
+
+  ASSERT_TRUE(store.save(customers, checkpoint{parse(R"({"_data":"01"})"), 1000, 0}));
+  EXPECT_TRUE(client.upserted);
+  ASSERT_TRUE(store.save({"shop", "products"}, checkpoint{parse(R"({"_data":"99"})"), 5, 0}));
+  // A quiet save (no event time) moves the token and keeps the last event's time.
+  ASSERT_TRUE(store.save(customers, checkpoint{parse(R"({"_data":"02"})"), 0, 0}));
+  auto back = store.load(customers);
+  ASSERT_TRUE(back && back->has_value());
+  EXPECT_EQ(bson::to_json((*back)->token), R"({"_data":"02"})");
+  EXPECT_EQ((*back)->event_ms, 1000);
+  EXPECT_GT((*back)->saved_ms, 0);
+  EXPECT_EQ(client.docs.size(), 2u);
+}
+
+TEST(checkpoint_store_test, failures_are_returned_as_values) {
+  memory_client client;
+  checkpoint_store store(client, "meta");
+  client.fail = mongo::driver_error{mongo::driver_error::origin::network, 0, "down", {}};
+  auto loaded = store.load({"shop", "customers"});
+  ASSERT_FALSE(loaded);
+  EXPECT_EQ(loaded.error().message, "down");
+  auto saved = store.save({"shop", "customers"}, checkpoint{parse(R"({"_data":"01"})"), 1, 0});
+  ASSERT_FALSE(saved);
+  EXPECT_EQ(saved.error().message, "down");
 }
 
 }  // namespace

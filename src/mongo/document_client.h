@@ -1,0 +1,72 @@
+#pragma once
+// The document reads and writes the sink and the checkpoint store make, apart from the
+// connection that implements them over the driver: they depend on this, so their policy
+// (ordering, dead letters, per-document fallback) is unit-testable with a fake.
+// Implementations are thread-safe.
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bson/value.h"
+#include "mongo/driver_error.h"
+
+namespace denormd::mongo {
+
+// One update statement of a bulk write; refers to documents the caller keeps alive.
+struct write_request {
+  bool multi = false;
+  const bson::document* filter = nullptr;
+  const bson::document* update = nullptr;
+  const bson::array* array_filters = nullptr;  // optional
+  bool upsert = false;
+};
+
+struct bulk_outcome {
+  std::int64_t matched = 0;
+  std::int64_t modified = 0;
+  std::int64_t upserted = 0;
+  // Ordered bulks stop at the first failing statement; the ones after it did not run. The
+  // driver's own refusal of a statement (an invalid update document) is reported the same way.
+  std::optional<std::size_t> failed_index;
+  std::optional<driver_error> write_error;
+};
+
+struct find_options {
+  bson::document sort;
+  bson::document projection;
+  std::int64_t limit = 0;  // 0: no limit
+  std::int32_t batch_size = 0;
+};
+
+class document_client {
+ public:
+  virtual ~document_client() = default;
+
+  // Bulk update with w:"majority". A write error is reported in the outcome, not as a
+  // failure; failures are errors of the whole command (network, election, write concern).
+  virtual result<bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
+                                           std::span<const write_request> requests,
+                                           bool ordered) = 0;
+  virtual status insert_one(const std::string& db, const std::string& coll,
+                            const bson::document& doc) = 0;
+  // Streams the matching documents to `each` (return false to stop early).
+  virtual status find_each(const std::string& db, const std::string& coll,
+                           const bson::document& filter, const find_options& opts,
+                           const std::function<bool(bson::document&&)>& each) = 0;
+  virtual result<std::vector<bson::document>> find(const std::string& db, const std::string& coll,
+                                                   const bson::document& filter,
+                                                   const find_options& opts) = 0;
+  virtual result<std::optional<bson::document>> find_one(const std::string& db,
+                                                         const std::string& coll,
+                                                         const bson::document& filter) = 0;
+
+ protected:
+  document_client() = default;
+  document_client(const document_client&) = default;
+  document_client& operator=(const document_client&) = default;
+};
+
+}  // namespace denormd::mongo

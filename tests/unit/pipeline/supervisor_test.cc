@@ -318,6 +318,21 @@ class supervisor_test : public ::testing::Test {
     ASSERT_TRUE(parts_.log.wait_for("save products p1"));
   }
 
+  // Customers: c1 applied and stored, then history lost, the re-sync's backfill held
+  // (backfills_wait), and c2 read and applied beside it.
+  fake_source& apply_c1_lose_history_then_apply_c2(supervisor& s) {
+    s.start(customers, both_, {});
+    fake_source& src = parts_.latest(customers);
+    src.feed(rename(customers, "c1"));
+    EXPECT_TRUE(parts_.log.wait_for("save customers c1"));
+    parts_.log.backfills_wait = true;
+    src.feed(std::nullopt);  // history lost
+    EXPECT_TRUE(parts_.log.wait_for("backfill customers"));
+    src.feed(rename(customers, "c2"));
+    EXPECT_TRUE(parts_.log.wait_for("apply customers 1 c2"));
+    return src;
+  }
+
   std::shared_ptr<const mapping::planner> both_ =
       planner_of({copy_mapping("customers", "name"), copy_mapping("products", "name")});
   fake_parts parts_;
@@ -430,44 +445,30 @@ TEST_F(supervisor_test, a_stop_while_a_resync_waits_ends_it_as_stopped) {
 
 TEST_F(supervisor_test, a_resync_streams_beside_its_backfill_and_holds_checkpoints_until_done) {
   supervisor s(parts_, metrics_, opts_);
-  s.start(customers, both_, {});
-  fake_source& src = parts_.latest(customers);
-  src.feed(rename(customers, "c1"));
-  ASSERT_TRUE(parts_.log.wait_for("save customers c1"));
-  parts_.log.backfills_wait = true;
-  src.feed(std::nullopt);  // history lost
-  ASSERT_TRUE(parts_.log.wait_for("backfill customers"));
-  EXPECT_EQ(src.resync_outcome(), "from 7");
-  // The stream goes on from the re-sync's time while the backfill runs...
-  src.feed(rename(customers, "c2"));
-  ASSERT_TRUE(parts_.log.wait_for("apply customers 1 c2"));
+  fake_source* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(src = &apply_c1_lose_history_then_apply_c2(s));
+  EXPECT_EQ(src->resync_outcome(), "from 7");
+  // The stream went on from the re-sync's time while the backfill runs...
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // quiet: a store would be due
   EXPECT_FALSE(parts_.log.has("save customers c2")) << "stored before the backfill finished";
-  EXPECT_FALSE(src.resync_finished());
+  EXPECT_FALSE(src->resync_finished());
   // ...and its position is stored once the backfill is done.
   parts_.log.backfills_wait = false;
   EXPECT_TRUE(parts_.log.wait_for("backfill customers done"));
   EXPECT_TRUE(parts_.log.wait_for("save customers c2"));
-  EXPECT_TRUE(src.resync_finished());
+  EXPECT_TRUE(src->resync_finished());
   s.stop_all();
 }
 
 TEST_F(supervisor_test, a_stop_during_a_resync_backfill_keeps_the_checkpoint_before_the_loss) {
   supervisor s(parts_, metrics_, opts_);
-  s.start(customers, both_, {});
-  fake_source& src = parts_.latest(customers);
-  src.feed(rename(customers, "c1"));
-  ASSERT_TRUE(parts_.log.wait_for("save customers c1"));
-  parts_.log.backfills_wait = true;
-  src.feed(std::nullopt);
-  ASSERT_TRUE(parts_.log.wait_for("backfill customers"));
-  src.feed(rename(customers, "c2"));
-  ASSERT_TRUE(parts_.log.wait_for("apply customers 1 c2"));
+  fake_source* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(src = &apply_c1_lose_history_then_apply_c2(s));
   s.stop_all();
   EXPECT_TRUE(parts_.log.has("backfill customers stopped"));
   EXPECT_FALSE(parts_.log.has("save customers c2"))
       << "a restart would skip what the unfinished backfill had not reached";
-  EXPECT_FALSE(src.resync_finished());
+  EXPECT_FALSE(src->resync_finished());
 }
 
 TEST_F(supervisor_test, a_replacement_during_a_resync_starts_where_the_old_one_did) {

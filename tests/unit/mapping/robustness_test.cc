@@ -3,10 +3,12 @@
 // sanitizer build to catch memory errors too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <type_traits>
 
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "config/mapping_loader.h"
 #include "mapping/coalescer.h"
 #include "mapping/planner.h"
+#include "mapping/reference.h"
 
 namespace denormd::mapping {
 namespace {
@@ -286,6 +289,178 @@ bool poison_reference(bson::document& ev, std::mt19937& rng) {
   return poisoned;
 }
 
+// The oracle of the event fuzzers (README, "Reference values are data, never queries"): in
+// every filter a planned op carries, a value taken from a document sits where MongoDB can only
+// match it literally. A field's condition must be one of the shapes the planner builds
+// (mapping/reference.h): literal() {$eq: v}, key_match() {$eq: v, $not: {$type: "array"}}, or
+// the recent guard {$ne: v}; their operand is literal whatever it holds. A bare value (an
+// object there would read as operators, an array or a regex as a pattern) or any other
+// operator fails, unless it is the mapping's own `where`/`filter`: that is the operator's
+// text, not a document's. At the top level only $and (the planner joins with it) is allowed.
+class literal_oracle {
+ public:
+  explicit literal_oracle(const mapping& m) {
+    m.visit([&](const auto& k) {
+      using kind = std::decay_t<decltype(k)>;
+      if constexpr (std::is_same_v<kind, copy_kind>) {
+        if (k.where) trusted_ = &k.where->filter();
+      } else {
+        if (k.filter) trusted_ = &k.filter->filter();
+      }
+    });
+  }
+
+  // Checks every query `op` sends: its filter, array filters, $pull conditions, a fill's
+  // source query and a refill's children query (built with each of `probes` as the parent
+  // key a parent document might hold). A dead letter sends nothing.
+  void check(const write_op& op, const std::vector<bson::value>& probes) {
+    const std::string at = std::string(op.name()) + " of " + op.source_mapping->name;
+    if (const auto* update = op.as<update_write>()) {
+      filter(update->filter, at + " filter");
+      for (const auto& f : update->array_filters)
+        element_filter(f, at + " arrayFilters");
+      pull(update->update, at + " update");
+    } else if (const auto* fill = op.as<fill_write>()) {
+      filter(fill->filter, at + " filter");
+      for (const auto& f : fill->array_filters)
+        element_filter(f, at + " arrayFilters");
+      filter(fill_filter(fill->source), at + " source query");
+    } else if (const auto* refill = op.as<refill_write>()) {
+      filter(refill->parents, at + " parents");
+      for (const auto& key : probes)
+        filter(children_filter(refill->children, key), at + " children query");
+    } else {
+      ++dead_letters;
+    }
+  }
+
+  std::vector<std::string> problems;
+  int literal_conditions = 0;  // conditions found in a planner's shape
+  int dead_letters = 0;
+
+ private:
+  static bool planner_condition(const bson::value& v) {
+    if (!v.is_document()) return false;
+    const auto& f = v.as_document().fields();
+    if (f.size() == 1) return f[0].name == "$eq" || f[0].name == "$ne";
+    static const bson::value not_array(bson::document{{"$type", "array"}});
+    return f.size() == 2 && f[0].name == "$eq" && f[1].name == "$not" && f[1].val == not_array;
+  }
+
+  void fail(const std::string& at, std::string_view field, const bson::value& v,
+            std::string_view why) {
+    problems.push_back(at + ": \"" + std::string(field) + "\": " + describe_value(v, 120) + " " +
+                       std::string(why));
+  }
+
+  void filter(const bson::document& f, const std::string& at) {
+    for (const auto& [name, val] : f) {
+      if (trusted_ != nullptr) {
+        const bson::value* own = trusted_->get(name);
+        if (own != nullptr && *own == val) continue;  // the mapping's own condition
+      }
+      if (name == "$and") {
+        if (!val.is_array()) {
+          fail(at, name, val, "is not an array");
+          continue;
+        }
+        for (const auto& part : val.as_array()) {
+          if (!part.is_document()) {
+            fail(at, name, part, "is not a query");
+          } else if (trusted_ == nullptr || !(part.as_document() == *trusted_)) {
+            filter(part.as_document(), at + " $and");
+          }
+        }
+      } else if (name.starts_with('$')) {
+        fail(at, name, val, "is an operator the planner never puts at the top level");
+      } else {
+        condition(name, val, at);
+      }
+    }
+  }
+
+  void element_filter(const bson::value& f, const std::string& at) {
+    if (!f.is_document()) {
+      fail(at, "", f, "is not a query");
+      return;
+    }
+    for (const auto& [name, val] : f.as_document())
+      condition(name, val, at);
+  }
+
+  void condition(std::string_view field, const bson::value& v, const std::string& at) {
+    if (planner_condition(v)) {
+      ++literal_conditions;
+    } else {
+      fail(at, field, v, "is not matched literally ({$eq: v} as key_match builds it)");
+    }
+  }
+
+  // {$pull: {<into>: {<idField>: {$eq: id}}}}, or {$in: [ids]} for merged pushes: $in reads
+  // its elements literally except a regex (a pattern) and an array (matched element-wise);
+  // a $-document in it is an error on MongoDB ("cannot nest $ under $in").
+  void pull(const bson::document& update, const std::string& at) {
+    const bson::value* p = update.get("$pull");
+    if (p == nullptr || !p->is_document()) return;
+    for (const auto& [path, cond] : p->as_document()) {
+      if (!cond.is_document()) {
+        fail(at, path, cond, "is a $pull of a value, not of matching elements");
+        continue;
+      }
+      for (const auto& [name, val] : cond.as_document()) {
+        static const std::vector<bson::field> none;
+        const auto& f = val.is_document() ? val.as_document().fields() : none;
+        if (f.size() == 1 && f[0].name == "$in" && f[0].val.is_array()) {
+          for (const auto& id : f[0].val.as_array()) {
+            if (id.is_array() || id.kind() == bson::type::regex ||
+                (id.is_document() && !id.as_document().empty() &&
+                 id.as_document().fields().front().name.starts_with('$'))) {
+              fail(at + " $pull", name, id, "in $in is not matched literally");
+            }
+          }
+          ++literal_conditions;
+        } else {
+          condition(name, val, at + " $pull");
+        }
+      }
+    }
+  }
+
+  const bson::document* trusted_ = nullptr;
+};
+
+// Runs the oracle over ops[from...]; reports the problems of the first op that has any, with
+// the event it was planned for.
+void expect_literal(const std::vector<write_op>& ops, std::size_t from,
+                    const std::vector<bson::value>& probes, const std::string& event,
+                    int& literal_conditions, int& dead_letters) {
+  for (std::size_t i = from; i < ops.size(); ++i) {
+    literal_oracle oracle(*ops[i].source_mapping);
+    oracle.check(ops[i], probes);
+    literal_conditions += oracle.literal_conditions;
+    dead_letters += oracle.dead_letters;
+    for (const auto& p : oracle.problems)
+      ADD_FAILURE() << p << "\n  planned for: " << event.substr(0, 600);
+    if (!oracle.problems.empty()) return;
+  }
+}
+
+std::string describe(const change_event& ev) {
+  return ev.op_name + " of " + ev.source.full() + " _id " + describe_value(ev.id) +
+         (ev.full_document ? " " + describe_value(bson::value(*ev.full_document), 400) : "");
+}
+
+// Parent keys a refill's children query is built with at completion time, read from parent
+// documents: plain ones and hostile ones.
+std::vector<bson::value> refill_probes() {
+  return {bson::value(7),
+          bson::value(bson::document{{"$gt", -1}}),
+          bson::value(bson::document{{"$ne", bson::value()}}),
+          bson::value(bson::array{bson::value(1)}),
+          bson::value(bson::regex{".*", ""}),
+          bson::value(bson::document{{"a", bson::document{{"$exists", true}}}})};
+}
+
 TEST(robustness_test, damaged_events_never_crash_the_planner) {
   auto loaded = config::load_mappings(fs::path(DENORMD_SOURCE_DIR) / "mappings", "");
   ASSERT_TRUE(loaded.has_value());
@@ -302,6 +477,9 @@ TEST(robustness_test, damaged_events_never_crash_the_planner) {
   int planned = 0;
   int planned_poisoned = 0;
   int rejected = 0;
+  int literal_conditions = 0;
+  int dead_letters = 0;
+  const auto probes = refill_probes();
   std::vector<write_op> ops;
   for (int i = 0; i < 6000; ++i) {
     const std::string& base = samples[rng() % samples.size()];
@@ -328,18 +506,126 @@ TEST(robustness_test, damaged_events_never_crash_the_planner) {
       EXPECT_FALSE(ev.error().message.empty());
       continue;
     }
+    const std::size_t before = ops.size();
     p.plan(*ev, ops);
     ++planned;
     if (poisoned) ++planned_poisoned;
+    expect_literal(ops, before, probes, describe(*ev), literal_conditions, dead_letters);
     if (ops.size() > 64) {
       const auto merged = coalesce(std::move(ops));
       EXPECT_LE(merged.size(), 2 * 65u);  // a merge may add one $pull per parent, never more
+      expect_literal(merged, 0, probes, "a coalesced batch", literal_conditions, dead_letters);
       ops.clear();
     }
   }
   EXPECT_GT(planned, 800);
   EXPECT_GT(planned_poisoned, 200);  // hostile keys really reach the planner
   EXPECT_GT(rejected, 500);
+  // The oracle really looked: many conditions, and hostile keys refused.
+  EXPECT_GT(literal_conditions, 1000);
+  EXPECT_GT(dead_letters, 100);
+}
+
+// The fields a mapping reads references from, as dotted paths in the documents of its events:
+// the source key, the parentKey, the target key (inside each element of target.array), _id.
+std::vector<std::string> reference_paths(const mapping& m) {
+  std::vector<std::string> paths{"_id"};
+  m.visit([&](const auto& k) {
+    using kind = std::decay_t<decltype(k)>;
+    if constexpr (std::is_same_v<kind, copy_kind>) {
+      paths.push_back(k.source_key);
+      paths.push_back(k.target_array.empty() ? k.target_key : k.target_array + "." + k.target_key);
+    } else {
+      paths.push_back(k.parent_key);
+      paths.push_back(k.parent_field);
+    }
+  });
+  return paths;
+}
+
+// Sets `v` at `dotted`, creating documents on the way; through an array, in its document
+// elements (each with probability 1/2, at least the first).
+void poison_path(bson::document& d, std::string_view dotted, const bson::value& v,
+                 std::mt19937& rng) {
+  const auto dot = dotted.find('.');
+  if (dot == std::string_view::npos) {
+    d.set(dotted, v);
+    return;
+  }
+  bson::value* child = d.get(dotted.substr(0, dot));
+  if (child != nullptr && child->is_array()) {
+    bool first = true;
+    for (auto& item : child->as_array()) {
+      if (item.is_document() && (first || rng() % 2 == 0))
+        poison_path(item.as_document(), dotted.substr(dot + 1), v, rng);
+      first = first && !item.is_document();
+    }
+    return;
+  }
+  if (child == nullptr || !child->is_document())
+    child = &d.set(dotted.substr(0, dot), bson::document{});
+  poison_path(child->as_document(), dotted.substr(dot + 1), v, rng);
+}
+
+// Every route a reference takes, in the mappings of every golden case (source key other than
+// _id, parentKey, target key other than _id, array key, fills of new targets), with hostile
+// values at those fields of the case's own events: each planned op matches what it took from a
+// document literally, or the event is a dead letter.
+TEST(robustness_test, hostile_keys_on_every_route_are_matched_literally_or_dead_lettered) {
+  std::mt19937 rng(20261124);
+  const auto probes = refill_probes();
+  int planned = 0;
+  int literal_conditions = 0;
+  int dead_letters = 0;
+  for (const auto& dir : fs::directory_iterator(fs::path(DENORMD_SOURCE_DIR) / "tests/cases")) {
+    if (!dir.is_directory()) continue;
+    std::string db;
+    if (fs::exists(dir.path() / "options.json")) {
+      auto opts = bson::parse_json(read_file(dir.path() / "options.json"));
+      ASSERT_TRUE(opts.has_value());
+      if (const auto* d = opts->get("db")) db = d->as_string();
+    }
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir.path())) {
+      const auto name = e.path().filename().string();
+      if (name.starts_with("mapping") && name.ends_with(".json")) files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    auto loaded = config::load_mapping_files(files, db);
+    ASSERT_TRUE(loaded.has_value()) << dir.path();
+    const planner p(std::move(loaded).value());
+    std::vector<std::string> paths;
+    for (const auto& m : p.mappings()) {
+      for (auto& path : reference_paths(m))
+        paths.push_back(std::move(path));
+    }
+    std::ifstream in(dir.path() / "events.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      for (int round = 0; round < 40; ++round) {
+        auto doc = bson::parse_json(line);
+        ASSERT_TRUE(doc.has_value()) << line;
+        const bson::value hostile = hostile_value(rng);
+        const std::string& path = paths[rng() % paths.size()];
+        for (const char* part : {"fullDocument", "fullDocumentBeforeChange", "documentKey"}) {
+          auto* d = doc->get(part);
+          if (d == nullptr || !d->is_document()) continue;
+          if (std::string_view(part) == "documentKey" && path != "_id") continue;
+          poison_path(d->as_document(), path, hostile, rng);
+        }
+        auto ev = change_event::parse(std::move(doc).value());
+        if (!ev) continue;  // e.g. an _id the parser refuses
+        std::vector<write_op> ops;
+        p.plan(*ev, ops);
+        ++planned;
+        expect_literal(ops, 0, probes, dir.path().filename().string() + ": " + describe(*ev),
+                       literal_conditions, dead_letters);
+      }
+    }
+  }
+  EXPECT_GT(planned, 2000);
+  EXPECT_GT(literal_conditions, 1000);
+  EXPECT_GT(dead_letters, 500);  // hostile keys are refused on these routes
 }
 
 }  // namespace

@@ -236,6 +236,32 @@ TEST(mapping_loader_test, a_where_with_many_conditions_loads) {
   EXPECT_EQ(compiled->paths().size(), static_cast<std::size_t>(n));
 }
 
+// Complexity guards: tests/unit/CMakeLists.txt runs each as a ctest entry of its own with a
+// 60 s TIMEOUT (and test discovery leaves them out). They assert no speed; they exist so that
+// loading that turns quadratic again fails instead of only getting slower: 300,000 entries
+// load in about 2 s, where the quadratic loader took minutes (the numbers are in CMakeLists).
+constexpr int complexity_guard_entries = 300000;
+
+TEST(loader_complexity_guard, three_hundred_thousand_fields_load) {
+  constexpr int n = complexity_guard_entries;
+  const auto r = parse_mapping("m.json", copy_mapping("m", many_fields(n)), "");
+  ASSERT_TRUE(r.has_value()) << all_errors(r).substr(0, 2000);
+  ASSERT_EQ(r->front().fields.size(), static_cast<std::size_t>(n));
+  EXPECT_EQ(r->front().fields[n - 1].name, "f" + std::to_string(n - 1));
+}
+
+TEST(loader_complexity_guard, a_where_with_three_hundred_thousand_conditions_loads) {
+  constexpr int n = complexity_guard_entries;
+  std::string where = "{";
+  for (int i = 0; i < n; ++i)
+    where += (i == 0 ? "" : ",") + ("\"w" + std::to_string(i) + "\":" + std::to_string(i));
+  const auto r = parse_mapping("m.json", copy_mapping("m", R"({"n":"n"})", where + "}"), "");
+  ASSERT_TRUE(r.has_value()) << all_errors(r).substr(0, 2000);
+  const auto& compiled = std::get<mapping::copy_kind>(r->front().kind).where;
+  ASSERT_TRUE(compiled.has_value());
+  EXPECT_EQ(compiled->paths().size(), static_cast<std::size_t>(n));
+}
+
 TEST(mapping_loader_test, target_paths_are_checked_across_many_mappings) {
   const fs::path dir = fresh_dir("denormd-many-paths");
   // Same target b, into "a": a/f0..f4999 and b/f4999 (equal path) and c/f10.x (a child path).

@@ -7,8 +7,10 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -128,6 +130,145 @@ class Denormd:
         return 0
 
 
+def free_port():
+    """A local port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_within(d, seconds):
+    """SIGTERM `d`; returns (exit code, seconds it took); kills it after 30 s."""
+    began = time.time()
+    d.proc.send_signal(signal.SIGTERM)
+    try:
+        d.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        d.kill9()
+    d.log_file.close()
+    took = time.time() - began
+    assert took < seconds, "SIGTERM took %.1f s (bound %d s):\n%s" % (took, seconds, d.log()[-4000:])
+    return d.proc.returncode, took
+
+
+def raise_descriptor_limit(needed):
+    """Raises the soft RLIMIT_NOFILE to the hard limit (children inherit it); whether `needed`
+    descriptors are now allowed."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft == resource.RLIM_INFINITY or soft >= needed
+
+
+class Proxy:
+    """A TCP proxy on 127.0.0.1 to a test server, which can turn into a broken server: after
+    answer_garbage(), every request on every connection, open or new, is answered with 16 bytes
+    of 0xFF (a message length of -1), and open connections get those bytes at once too, as the
+    reply to whatever they wait for. Replies the server sends after the switch are dropped."""
+
+    GARBAGE = b"\xff" * 16
+
+    def __init__(self, host, port):
+        self.target = (host, port)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        # Direct: the server's hello names its own address, which a replica-set client would
+        # connect to instead of the proxy.
+        self.uri = "mongodb://127.0.0.1:%d/?directConnection=true" % self.port
+        self.garbage = False
+        self.garbage_replies = 0
+        self.lock = threading.Lock()
+        self.open = set()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def answer_garbage(self):
+        with self.lock:
+            self.garbage = True
+            conns = list(self.open)
+        for conn in conns:
+            self._send_garbage(conn)
+
+    def stop(self):
+        self.sock.close()
+        with self.lock:
+            conns = list(self.open)
+        for conn in conns:
+            self._close(conn)
+
+    def _send_garbage(self, conn):
+        try:
+            conn.sendall(self.GARBAGE)
+            with self.lock:
+                self.garbage_replies += 1
+        except OSError:
+            pass
+
+    @staticmethod
+    def _close(s):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        s.close()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return  # stopped
+            upstream = None
+            if not self.garbage:
+                try:
+                    upstream = socket.create_connection(self.target, timeout=5)
+                    upstream.settimeout(None)
+                except OSError:
+                    conn.close()
+                    continue
+                threading.Thread(target=self._from_server, args=(conn, upstream), daemon=True).start()
+            with self.lock:
+                self.open.add(conn)
+            threading.Thread(target=self._from_client, args=(conn, upstream), daemon=True).start()
+
+    def _from_client(self, conn, upstream):
+        try:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    break
+                if self.garbage or upstream is None:
+                    self._send_garbage(conn)
+                else:
+                    upstream.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with self.lock:
+                self.open.discard(conn)
+            self._close(conn)
+            if upstream is not None:
+                self._close(upstream)
+
+    def _from_server(self, conn, upstream):
+        try:
+            while True:
+                data = upstream.recv(65536)
+                if not data:
+                    break
+                if not self.garbage:
+                    conn.sendall(data)
+        except OSError:
+            pass
+        finally:
+            self._close(upstream)
+            if not self.garbage:
+                self._close(conn)
+
+
 def case_failed(case):
     """Whether the unittest.TestCase `case` has failed so far (for tearDown's diagnostics)."""
     result = getattr(case, "_outcome", None)
@@ -151,6 +292,24 @@ def write_mappings(db, names=None, directory=None):
         with open(os.path.join(directory, name), "w") as f:
             json.dump(m, f)
     return directory
+
+
+def mapping_folder(*mappings):
+    """A new folder holding each mapping (a dict) as <name>.json."""
+    directory = tempfile.mkdtemp(prefix="denormd-mappings-")
+    for m in mappings:
+        with open(os.path.join(directory, m["name"] + ".json"), "w") as f:
+            json.dump(m, f)
+    return directory
+
+
+def copy_mapping(db, name, source, target, key, fields, into, source_key=None):
+    """A copy mapping from db.source to db.target (as a dict, for mapping_folder)."""
+    m = {"name": name, "kind": "copy", "source": {"db": db, "collection": source},
+         "target": {"db": db, "collection": target, "key": key}, "into": into, "fields": fields}
+    if source_key:
+        m["source"]["key"] = source_key
+    return m
 
 
 def wait_until(predicate, timeout=30, interval=0.1, message="condition"):

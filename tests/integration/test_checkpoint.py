@@ -1,18 +1,17 @@
 """The checkpoint rule end to end: a batch's token is stored only after its writes are
 acknowledged, so stopping while a write fails loses nothing; and the stored checkpoint keeps the
 last event's time while the source is quiet."""
+import datetime
 import json
-import os
 import re
 import subprocess
-import tempfile
 import time
 import unittest
 
 import pymongo
 
 from tests.integration.base import ShopTestCase
-from tests.integration.harness import DENORMD, wait_until
+from tests.integration.harness import DENORMD, copy_mapping, mapping_folder, stop_within, wait_until
 
 
 class CheckpointTest(ShopTestCase):
@@ -22,12 +21,8 @@ class CheckpointTest(ShopTestCase):
         super().setUp()
         # One copy mapping without fillNewTargets: customers is the only watched source, so the
         # only `update` commands denormd sends are this mapping's writes and its checkpoints.
-        self.mappings = tempfile.mkdtemp(prefix="denormd-mappings-")
-        with open(os.path.join(self.mappings, "orders-customer.json"), "w") as f:
-            json.dump({"name": "orders-customer", "kind": "copy",
-                       "source": {"db": self.dbname, "collection": "customers"},
-                       "target": {"db": self.dbname, "collection": "orders", "key": "customerId"},
-                       "into": "customer", "fields": {"name": "name"}}, f)
+        self.mappings = mapping_folder(copy_mapping(self.dbname, "orders-customer", "customers", "orders",
+                                                    "customerId", {"name": "name"}, "customer"))
         self.key = "%s.customers" % self.dbname
 
     def start(self):
@@ -113,6 +108,81 @@ class CheckpointTest(ShopTestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         (source,) = json.loads(p.stdout)["sources"]
         self.assertEqual(source["wallTime"][:19], ev["wallTime"].strftime("%Y-%m-%dT%H:%M:%S"), source)
+
+    def test_sigterm_while_a_write_is_held_exits_0_within_5s_and_the_batch_is_replayed(self):
+        # SIGTERM exits 0 within 5 s in every state (issue 11), also while the server holds a
+        # write for 10 s; the held batch's token is not stored, so the next start applies it.
+        self.db.customers.insert_one({"_id": 1, "name": "Ann"})
+        self.db.orders.insert_one({"_id": 10, "customerId": 1, "customer": {"name": "Ann"}})
+        name, ev, held = "Ann", None, None
+        with self.db.customers.watch() as stream:
+            for attempt in range(3):
+                d = self.start()
+                wait_until(lambda: self.copied_name() == name, message="the last rename applied")
+                wait_until(lambda: "token" in self.stored() and (ev is None or self.stored()["token"]["_data"]
+                                                                 > ev["_id"]["_data"]),
+                           timeout=20, message="a checkpoint once quiet")
+                applied = d.metric_sum("denormd_events_total")
+                name = "Ann held %d" % attempt
+                self.fail_point(failCommands=["update"], blockConnection=True, blockTimeMS=10000)
+                ev = self.rename(stream, name)
+                try:
+                    wait_until(lambda: d.metric_sum("denormd_events_total") > applied, timeout=4,
+                               message="the rename read and planned")
+                    held = "write"
+                except AssertionError:
+                    # An idle checkpoint took the held update (a race of a few ms against a save
+                    # every second or so): the applier waits in it and never plans the rename.
+                    held = "checkpoint"
+                time.sleep(0.5)  # the batch's write is held now, for 9.5 s more
+                code, _ = stop_within(d, 5)
+                self.assertEqual(code, 0, d.log()[-4000:])
+                # The stop gave up on the held call (docs/operations.md: after 4 s).
+                self.assertIn("stop deadline passed", d.log())
+                self.assertLess(self.stored()["token"]["_data"], ev["_id"]["_data"],
+                                "the checkpoint moved past a batch whose write was never acknowledged")
+                if held == "write":
+                    break
+                print("attempt %d: the held update was a checkpoint; once more" % attempt)
+                time.sleep(10)  # the held checkpoint lands; the next attempt starts clean
+            self.assertEqual(held, "write", "the held update was never the rename's write")
+        # Still held by the server (until 10 s after it was sent): acknowledged to no one.
+        self.assertNotEqual(self.copied_name(), name)
+
+        # The next start reads the rename again (the checkpoint is before it) and applies it.
+        d = self.start()
+        wait_until(lambda: self.copied_name() == name, timeout=30, message="the rename after the restart")
+        self.assertGreaterEqual(d.metric_sum("denormd_events_total"), 1, "the rename was not replayed")
+        wait_until(lambda: self.stored()["token"]["_data"] > ev["_id"]["_data"], timeout=20,
+                   message="a checkpoint past the rename")
+        self.assertEqual(d.stop(), 0)
+
+    def test_lag_before_the_first_event_is_the_age_of_the_stored_checkpoint(self):
+        # Before a stream's first event is read, denormd_lag_seconds must not claim 0 (issue 11):
+        # it is the stored checkpoint's age. That window is as long as opening the stream and
+        # reading the first batch, often milliseconds; the server holds the stream's aggregate
+        # 8 s here so that it can be observed.
+        self.db.customers.insert_one({"_id": 1, "name": "Ann"})
+        self.db.orders.insert_one({"_id": 10, "customerId": 1})
+        d = self.start()
+        self.db.customers.update_one({"_id": 1}, {"$set": {"name": "Ann A"}})
+        wait_until(lambda: self.copied_name() == "Ann A", message="the first rename applied")
+        self.assertEqual(d.stop(), 0)
+        saved_at = self.stored()["savedAt"]
+
+        self.db.customers.update_one({"_id": 1}, {"$set": {"name": "Ann B"}})  # pending
+        time.sleep(3)  # the checkpoint is over 3 s old
+        self.fail_point(failCommands=["aggregate"], blockConnection=True, blockTimeMS=8000)
+        d = self.daemon(self.uri, "--linger-ms", "0", mappings=self.mappings, ready=False)
+        lag = lambda: d.metric_sum("denormd_lag_seconds", source=self.key)
+        wait_until(lambda: lag() >= 3, timeout=5, interval=0.2, message="the checkpoint's age as the lag")
+        # Within a second (the lag is reported once a second) of now minus savedAt.
+        age = time.time() - saved_at.replace(tzinfo=datetime.timezone.utc).timestamp()
+        self.assertGreater(lag(), age - 2.5)
+        self.assertNotEqual(self.copied_name(), "Ann B", "the window was not before the first event")
+        wait_until(lambda: self.copied_name() == "Ann B", timeout=30, message="the pending rename applied")
+        wait_until(lambda: lag() == 0, timeout=10, message="lag 0 once caught up")
+        self.assertEqual(d.stop(), 0)
 
 
 if __name__ == "__main__":

@@ -1,42 +1,22 @@
-"""Stopping and readiness while MongoDB is away; the operations' --timeout; re-syncs while the
-oplog keeps rolling; the driver's own change-stream resumes counted."""
+"""Stopping and readiness while MongoDB is away; stopping while a backfill runs; the operations'
+--timeout; re-syncs while the oplog keeps rolling; the driver's own change-stream resumes
+counted."""
 import json
 import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
 import unittest
 
 from tests.integration.base import DaemonTestCase, ShopTestCase
-from tests.integration.harness import DENORMD, Emulator, emulator_only, wait_until, write_mappings
+from tests.integration.harness import (DENORMD, Emulator, copy_mapping, emulator_only, free_port, mapping_folder,
+                                      stop_within, wait_until, write_mappings)
 from tests.integration.shop import Shop
 
 SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
-
-
-def free_port():
-    """A local port nothing listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def stop_within(d, seconds):
-    """SIGTERM `d`; returns (exit code, seconds it took); kills it after 30 s."""
-    began = time.time()
-    d.proc.send_signal(signal.SIGTERM)
-    try:
-        d.proc.wait(30)
-    except subprocess.TimeoutExpired:
-        d.kill9()
-    d.log_file.close()
-    took = time.time() - began
-    assert took < seconds, "SIGTERM took %.1f s (bound %d s):\n%s" % (took, seconds, d.log()[-4000:])
-    return d.proc.returncode, took
 
 
 def signal_masks(pid):
@@ -219,6 +199,95 @@ class ResyncAndResumeTest(ShopTestCase):
         self.shop.random_change()
         wait_until(self.shop.check, timeout=30, interval=0.25, message="converged after the resumes")
         self.assertEqual(self.d.stop(), 0)
+
+@unittest.skipUnless(emulator_only(), "needs mongo-emulator --oplog-max-events")
+class StopDuringBackfillTest(ShopTestCase):
+    """SIGTERM while a backfill walks a big collection: a re-sync inside `run`, or `denormd backfill`."""
+    EMULATOR_ARGS = {"test_sigterm_during_a_resync_backfill_exits_0_within_5s": ("--oplog-max-events", "1000")}
+    CUSTOMERS = 8000
+
+    def setUp(self):
+        super().setUp()
+        self.mappings = mapping_folder(copy_mapping(self.dbname, "orders-customer", "customers", "orders",
+                                                    "customerId", {"name": "name"}, "customer"))
+        # A big source: backfilling orders-customer walks every customer, 500 to a batch.
+        for first in range(1, self.CUSTOMERS + 1, 10000):
+            self.db.customers.insert_many([{"_id": i, "name": "Customer %d" % i}
+                                           for i in range(first, min(first + 10000, self.CUSTOMERS + 1))])
+        self.db.orders.create_index("customerId")
+        self.db.orders.insert_many([{"_id": i, "customerId": i * 19 % self.CUSTOMERS + 1} for i in range(1, 2001)])
+
+    def copies_missing(self):
+        return self.db.orders.count_documents({"customer.name": {"$exists": False}})
+
+    def slow_writes(self):
+        """Every `update` of denormd's held 250 ms: a backfill batch (one `update` command of 500
+        statements, and one more for its progress) takes that long at least, so there is always
+        a batch in flight and more to come when the SIGTERM arrives, on any machine."""
+        self.fail_point(failCommands=["update"], blockConnection=True, blockTimeMS=250, mode="alwaysOn")
+
+    def fast_writes(self):
+        self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+
+    def test_sigterm_during_a_resync_backfill_exits_0_within_5s(self):
+        d = self.start()
+        self.assertEqual(d.stop(), 0)
+        # More writes than the server keeps history for: the stored checkpoint falls off it.
+        self.db.customers.update_one({"_id": 20}, {"$set": {"name": "renamed while stopped"}})
+        self.db.noise.insert_many([{"n": i} for i in range(1500)])
+        self.slow_writes()
+        d = self.daemon(self.uri, mappings=self.mappings, ready=False)
+        wait_until(lambda: "change stream history lost" in d.log(), timeout=20, message="the re-sync began")
+        time.sleep(1)
+        self.assertNotIn("re-sync caught up", d.log(), "the re-sync's backfill was too short to stop during it")
+        code, _ = stop_within(d, 5)
+        self.assertEqual(code, 0, d.log()[-4000:])
+        self.assertNotIn("re-sync caught up", d.log())
+        self.assertNotIn("stop deadline passed", d.log())
+        self.assertGreater(self.copies_missing(), 0, "the backfill had finished")
+
+        # The next start re-syncs again (the checkpoint is still before the lost history).
+        self.fast_writes()
+        d = self.daemon(self.uri, mappings=self.mappings, ready=False)
+        wait_until(lambda: self.copies_missing() == 0, timeout=120, interval=0.5, message="the re-sync's copies")
+        self.assertEqual(self.db.orders.find_one({"_id": 1})["customer"], {"name": "renamed while stopped"})
+        wait_until(lambda: d.get("/readyz")[0] == 200, timeout=60, message="streaming after the re-sync")
+        self.assertEqual(d.stop(), 0)
+
+    def test_sigterm_during_denormd_backfill_stops_within_5s_and_a_rerun_continues(self):
+        progress = lambda: self.db.denormd_backfill.find_one({"_id": "orders-customer"}) or {}
+        self.slow_writes()
+        proc = subprocess.Popen([DENORMD, "backfill", "--uri", self.uri, "--db", self.dbname,
+                                 "--mappings", self.mappings], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            wait_until(lambda: progress().get("documents", 0) > 0, timeout=30, interval=0.05,
+                       message="the backfill under way")
+            began = time.time()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+            took = time.time() - began
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.outputs.append((["backfill", "(SIGTERM)"], proc.returncode, out, err))
+        self.assertLess(took, 5, "SIGTERM took %.1f s" % took)
+        # README, "Backfill": exit 1 when stopped; the progress so far is stored.
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("orders-customer: ", out)
+        self.assertIn(", stopped", out)
+        self.assertIn("backfill stopped; run it again to continue where it stopped", err)
+        stopped = progress()
+        self.assertFalse(stopped["done"])
+        self.assertLess(stopped["documents"], self.CUSTOMERS, "the backfill had finished")
+
+        self.fast_writes()
+        rc, out, err = self.cmd("backfill")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("continued after _id %d" % stopped["lastKey"], out)
+        self.assertEqual(self.copies_missing(), 0)
+
 
 
 @unittest.skipUnless(os.path.isdir("/dev/shm"), "the driver keeps its counters in /dev/shm")

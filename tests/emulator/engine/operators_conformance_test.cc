@@ -96,15 +96,17 @@ class operators : public ::testing::Test {
     return stream;
   }
 
-  // The events before a sentinel insert: exactly what the statement under test produced.
+  // The events before a sentinel insert: exactly what the statement under test produced. Each
+  // call inserts a sentinel of its own, so one stream can be read this way repeatedly.
   std::vector<bson::document> events_until_sentinel(mongoc_change_stream_t* stream,
                                                     const std::string& coll) {
+    const bson::value sentinel("sentinel " + std::to_string(++sentinels_));
     run_ok(bson::document{{"insert", coll},
-                          {"documents", bson::array{bson::document{{"_id", "sentinel"}}}}});
+                          {"documents", bson::array{bson::document{{"_id", sentinel}}}}});
     std::vector<bson::document> out;
     for (int round = 0; round < 50; ++round) {
       for (auto& e : denormd::test::next_events(stream, 1, std::chrono::milliseconds(200))) {
-        if (at(e, "documentKey._id") == bson::value("sentinel")) return out;
+        if (at(e, "documentKey._id") == sentinel) return out;
         out.push_back(std::move(e));
       }
     }
@@ -170,6 +172,7 @@ class operators : public ::testing::Test {
 
   std::unique_ptr<test_client> client_;
   std::string db_;
+  int sentinels_ = 0;
 };
 
 TEST_F(operators, field_operators) {
@@ -564,8 +567,45 @@ TEST_F(operators, pipeline_update_through_find_and_modify_and_bulk) {
   ASSERT_TRUE(ok) << error.message;
   ASSERT_TRUE(r);
   EXPECT_EQ(at(*r, "nModified"), bson::value(std::int32_t{1})) << show(*r);
-  EXPECT_EQ(show(*find_one("c", bson::value(std::int32_t{1}))),
+  const auto stored = find_one("c", bson::value(std::int32_t{1}));
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(show(*stored),
             show(J(R"({"_id": 1, "a": 3, "pad": "padding so that a diff is worth it"})")));
+  // The bulk's pipeline update is an update event with the diff, like the other paths'.
+  events = events_until_sentinel(stream.get(), "c");
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(at(events[0], "operationType"), bson::value("update")) << show(events[0]);
+  EXPECT_EQ(at(events[0], "documentKey"), bson::value(J(R"({"_id": 1})"))) << show(events[0]);
+  EXPECT_EQ(show(at(events[0], "updateDescription").as_document()),
+            show(J(R"({"updatedFields": {"a": 3}, "removedFields": [], "truncatedArrays": []})")));
+}
+
+// An allowed stage's own parse error is the error, with its code and codeName, not 72 "not
+// allowed within an update".
+TEST_F(operators, pipeline_update_stage_errors_keep_their_codes) {
+  reset("c", R"([{"_id": 1, "a": 1}])");
+  const struct {
+    const char* update;
+    int code;
+    const char* code_name;
+  } cases[] = {
+      {R"([{"$set": {"a": {"$frobnicate": 1}}}])", 168, "InvalidPipelineOperator"},
+      {R"([{"$set": {"a": "$$v"}}])", 17276, "Location17276"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.update);
+    bson::document statement{{"q", J(R"({"_id": 1})")}};
+    statement.append("u", A(c.update));
+    const auto reply = run_ok(bson::document{{"update", "c"}, {"updates", bson::array{statement}}});
+    EXPECT_EQ(at(reply, "writeErrors.0.code"), bson::value(std::int32_t(c.code))) << show(reply);
+    bson::document fam{{"findAndModify", "c"}, {"query", J(R"({"_id": 1})")}};
+    fam.append("update", A(c.update));
+    const auto r = client_->run(db_, fam);
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.code, c.code) << r.message;
+    EXPECT_EQ(at(r.reply, "codeName"), bson::value(c.code_name)) << show(r.reply);
+  }
+  EXPECT_EQ(show(*find_one("c", bson::value(std::int32_t{1}))), show(J(R"({"_id": 1, "a": 1})")));
 }
 
 }  // namespace

@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/json_text.h"
 #include "expression.h"
 #include "query/path.h"
+#include "query_regex.h"
 
 namespace mongo_emulator::engine {
 
@@ -110,15 +114,63 @@ class type_predicate final : public located_predicate {
   std::vector<int> codes_;  // BSON type codes; -1 means "number"
 };
 
+// A regex predicate on a path ($regex, a regex literal): strings it finds a match in, or the
+// same regex value, whole or as an element of a leaf array; never a missing field.
+hit regex_hit(const bson::document& doc, const std::string& path, const query_regex& re) {
+  const value_test test = [&](const bson::value& v) { return re.matches(v); };
+  return first_hit(doc, path, test, test, false);
+}
+
+class regex_predicate final : public located_predicate {
+ public:
+  regex_predicate(std::string path, query_regex re) : path_(std::move(path)), re_(std::move(re)) {}
+  hit find(const bson::document& doc) const override { return regex_hit(doc, path_, re_); }
+
+ private:
+  std::string path_;
+  query_regex re_;
+};
+
+// $in (and $nin, negated) whose list holds regexes: the matcher's own $in has no regexes, so
+// compile_query renames these (in_with_regex below). A regex element matches as $regex does,
+// the others as $in's equalities, null also a missing field.
+class in_regex_predicate final : public located_predicate {
+ public:
+  in_regex_predicate(std::string path, bson::array values, std::vector<query_regex> regexes,
+                     bool negated)
+      : path_(std::move(path)),
+        values_(std::move(values)),
+        regexes_(std::move(regexes)),
+        negated_(negated) {}
+  hit find(const bson::document& doc) const override {
+    const bson::value list(values_);
+    const value_test test = [&](const bson::value& v) {
+      return query::test_value("$in", v, list) ||
+             std::any_of(regexes_.begin(), regexes_.end(),
+                         [&](const query_regex& re) { return re.matches(v); });
+    };
+    hit h = first_hit(doc, path_, test, test, query::accepts_missing("$in", list));
+    if (!negated_) return h;
+    return {!h.matched, std::nullopt};  // a negation never locates an element
+  }
+
+ private:
+  std::string path_;
+  bson::array values_;
+  std::vector<query_regex> regexes_;
+  bool negated_;
+};
+
 class all_predicate final : public located_predicate {
  public:
-  all_predicate(std::string path, bson::array items)
-      : path_(std::move(path)), items_(std::move(items)) {}
+  all_predicate(std::string path, bson::array items, std::vector<std::optional<query_regex>> res)
+      : path_(std::move(path)), items_(std::move(items)), regexes_(std::move(res)) {}
   hit find(const bson::document& doc) const override {
     hit out;
     if (items_.empty()) return out;
-    for (const auto& item : items_) {
-      const hit h = comparison_hit(doc, path_, "$eq", item);
+    for (std::size_t i = 0; i < items_.size(); ++i) {
+      const hit h = regexes_[i] ? regex_hit(doc, path_, *regexes_[i])
+                                : comparison_hit(doc, path_, "$eq", items_[i]);
       if (!h.matched) return {};
       if (!out.index) out.index = h.index;
     }
@@ -129,6 +181,7 @@ class all_predicate final : public located_predicate {
  private:
   std::string path_;
   bson::array items_;
+  std::vector<std::optional<query_regex>> regexes_;  // per item: its regex, when it is one
 };
 
 // The key a value-form $elemMatch wraps each element under, so conditions can address it.
@@ -215,6 +268,34 @@ compile_error under(std::string pointer, compile_error e, std::size_t strip = 0)
   return e;
 }
 
+// What compile_query renames `$in`/`$nin` to when their list holds a regex (the matcher's own
+// $in compares regexes as values). Not MongoDB operators; no filter a client sends uses them.
+const std::string in_with_regex = "$_inWithRegex";
+const std::string nin_with_regex = "$_ninWithRegex";
+
+// MongoDB query operators the emulator does not implement: refused (238) rather than reported
+// as unknown (2), so a test that needs one says so.
+bool is_unimplemented_field_operator(const std::string& op) {
+  static constexpr std::string_view ops[] = {"$mod",          "$geoWithin",    "$geoIntersects",
+                                             "$near",         "$nearSphere",   "$within",
+                                             "$bitsAllSet",   "$bitsAllClear", "$bitsAnySet",
+                                             "$bitsAnyClear", "$maxDistance",  "$minDistance"};
+  return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
+}
+
+bool is_unimplemented_top_level_operator(const std::string& op) {
+  static constexpr std::string_view ops[] = {"$where",      "$text",       "$jsonSchema",
+                                             "$sampleRate", "$alwaysTrue", "$alwaysFalse"};
+  return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
+}
+
+denormd::unexpected<compile_error> refuse_operator(const std::string& here, const std::string& op) {
+  return {compile_error{here,
+                        "mongo-emulator does not implement the query operator " + op +
+                            ". It is refused rather than ignored (see tests/emulator/README.md).",
+                        238}};
+}
+
 // {$expr: <aggregation expression>}: the document matches when the value is truthy.
 class expr_predicate final : public query::predicate {
  public:
@@ -244,6 +325,7 @@ class test_server_operators final : public query::operator_extension {
       if (!e) return denormd::unexpected<compile_error>{{here, e.error().message, e.error().code}};
       return query::predicate_ptr(std::make_shared<expr_predicate>(std::move(e).value()));
     }
+    if (is_unimplemented_top_level_operator(op)) return refuse_operator(here, op);
     if (op != "$nor") return query::predicate_ptr();
     if (!arg.is_array() || arg.as_array().empty())
       return bad(here, op + " must be a nonempty array");
@@ -266,8 +348,24 @@ class test_server_operators final : public query::operator_extension {
                                                         const std::string& here) const {
     if (op == "$all") {
       if (!arg.is_array()) return bad(here, "$all needs an array");
-      return located_ptr(std::make_shared<all_predicate>(path, arg.as_array()));
+      std::vector<std::optional<query_regex>> regexes;
+      for (const auto& item : arg.as_array()) {
+        regexes.emplace_back();
+        if (!item.is<bson::regex>()) continue;
+        auto re = compile_regex(item, here);
+        if (!re) return re.error();
+        regexes.back() = std::move(re).value();
+      }
+      return located_ptr(std::make_shared<all_predicate>(path, arg.as_array(), std::move(regexes)));
     }
+    if (op == "$regex") {
+      auto re = compile_regex(arg, here);
+      if (!re) return re.error();
+      return located_ptr(std::make_shared<regex_predicate>(path, std::move(re).value()));
+    }
+    if (op == "$options") return bad(here, "$options needs a $regex");
+    if (op == in_with_regex || op == nin_with_regex) return in_regex(path, op, arg, here);
+    if (is_unimplemented_field_operator(op)) return refuse_operator(here, op);
     if (op == "$size") {
       if (!arg.is_number() || arg.to_double() != std::floor(arg.to_double()) ||
           arg.to_double() < 0) {
@@ -281,6 +379,39 @@ class test_server_operators final : public query::operator_extension {
   }
 
  private:
+  // A $regex argument after compile_query merged its $options into it (a BSON regex).
+  static denormd::expected<query_regex, compile_error> compile_regex(const bson::value& arg,
+                                                                     const std::string& here) {
+    if (!arg.is<bson::regex>()) return bad(here, "$regex has to be a string");
+    auto re = query_regex::compile(arg.as<bson::regex>());
+    if (!re) return denormd::unexpected<compile_error>{{here, re.error().message, re.error().code}};
+    return std::move(re).value();
+  }
+
+  static denormd::expected<located_ptr, compile_error> in_regex(const std::string& path,
+                                                                const std::string& op,
+                                                                const bson::value& arg,
+                                                                const std::string& here) {
+    const std::string shown = op == in_with_regex ? "$in" : "$nin";
+    if (!arg.is_array()) return bad(here, shown + " needs an array");
+    bson::array values;
+    std::vector<query_regex> regexes;
+    for (std::size_t i = 0; i < arg.as_array().size(); ++i) {
+      const auto& item = arg.as_array()[i];
+      const std::string item_ptr = denormd::pointer_join(here, std::to_string(i));
+      if (query::is_operator_document(item)) return bad(item_ptr, "cannot nest $ under " + shown);
+      if (!item.is<bson::regex>()) {
+        values.push_back(item);
+        continue;
+      }
+      auto re = compile_regex(item, item_ptr);
+      if (!re) return re.error();
+      regexes.push_back(std::move(re).value());
+    }
+    return located_ptr(std::make_shared<in_regex_predicate>(
+        path, std::move(values), std::move(regexes), op == nin_with_regex));
+  }
+
   denormd::expected<located_ptr, compile_error> type(const std::string& path,
                                                      const bson::value& arg,
                                                      const std::string& here) const {
@@ -317,6 +448,175 @@ class test_server_operators final : public query::operator_extension {
 
   const bson::document* let_;
 };
+
+// ---- regexes: the filter as MongoDB parses it, in a form the matcher's hook can see ----
+//
+// The matcher takes `{path: value}` as equality and `$in` as equalities, before any extension
+// is asked, and hands an extension one operator at a time. So compile_query rewrites what MongoDB
+// parses as regex matches first (copying only the parts that change, and nothing when the filter
+// has no regex): `{a: /x/}` becomes `{a: {$regex: /x/}}`, `$regex` with `$options` one
+// `$regex: /x/opts` (checked as parseRegexDocument does), `$not: /x/` `$not: {$regex: /x/}`, and
+// an `$in`/`$nin` list holding a regex the renamed operator above.
+
+using rewrite_result = denormd::expected<std::optional<bson::value>, compile_error>;
+
+rewrite_result unchanged() {
+  return std::optional<bson::value>();
+}
+
+rewrite_result replaced(bson::value v) {
+  return std::optional<bson::value>(std::move(v));
+}
+
+rewrite_result rewrite_filter(const bson::document& filter, const std::string& pointer);
+
+// Applies `change` to each element of `items` (nullopt: unchanged), copying on the first change.
+template <class Items, class Change>
+denormd::expected<std::optional<Items>, compile_error> rewrite_each(const Items& items,
+                                                                    Change change) {
+  std::optional<Items> out;
+  std::size_t i = 0;
+  for (const auto& item : items) {
+    auto changed = change(item, i);
+    if (!changed) return denormd::unexpected<compile_error>{changed.error()};
+    if (*changed && !out) {
+      out.emplace();
+      std::size_t j = 0;
+      for (const auto& before : items) {
+        if (j++ == i) break;
+        if constexpr (std::is_same_v<Items, bson::document>) {
+          out->append(before.name, before.val);
+        } else {
+          out->push_back(before);
+        }
+      }
+    }
+    if (out) {
+      if constexpr (std::is_same_v<Items, bson::document>) {
+        out->append(item.name, *changed ? std::move(**changed) : item.val);
+      } else {
+        out->push_back(*changed ? std::move(**changed) : item);
+      }
+    }
+    ++i;
+  }
+  return out;
+}
+
+bool holds_regex(const bson::value& v) {
+  return v.is_array() && std::any_of(v.as_array().begin(), v.as_array().end(),
+                                     [](const bson::value& e) { return e.is<bson::regex>(); });
+}
+
+// parseRegexDocument: `$regex` (a string or a regex) and `$options` (a string), in field order.
+denormd::expected<bson::regex, compile_error> merged_regex(const bson::document& ops,
+                                                           const std::string& pointer) {
+  // MongoDB has one code for each order the options can be given twice in.
+  const auto twice = [](const std::string& here, int code) {
+    return denormd::unexpected<compile_error>{
+        compile_error{here, "options set in both $regex and $options", code}};
+  };
+  bson::regex out;
+  for (const auto& f : ops) {
+    const std::string here = denormd::pointer_join(pointer, f.name);
+    if (f.name == "$regex") {
+      if (f.val.is_string()) {
+        out.pattern = f.val.as_string();
+      } else if (f.val.is<bson::regex>()) {
+        out.pattern = f.val.as<bson::regex>().pattern;
+        if (!f.val.as<bson::regex>().options.empty()) {
+          if (!out.options.empty()) return twice(here, 51074);
+          out.options = f.val.as<bson::regex>().options;
+        }
+      } else {
+        return bad(here, "$regex has to be a string");
+      }
+    } else if (f.name == "$options") {
+      if (!f.val.is_string()) return bad(here, "$options has to be a string");
+      if (!out.options.empty()) return twice(here, 51075);
+      out.options = f.val.as_string();
+    }
+  }
+  return out;
+}
+
+// The operators of one path, `{$op: arg, ...}`.
+rewrite_result rewrite_operators(const bson::document& ops, const std::string& pointer) {
+  std::optional<bson::regex> regex;
+  if (ops.contains("$regex")) {
+    auto merged = merged_regex(ops, pointer);
+    if (!merged) return denormd::unexpected<compile_error>{merged.error()};
+    regex = std::move(merged).value();
+  } else if (ops.contains("$options")) {
+    return bad(denormd::pointer_join(pointer, "$options"), "$options needs a $regex");
+  }
+  auto out = rewrite_each(ops, [&](const bson::field& f, std::size_t) -> rewrite_result {
+    const std::string here = denormd::pointer_join(pointer, f.name);
+    if (f.name == "$regex") {
+      if (f.val.is<bson::regex>() && f.val.as<bson::regex>() == *regex) return unchanged();
+      return replaced(bson::value(*regex));
+    }
+    if (f.name == "$ne" && f.val.is<bson::regex>())
+      return bad(here, "Can't have regex as arg to $ne.");
+    if (f.name == "$not") {
+      if (f.val.is<bson::regex>()) return replaced(bson::value(bson::document{{"$regex", f.val}}));
+      if (query::is_operator_document(f.val)) return rewrite_operators(f.val.as_document(), here);
+      return unchanged();
+    }
+    if (f.name == "$elemMatch" && f.val.is_document()) {
+      const auto& spec = f.val.as_document();
+      const std::string first = spec.empty() ? "" : spec.fields().front().name;
+      const bool value_form = query::is_operator_document(f.val) && first != "$and" &&
+                              first != "$or" && first != "$nor";
+      return value_form ? rewrite_operators(spec, here) : rewrite_filter(spec, here);
+    }
+    return unchanged();
+  });
+  if (!out) return denormd::unexpected<compile_error>{out.error()};
+  // $options merged into $regex goes; an $in or $nin holding a regex is renamed.
+  const bool reshaped = std::any_of(ops.begin(), ops.end(), [](const bson::field& f) {
+    return f.name == "$options" || ((f.name == "$in" || f.name == "$nin") && holds_regex(f.val));
+  });
+  if (!reshaped) {
+    if (!*out) return unchanged();
+    return replaced(bson::value(std::move(**out)));
+  }
+  bson::document result;
+  for (const auto& f : *out ? **out : ops) {
+    if (f.name == "$options") continue;
+    if ((f.name == "$in" || f.name == "$nin") && holds_regex(f.val)) {
+      result.append(f.name == "$in" ? in_with_regex : nin_with_regex, f.val);
+    } else {
+      result.append(f.name, f.val);
+    }
+  }
+  return replaced(bson::value(std::move(result)));
+}
+
+rewrite_result rewrite_filter(const bson::document& filter, const std::string& pointer) {
+  auto out = rewrite_each(filter, [&](const bson::field& f, std::size_t) -> rewrite_result {
+    const std::string here = denormd::pointer_join(pointer, f.name);
+    if (f.name == "$and" || f.name == "$or" || f.name == "$nor") {
+      if (!f.val.is_array()) return unchanged();
+      auto items = rewrite_each(
+          f.val.as_array(), [&](const bson::value& item, std::size_t i) -> rewrite_result {
+            if (!item.is_document()) return unchanged();
+            return rewrite_filter(item.as_document(),
+                                  denormd::pointer_join(here, std::to_string(i)));
+          });
+      if (!items) return denormd::unexpected<compile_error>{items.error()};
+      if (!*items) return unchanged();
+      return replaced(bson::value(std::move(**items)));
+    }
+    if (f.name.starts_with('$')) return unchanged();  // $expr, $comment, ...
+    if (f.val.is<bson::regex>()) return replaced(bson::value(bson::document{{"$regex", f.val}}));
+    if (query::is_operator_document(f.val)) return rewrite_operators(f.val.as_document(), here);
+    return unchanged();
+  });
+  if (!out) return denormd::unexpected<compile_error>{out.error()};
+  if (!*out) return unchanged();
+  return replaced(bson::value(std::move(**out)));
+}
 
 const test_server_operators& operators() {
   static const test_server_operators ops;
@@ -371,9 +671,12 @@ std::optional<std::size_t> filter_index(const bson::document& filter, const bson
 
 denormd::expected<query::matcher, compile_error> compile_query(const bson::document& filter,
                                                                const bson::document* let) {
-  if (let == nullptr) return query::matcher::compile(filter, operators());
+  auto rewritten = rewrite_filter(filter, "");
+  if (!rewritten) return denormd::unexpected<compile_error>{rewritten.error()};
+  const bson::document& compiled = *rewritten ? (*rewritten)->as_document() : filter;
+  if (let == nullptr) return query::matcher::compile(compiled, operators());
   const test_server_operators with_let(let);
-  return query::matcher::compile(filter, with_let);
+  return query::matcher::compile(compiled, with_let);
 }
 
 std::optional<std::size_t> positional_index(const query::matcher& m, const bson::document& doc) {

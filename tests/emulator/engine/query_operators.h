@@ -1,7 +1,9 @@
 #pragma once
 // The test server's query language: the production matcher (the mapping language) extended
-// with the operators only the test server needs ($nor $elemMatch $size $type $all $expr), and the
-// positional index the `$` update operator addresses. Production code never compiles these.
+// with the operators only the test server needs ($nor $elemMatch $size $type $all $expr $regex,
+// and regexes in $in/$nin/$all/$not: query_regex.h), and the positional index the `$` update
+// operator addresses. MongoDB operators it lacks ($mod $where $text $jsonSchema, geo, bitwise)
+// fail with 238 rather than as unknown. Production code never compiles these.
 // Functions are pure and thread-safe; compiled matchers are immutable and shareable.
 
 #include <cstddef>
@@ -15,6 +17,8 @@ namespace mongo_emulator::engine {
 
 // Compiles a find/update/delete/$match filter with every operator the test server supports,
 // $expr included; `let`: the command's variables (evaluate_let), which $expr reads as `$$name`.
+// The matcher's filter() is the filter as compiled: regex matches MongoDB parses are rewritten
+// into operators the matcher's hook sees (a copy is made only when the filter holds a regex).
 denormd::expected<denormd::query::matcher, denormd::query::compile_error> compile_query(
     const denormd::bson::document& filter, const denormd::bson::document* let = nullptr);
 

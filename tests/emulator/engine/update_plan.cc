@@ -262,21 +262,24 @@ expected<std::shared_ptr<const update_plan>> parse_pipeline_update_plan(const bs
   constexpr int unrecognized_stage = 40324;
   auto plan = std::make_shared<update_plan>();
   plan->pipeline.emplace();
+  const auto allowed = [](const std::string& name) {
+    return name == "$addFields" || name == "$set" || name == "$project" || name == "$unset" ||
+           name == "$replaceRoot" || name == "$replaceWith";
+  };
   for (const auto& spec : stages) {
     auto stage = pipeline_stage::parse(spec, let);
-    // PipelineExecutor: any stage MongoDB knows but is not allowed within an update.
-    if (!stage && stage.error().code != unrecognized_stage && spec.is_document() &&
-        spec.as_document().size() == 1) {
-      return fail(
-          spec.as_document().fields().front().name + " is not allowed to be used within an update",
-          invalid_options);
+    // PipelineExecutor parses the stages, then refuses those not allowed within an update. So
+    // an allowed stage's own parse error (168 for an unknown expression operator, 17276 for an
+    // undefined variable) is the error; a stage MongoDB knows but the engine cannot parse is
+    // refused as not allowed, which it would be once parsed.
+    if (!stage && spec.is_document() && spec.as_document().size() == 1) {
+      const std::string& name = spec.as_document().fields().front().name;
+      if (!allowed(name) && stage.error().code != unrecognized_stage)
+        return fail(name + " is not allowed to be used within an update", invalid_options);
     }
     if (!stage) return denormd::unexpected<denormd::error>{stage.error()};
-    const auto& name = stage->name();
-    if (name != "$addFields" && name != "$set" && name != "$project" && name != "$unset" &&
-        name != "$replaceRoot" && name != "$replaceWith") {
-      return fail(name + " is not allowed to be used within an update", invalid_options);
-    }
+    if (!allowed(stage->name()))
+      return fail(stage->name() + " is not allowed to be used within an update", invalid_options);
     plan->pipeline->push_back(std::move(stage).value());
   }
   return std::shared_ptr<const update_plan>(std::move(plan));

@@ -1,4 +1,5 @@
-// hello/isMaster, ping, buildInfo, serverStatus, sessions, listDatabases, configureFailPoint.
+// hello/isMaster, ping, buildInfo, serverStatus, sessions, listDatabases, configureFailPoint,
+// and the transaction commands (refused).
 
 #include <unistd.h>
 #include <chrono>
@@ -154,6 +155,14 @@ command_outcome configure_fail_point(command_context& ctx) {
   return command_result{std::move(r).value(), {}};
 }
 
+// No transaction can exist (option_refusals refuses `startTransaction`), so there is nothing to
+// commit or abort: refused like the option, whatever the session fields say.
+command_outcome end_transaction(command_context& ctx) {
+  return fail("mongo-emulator does not implement transactions: '" + ctx.req.command +
+                  "' is refused (see tests/emulator/README.md).",
+              codes::not_implemented);
+}
+
 command_outcome whats_my_uri(command_context& ctx) {
   return command_result{bson::document{{"you", ctx.server.address()}, {"ok", 1.0}}, {}};
 }
@@ -172,6 +181,8 @@ void register_admin_commands(command_table& table) {
   table["listDatabases"] = {list_databases, false, true};
   table["configureFailPoint"] = {configure_fail_point, false, true};
   table["whatsmyuri"] = {whats_my_uri};
+  table["commitTransaction"] = {end_transaction, false, true};
+  table["abortTransaction"] = {end_transaction, false, true};
 }
 
 }  // namespace mongo_emulator

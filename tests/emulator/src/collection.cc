@@ -220,6 +220,7 @@ std::vector<std::uint64_t> collection::candidates(const denormd::query::matcher&
   const index* best = nullptr;
   std::vector<bson::value> best_prefix;
   for (const auto& ix : indexes_) {
+    if (ix.hidden()) continue;
     std::vector<bson::value> prefix;
     for (const auto& field : ix.fields()) {
       auto it = std::find_if(equalities.begin(), equalities.end(),
@@ -273,6 +274,17 @@ denormd::expected<bool> collection::create_index(index_spec spec) {
   }
   indexes_.push_back(std::move(built));
   return true;
+}
+
+denormd::expected<bool> collection::set_index_hidden(std::string_view name, bool hidden) {
+  auto it = std::find_if(indexes_.begin(), indexes_.end(),
+                         [&](const index& ix) { return ix.spec().name == name; });
+  if (it == indexes_.end())
+    return denormd::fail("index not found with name [" + std::string(name) + "]",
+                         codes::index_not_found);
+  const bool was = it->hidden();
+  it->set_hidden(hidden);
+  return was;
 }
 
 denormd::status collection::drop_index(std::string_view name) {

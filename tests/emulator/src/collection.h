@@ -85,6 +85,9 @@ class collection {
   // exists; fails on a name or key-pattern conflict or on duplicate keys.
   denormd::expected<bool> create_index(index_spec spec);
   denormd::status drop_index(std::string_view name);
+  // Hides or unhides the secondary index `name` (collMod); returns whether it was hidden.
+  // Index selection skips hidden indexes, as MongoDB's planner does.
+  denormd::expected<bool> set_index_hidden(std::string_view name, bool hidden);
 
  private:
   // `affected` (when given) says which secondary indexes may change; the others are skipped.

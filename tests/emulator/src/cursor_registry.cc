@@ -69,7 +69,8 @@ bool cursor_registry::is_change_stream(std::int64_t id) const {
 void cursor_registry::reap_idle() {
   const auto now = std::chrono::steady_clock::now();
   std::erase_if(cursors_, [&](const auto& entry) {
-    return !entry.second->pinned && now - entry.second->last_used > idle_timeout;
+    return !entry.second->pinned && !entry.second->no_timeout &&
+           now - entry.second->last_used > idle_timeout;
   });
 }
 

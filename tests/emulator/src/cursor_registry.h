@@ -1,6 +1,7 @@
 #pragma once
 // Open cursors by id. A getMore pins its cursor for the duration of one batch, so a cursor is
-// never used by two commands at once; cursors idle for ten minutes are reaped, as in MongoDB.
+// never used by two commands at once; cursors idle for ten minutes are reaped (unless opened
+// with noCursorTimeout), as in MongoDB.
 // Thread-safe.
 
 #include <chrono>
@@ -20,6 +21,7 @@ struct cursor {
   std::unique_ptr<query_cursor> query;  // one of these two is set
   std::unique_ptr<change_stream> stream;
   std::chrono::steady_clock::time_point last_used = std::chrono::steady_clock::now();
+  bool no_timeout = false;  // find's noCursorTimeout: never reaped
   bool pinned = false;
   bool killed = false;  // killCursors while pinned: removed when the pin ends
 };

@@ -8,6 +8,7 @@
 #include "error_codes.h"
 #include "query/matcher.h"
 #include "query_operators.h"
+#include "value_text.h"
 
 namespace mongo_emulator {
 
@@ -41,9 +42,12 @@ command_outcome create(command_context& ctx) {
     if (!on) return on.error();
     images = *on;
   }
+  // The options MongoDB's CollectionOptions keeps of what the emulator accepts (option_refusals
+  // turned the rest away): an empty validator, `capped: false` and sizes without `capped` are
+  // not kept.
   bson::document options;
   for (const auto& f : ctx.body) {
-    if (f.name == "capped" || f.name == "size" || f.name == "max" || f.name == "validator" ||
+    if (f.name == "validationLevel" || f.name == "validationAction" ||
         f.name == "changeStreamPreAndPostImages")
       options.append(f.name, f.val);
   }
@@ -109,35 +113,115 @@ bool is_generic_argument(std::string_view name) {
   return std::find(std::begin(generic), std::end(generic), name) != std::end(generic);
 }
 
+// collMod's `index: {name | keyPattern, hidden}` (option_refusals turned the other index options
+// away), checked in MongoDB's order (coll_mod.cpp).
+struct index_change {
+  std::optional<std::string> name;  // the index to change; none when it already is as asked
+  bool hidden_before = false;
+  bool hidden = false;
+};
+
+expected<index_change> parse_index_change(const collection& c, const bson::document& spec,
+                                          const std::string& ns) {
+  const auto* name = spec.get("name");
+  const auto* key = spec.get("keyPattern");
+  if (name != nullptr && key != nullptr)
+    return fail("Cannot specify both key pattern and name.", codes::invalid_options);
+  if (name == nullptr && key == nullptr)
+    return fail("Must specify either index name or key pattern.", codes::invalid_options);
+  const auto* hidden = spec.get("hidden");
+  if (hidden == nullptr)
+    return fail("no expireAfterSeconds, hidden, unique, or prepareUnique field",
+                codes::invalid_options);
+  if (name != nullptr && !name->is_string())
+    return fail("BSON field 'collMod.index.name' is the wrong type '" +
+                    std::string(bson::type_name(name->kind())) + "', expected type 'string'",
+                codes::type_mismatch);
+  if (key != nullptr && !key->is_document())
+    return fail("BSON field 'collMod.index.keyPattern' is the wrong type '" +
+                    std::string(bson::type_name(key->kind())) + "', expected type 'object'",
+                codes::type_mismatch);
+  if (!hidden->is<bool>() && !hidden->is_number())
+    return fail("BSON field 'collMod.index.hidden' is the wrong type '" +
+                    std::string(bson::type_name(hidden->kind())) + "', expected type 'bool'",
+                codes::type_mismatch);
+  std::vector<index_spec> found;  // one at most: key patterns are unique per collection here
+  for (auto& s : c.index_specs()) {
+    if (name != nullptr ? s.name == name->as_string() : s.key == key->as_document())
+      found.push_back(std::move(s));
+  }
+  if (found.empty())
+    return fail(
+        "cannot find index " +
+            (name != nullptr ? name->as_string() : engine::document_text(key->as_document())) +
+            " for ns " + ns,
+        codes::index_not_found);
+  if (found.front().name == "_id_") return fail("can't hide _id index", codes::bad_value);
+  index_change change;
+  change.hidden = hidden->is<bool>() ? hidden->as<bool>() : hidden->to_double() != 0;
+  change.hidden_before = found.front().hidden();
+  if (change.hidden != change.hidden_before) change.name = found.front().name;
+  return change;
+}
+
 command_outcome coll_mod(command_context& ctx) {
   auto name = collection_arg(ctx.body);
   if (!name) return name.error();
   auto lock = ctx.server.store().lock_for_write();
   auto* c = ctx.server.store().find(ctx.db, *name);
   if (c == nullptr) return fail("ns does not exist", codes::namespace_not_found);
-  // The `modify` event: what the command changes, and the options before (with the uuid, as
-  // MongoDB's CollectionOptions lists them).
+  std::optional<index_change> index;
+  if (const auto* spec = ctx.body.get("index")) {
+    auto parsed = parse_index_change(*c, spec->as_document(), ctx.db + "." + *name);
+    if (!parsed) return parsed.error();
+    index = std::move(parsed).value();
+  }
+  // The `modify` event: what the command changes (an index change only when there is one, as
+  // MongoDB logs it), and the options before (with the uuid, as MongoDB's CollectionOptions
+  // lists them) and the index's old `hidden`.
   bson::document description;
   for (const auto& f : ctx.body) {
-    if (f.name != "collMod" && !is_generic_argument(f.name)) description.append(f.name, f.val);
+    if (f.name == "collMod" || is_generic_argument(f.name)) continue;
+    if (f.name == "index") {
+      if (!index->name) continue;
+      bson::document shown;
+      for (const auto& g : f.val.as_document()) {
+        if (g.name == "name" || g.name == "keyPattern") shown.append(g.name, g.val);
+      }
+      shown.append("hidden", index->hidden);
+      description.append(f.name, std::move(shown));
+      continue;
+    }
+    description.append(f.name, f.val);
+  }
+  std::optional<bool> images;
+  if (const auto* v = ctx.body.get("changeStreamPreAndPostImages")) {
+    auto on = images_option(*v);
+    if (!on) return on.error();
+    images = *on;
   }
   bson::document options_before{{"uuid", c->uuid()}};
   for (const auto& f : c->options())
     options_before.append(f.name, f.val);
+  bson::document state_before{{"collectionOptions", std::move(options_before)}};
+  bson::document reply;
+  if (index && index->name) {
+    state_before.append("indexOptions", bson::document{{"hidden", index->hidden_before}});
+    if (auto was = c->set_index_hidden(*index->name, index->hidden); !was) return was.error();
+    reply.append("hidden_old", index->hidden_before);
+    reply.append("hidden_new", index->hidden);
+  }
   for (const auto& f : ctx.body) {
     if (f.name == "changeStreamPreAndPostImages") {
-      auto on = images_option(f.val);
-      if (!on) return on.error();
-      c->set_record_images(*on);
+      c->set_record_images(*images);
       c->options().set(f.name, f.val);
-    } else if (f.name == "validator" || f.name == "validationLevel" ||
-               f.name == "validationAction") {
+    } else if (f.name == "validationLevel" || f.name == "validationAction") {
       c->options().set(f.name, f.val);
     }
   }
   ctx.server.store().record_ddl(op_type::modify, *c, std::move(description),
-                                bson::document{{"collectionOptions", std::move(options_before)}});
-  return ok_reply();
+                                std::move(state_before));
+  return ok_reply(std::move(reply));
 }
 
 std::string default_index_name(const bson::document& key) {

@@ -9,7 +9,7 @@ namespace mongo_emulator {
 
 namespace {
 
-constexpr std::array<std::pair<int, std::string_view>, 60> names{{
+constexpr std::array<std::pair<int, std::string_view>, 70> names{{
     {1, "InternalError"},
     {2, "BadValue"},
     {4, "NoSuchKey"},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<int, std::string_view>, 60> names{{
     {26, "NamespaceNotFound"},
     {27, "IndexNotFound"},
     {28, "PathNotViable"},
+    {34, "CannotBackfillArray"},
     {40, "ConflictingUpdateOperators"},
     {43, "CursorNotFound"},
     {47, "NoMatchingDocument"},
@@ -32,6 +33,8 @@ constexpr std::array<std::pair<int, std::string_view>, 60> names{{
     {50, "MaxTimeMSExpired"},
     {52, "DollarPrefixedFieldName"},
     {53, "InvalidIdField"},
+    {54, "NotSingleValueField"},
+    {55, "InvalidDBRef"},
     {56, "EmptyFieldName"},
     {57, "DottedFieldName"},
     {59, "CommandNotFound"},
@@ -50,7 +53,9 @@ constexpr std::array<std::pair<int, std::string_view>, 60> names{{
     {112, "WriteConflict"},
     {115, "CommandNotSupported"},
     {133, "FailedToSatisfyReadPreference"},
+    {134, "ReadConcernMajorityNotAvailableYet"},
     {150, "StaleEpoch"},
+    {168, "InvalidPipelineOperator"},
     {189, "PrimarySteppedDown"},
     {234, "RetryChangeStream"},
     {238, "NotImplemented"},
@@ -59,6 +64,7 @@ constexpr std::array<std::pair<int, std::string_view>, 60> names{{
     {262, "ExceededTimeLimit"},
     {280, "ChangeStreamFatalError"},
     {286, "ChangeStreamHistoryLost"},
+    {317, "ConnectionPoolExpired"},
     {352, "UnsupportedOpQueryCommand"},
     {9001, "SocketException"},
     {10107, "NotWritablePrimary"},
@@ -70,14 +76,23 @@ constexpr std::array<std::pair<int, std::string_view>, 60> names{{
     {13435, "NotPrimaryNoSecondaryOk"},
     {13436, "NotPrimaryOrSecondary"},
     {17280, "KeyTooLong"},
+    {40413, "IDLDuplicateField"},
+    {40414, "IDLFailedToParse"},
+    {40415, "IDLUnknownField"},
+    {50915, "BackupCursorOpenConflictWithCheckpoint"},
 }};
 
-constexpr std::array retryable_write_codes{6,    7,     89,    91,    189,   262,
-                                           9001, 10107, 11600, 11602, 13435, 13436};
+// MongoDB 6.0's RetriableError category (src/mongo/base/error_codes.yml): the codes its label
+// builder (src/mongo/db/error_labels.cpp) treats as retryable.
+constexpr std::array retriable_codes{6,    7,     89,    91,    134,   189,   262,  317,
+                                     9001, 10107, 11600, 11602, 13435, 13436, 50915};
 
-// The change-streams specification's resumable list (wire >= 9 servers label these).
-constexpr std::array resumable_codes{6,   7,   43,   63,    89,    91,    133,   150,   189,
-                                     234, 262, 9001, 10107, 11600, 11602, 13388, 13435, 13436};
+// ErrorLabelBuilder::isResumableChangeStreamError on 4.4+: RetriableError, NetworkError (6 7 89
+// 317 9001, all retriable too), NeedRetargettingError (63 StaleShardVersion, 150 StaleEpoch,
+// 13388 StaleConfig), RetryChangeStream and FailedToSatisfyReadPreference. Not CursorNotFound
+// (43): the change streams specification lists it for drivers talking to servers older than
+// 4.4, which do not label errors; a 4.4+ server never labels it.
+constexpr std::array resumable_only_codes{63, 133, 150, 234, 13388};
 
 template <class Array>
 bool contains(const Array& a, int code) {
@@ -95,11 +110,11 @@ std::string code_name(int code) {
 }
 
 bool is_retryable_write_code(int code) {
-  return contains(retryable_write_codes, code);
+  return contains(retriable_codes, code);
 }
 
 bool is_resumable_change_stream_code(int code) {
-  return contains(resumable_codes, code);
+  return contains(retriable_codes, code) || contains(resumable_only_codes, code);
 }
 
 bool is_non_resumable_change_stream_code(int code) {

@@ -53,15 +53,19 @@ inline constexpr int location_40647_bad_resume_token = 40647;
 inline constexpr int location_40674_multiple_resume_options = 40674;
 inline constexpr int location_50865_start_after_and_resume_after = 50865;
 inline constexpr int location_40571_missing_db = 40571;
+inline constexpr int idl_failed_to_parse = 40414;
+inline constexpr int idl_unknown_field = 40415;
 }  // namespace codes
 
 // MongoDB's codeName for a code ("Location40324" for the numbered assertion codes).
 std::string code_name(int code);
 
-// Codes for which MongoDB adds `RetryableWriteError` to a retryable write's error.
+// Codes for which MongoDB adds `RetryableWriteError` to a retryable write's error (its
+// RetriableError category).
 bool is_retryable_write_code(int code);
 
-// Codes for which MongoDB adds `ResumableChangeStreamError` to a change stream's getMore error.
+// Codes for which MongoDB 6.0 adds `ResumableChangeStreamError` to a change stream's aggregate or
+// getMore error (ErrorLabelBuilder::isResumableChangeStreamError; not 43 CursorNotFound).
 // ChangeStreamFatalError (280) and ChangeStreamHistoryLost (286): labelled
 // NonResumableChangeStreamError on whatever command returns them.
 bool is_non_resumable_change_stream_code(int code);

@@ -45,6 +45,16 @@ index::index(index_spec spec) : spec_(std::move(spec)) {
     fields_.push_back(f.name);
 }
 
+void index::set_hidden(bool hidden) {
+  spec_.extra.erase("hidden");
+  if (hidden) spec_.extra.append("hidden", true);
+}
+
+bool index_spec::hidden() const {
+  const auto* v = extra.get("hidden");
+  return v != nullptr && (v->is<bool>() ? v->as<bool>() : v->is_number() && v->to_double() != 0);
+}
+
 index::key_set index::keys_for(const bson::document& doc) const {
   std::vector<component_values> components(fields_.size());
   bool any_present = false;

@@ -25,6 +25,8 @@ struct index_spec {
   bson::document extra;  // other options, echoed back by listIndexes
 
   bson::document to_document() const;
+  // Whether the planner skips it (`hidden` in the spec, from createIndexes or collMod).
+  bool hidden() const;
   // Same key pattern and the same options that matter (for createIndexes idempotence).
   bool same_definition(const index_spec& other) const;
 };
@@ -40,6 +42,11 @@ class index {
   explicit index(index_spec spec);
 
   const index_spec& spec() const { return spec_; }
+  // collMod's `index: {hidden}`. A hidden index is still maintained and still enforces
+  // uniqueness; only the planner skips it. `hidden: true` is kept last in the spec, and
+  // unhiding removes it, as MongoDB's catalog does.
+  void set_hidden(bool hidden);
+  bool hidden() const { return spec_.hidden(); }
   const std::vector<std::string>& fields() const { return fields_; }
 
   // The keys `doc` contributes (none when a sparse index skips it).

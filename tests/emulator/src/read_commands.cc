@@ -56,12 +56,13 @@ std::vector<doc_ptr> matching(const collection* c, const matcher& m) {
 // Serves the first batch and registers the cursor if documents remain.
 bson::document first_batch(command_context& ctx, const std::string& ns,
                            std::unique_ptr<query_cursor> results, std::size_t batch_size,
-                           bool single_batch) {
+                           bool single_batch, bool no_timeout = false) {
   bson::array batch = results->next(batch_size, max_batch_bytes);
   std::int64_t id = 0;
   if (!results->exhausted() && !single_batch) {
     auto c = std::make_unique<cursor>();
     c->ns = ns;
+    c->no_timeout = no_timeout;
     c->query = std::move(results);
     id = ctx.server.cursors().add(std::move(c));
   }
@@ -85,6 +86,8 @@ command_outcome find(command_context& ctx) {
   if (!batch_size) return batch_size.error();
   auto single_batch = bool_arg(ctx.body, "singleBatch");
   if (!single_batch) return single_batch.error();
+  auto no_timeout = bool_arg(ctx.body, "noCursorTimeout");
+  if (!no_timeout) return no_timeout.error();
   auto let = engine::evaluate_let(ctx.body.get("let"));
   if (!let) return let.error();
 
@@ -120,7 +123,7 @@ command_outcome find(command_context& ctx) {
   if (limit->value_or(0) > 0) first = std::min(first, **limit);
   auto results = std::make_unique<query_cursor>(std::move(docs), std::move(project));
   return command_result{first_batch(ctx, ctx.db + "." + *name, std::move(results), first,
-                                    single_batch->value_or(false)),
+                                    single_batch->value_or(false), no_timeout->value_or(false)),
                         {}};
 }
 

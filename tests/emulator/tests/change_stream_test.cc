@@ -667,6 +667,38 @@ TEST_F(change_streams, get_more_error_labels_are_mongodbs) {
   run_ok(J(R"({"configureFailPoint": "failGetMoreAfterCursorCheckout", "mode": "off"})"), "admin");
 }
 
+// ErrorLabelBuilder::isResumableChangeStreamError (src/mongo/db/error_labels.cpp, 4.4+):
+// retriable, network and retargeting errors, RetryChangeStream and
+// FailedToSatisfyReadPreference get the label; CursorNotFound (43), resumable only for drivers
+// of servers older than 4.4, does not.
+TEST_F(change_streams, server_labels_follow_mongodbs_label_builder) {
+  const struct {
+    int code;
+    bool resumable;
+  } cases[] = {{43, false},  {6, true},      {89, true},    {91, true},    {133, true},
+               {134, true},  {150, true},    {189, true},   {234, true},   {262, true},
+               {9001, true}, {10107, true},  {11602, true}, {13388, true}, {13436, true},
+               {50, false},  {11601, false}, {2, false},    {96, false},   {237, false}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.code);
+    const auto cursor = open_stream("c");
+    bson::document fail_point =
+        J(R"({"configureFailPoint": "failGetMoreAfterCursorCheckout", "mode": {"times": 1}})");
+    fail_point.append("data", bson::document{{"errorCode", std::int32_t{c.code}}});
+    run_ok(fail_point, "admin");
+    bson::document gm;
+    gm.append("getMore", cursor_id(cursor));
+    gm.append("collection", "c");
+    gm.append("maxTimeMS", std::int32_t{50});
+    const auto r = run_fail(gm, c.code);
+    if (c.resumable) {
+      EXPECT_EQ(at(r, "errorLabels"), bson::value(A(R"(["ResumableChangeStreamError"])")));
+    } else {
+      EXPECT_FALSE(r.contains("errorLabels")) << bson::to_json(r);
+    }
+  }
+}
+
 // A token is found by scanning history through the stream's leading $match, so a new filter
 // that drops the token's own event makes it unusable (resume from its clusterTime instead).
 TEST_F(change_streams, a_token_whose_event_the_new_match_drops_is_not_found) {
@@ -765,10 +797,18 @@ TEST_F(change_streams, expanded_events_show_ddl_with_collection_uuid) {
   run_ok(J(R"({"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"},
                                                  {"key": {"b": -1}, "name": "b_-1"}]})"));
   run_ok(J(R"({"collMod": "c", "changeStreamPreAndPostImages": {"enabled": true}})"));
+  run_ok(J(R"({"collMod": "c", "index": {"keyPattern": {"b": -1}, "hidden": true}})"));
   run_ok(J(R"({"dropIndexes": "c", "index": "a_1"})"));
   run_ok(J(R"({"renameCollection": ")" + db() + R"(.c", "to": ")" + db() + R"(.d"})"), "admin");
-  const auto events = collect(expanded, 7);
-  ASSERT_EQ(events.size(), 7U);
+  auto events = collect(expanded, 8);
+  ASSERT_EQ(events.size(), 8U);
+  // Hiding an index: what changed, and its old `hidden` in stateBeforeChange.indexOptions.
+  EXPECT_EQ(at(events[4], "operationType"), bson::value("modify"));
+  EXPECT_EQ(at(events[4], "operationDescription"),
+            bson::value(J(R"({"index": {"keyPattern": {"b": -1}, "hidden": true}})")));
+  EXPECT_EQ(at(events[4], "stateBeforeChange.indexOptions"),
+            bson::value(J(R"({"hidden": false})")));
+  events.erase(events.begin() + 4);
   std::vector<std::string> types;
   for (const auto& e : events)
     types.push_back(at(e, "operationType").as_string());

@@ -28,12 +28,18 @@ class expr : public emulator_test {
     return out;
   }
   ids_t ids_of(std::string_view command) { return ids(run_ok(J(command))); }
-  // The code of the only write error of a write command's reply (0 when it succeeded).
+  // The code of the only write error of a write command's reply (0 when it succeeded, -1 and a
+  // failure when the reply has no such error, as from a server without $expr).
   std::int32_t write_error_code(std::string_view command) {
     const auto r = run_ok(J(command));
     const auto* errors = r.get("writeErrors");
     if (errors == nullptr) return 0;
-    return at(errors->as_array()[0].as_document(), "code").as<std::int32_t>();
+    if (!errors->is_array() || errors->as_array().empty() || !errors->as_array()[0].is_document()) {
+      ADD_FAILURE() << "malformed writeErrors: " << bson::to_json(r);
+      return -1;
+    }
+    const auto& code = at(errors->as_array()[0].as_document(), "code");
+    return code.is<std::int32_t>() ? code.as<std::int32_t>() : -1;
   }
 };
 
@@ -50,6 +56,7 @@ TEST_F(expr, find_compares_fields_of_one_document) {
   // A `let` variable in the projection too.
   const auto r = run_ok(J(R"({"find": "budgets", "filter": {"_id": 1}, "let": {"tag": "x"},
                               "projection": {"_id": 0, "t": "$$tag"}})"));
+  ASSERT_EQ(batch(r).size(), 1U);
   EXPECT_EQ(batch(r)[0], bson::value(J(R"({"t": "x"})")));
   // count and distinct take $expr too.
   EXPECT_EQ(
@@ -59,7 +66,9 @@ TEST_F(expr, find_compares_fields_of_one_document) {
 
 TEST_F(expr, errors_have_mongodbs_codes) {
   // At parse time: an unknown operator, an undefined variable, a bad `let` name.
-  run_fail(J(R"({"find": "budgets", "filter": {"$expr": {"$frobnicate": 1}}})"), 168);
+  auto parse_error =
+      run_fail(J(R"({"find": "budgets", "filter": {"$expr": {"$frobnicate": 1}}})"), 168);
+  EXPECT_EQ(at(parse_error, "codeName"), bson::value("InvalidPipelineOperator"));
   run_fail(J(R"({"find": "budgets", "filter": {"$expr": {"$eq": ["$a", "$$nope"]}}})"), 17276);
   run_fail(J(R"({"find": "budgets", "filter": {}, "let": {"Cap": 1}})"), 16867);
   // At run time: the command fails (no partial batch).
@@ -73,6 +82,7 @@ TEST_F(expr, a_projection_error_on_a_later_batch_kills_the_cursor) {
   insert("t", R"([{"_id": 1, "a": [1]}, {"_id": 2, "a": "x"}])");
   const auto first = run_ok(J(R"({"find": "t", "sort": {"_id": 1}, "batchSize": 1,
                                   "projection": {"n": {"$size": "$a"}}})"));
+  ASSERT_EQ(batch(first).size(), 1U);
   EXPECT_EQ(batch(first)[0], bson::value(J(R"({"_id": 1, "n": 1})")));
   bson::document more;
   more.append("getMore", cursor_id(first));
@@ -90,6 +100,7 @@ TEST_F(expr, aggregate_match_and_stages_read_let) {
       "pipeline": [{"$match": {"_id": 2}},
                    {"$project": {"over": {"$cond": [{"$gt": ["$spent", "$budget"]}, "yes", "no"]},
                                  "label": {"$concat": ["$category", " in ", "$$unit"]}}}]})"));
+  ASSERT_EQ(batch(r).size(), 1U);
   EXPECT_EQ(batch(r)[0], bson::value(J(R"({"_id": 2, "over": "yes", "label": "drinks in EUR"})")));
 }
 
@@ -102,6 +113,8 @@ TEST_F(expr, writes_filter_with_expr_and_let) {
       "ordered": false})"));
   EXPECT_EQ(at(r, "nModified"), bson::value(std::int32_t{3}));
   ASSERT_TRUE(at(r, "writeErrors").is_array());
+  ASSERT_EQ(at(r, "writeErrors").as_array().size(), 1U);
+  ASSERT_TRUE(at(r, "writeErrors").as_array()[0].is_document());
   const auto& e = at(r, "writeErrors").as_array()[0].as_document();
   EXPECT_EQ(at(e, "index"), bson::value(std::int32_t{1}));
   EXPECT_EQ(at(e, "code"), bson::value(std::int32_t{17124}));
@@ -145,6 +158,7 @@ TEST_F(expr, a_change_stream_keeps_only_updates_that_touch_a_path) {
   cmd.append("cursor", bson::document{});
   cmd.append("let", J(R"({"watched": "name.first"})"));
   auto cursor = run_ok(cmd);
+  ASSERT_TRUE(at(cursor, "cursor.ns").is_string()) << bson::to_json(cursor);
   insert("people", R"([{"_id": 1, "name": {"first": "A", "last": "B"}, "age": 1}])");
   const auto upd = [&](const char* u) {
     bson::document c;
@@ -168,10 +182,14 @@ TEST_F(expr, a_change_stream_keeps_only_updates_that_touch_a_path) {
        ++round) {
     const auto next = get_more(cursor, 200);
     for (const auto& e : batch(next)) {
+      ASSERT_TRUE(e.is_document());
       const auto& ev = e.as_document();
+      ASSERT_TRUE(at(ev, "operationType").is_string()) << bson::to_json(ev);
       std::string what = at(ev, "operationType").as_string();
       if (what == "update") {
         what.clear();
+        ASSERT_TRUE(at(ev, "updateDescription.updatedFields").is_document());
+        ASSERT_TRUE(at(ev, "updateDescription.removedFields").is_array());
         for (const auto& f : at(ev, "updateDescription.updatedFields").as_document())
           what += f.name + " ";
         for (const auto& r : at(ev, "updateDescription.removedFields").as_array())

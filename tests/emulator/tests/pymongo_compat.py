@@ -3,11 +3,13 @@
 
 CRUD, indexes, aggregation, and change streams at every scope, including a resume after a
 getMore whose connection the server closes (failCommand closeConnection) and one after a
-resumable error: every event must arrive exactly once.
+resumable error: every event must arrive exactly once. A transaction is refused (238) at its
+first statement, so an aborted one leaves nothing behind; a regex filter matches.
 
 Usage: pymongo_compat.py PATH_TO_MONGO_EMULATOR   (exit 77 = skipped)
 """
 import os
+import re
 import select
 import signal
 import subprocess
@@ -91,6 +93,46 @@ def crud(db):
     c.drop()
 
 
+def transactions(client, db):
+    c = db.txn
+    c.insert_one({"_id": 0})
+    # The emulator does not implement transactions: the first statement is refused, and the
+    # abort pymongo sends when the block fails is refused too (pymongo ignores that error).
+    with client.start_session() as session:
+        try:
+            with session.start_transaction():
+                c.insert_one({"_id": 1}, session=session)
+                c.insert_one({"_id": 2}, session=session)
+            check(False, "transaction accepted")
+        except OperationFailure as e:
+            check(e.code == 238, "transaction refused with %r: %s" % (e.code, e))
+        session.start_transaction()
+        try:
+            c.insert_one({"_id": 3}, session=session)
+            check(False, "transaction statement accepted")
+        except OperationFailure as e:
+            check(e.code == 238, "statement refused with %r" % e.code)
+        session.abort_transaction()
+    ids = sorted(d["_id"] for d in c.find())
+    check(ids == [0], "an aborted transaction left writes behind: %r" % ids)
+    c.drop()
+
+
+def regexes(db):
+    c = db.rx
+    c.insert_many([{"_id": 1, "s": "apple"}, {"_id": 2, "s": "Avocado"}, {"_id": 3, "s": "pear"}])
+    check(c.count_documents({"s": re.compile("^a")}) == 1, "regex literal")
+    check(c.count_documents({"s": re.compile("^a", re.IGNORECASE)}) == 2, "regex flags")
+    check(c.count_documents({"s": {"$regex": "^A", "$options": "i"}}) == 2, "$regex/$options")
+    check(c.count_documents({"s": {"$in": [re.compile("^p"), "apple"]}}) == 2, "$in regex")
+    try:
+        list(c.find({"$where": "true"}))
+        check(False, "$where accepted")
+    except OperationFailure as e:
+        check(e.code == 238, "$where refused with %r" % e.code)
+    c.drop()
+
+
 def streams(client, db):
     c = db.cs
     with c.watch(max_await_time_ms=100) as stream:
@@ -152,6 +194,8 @@ def main():
         db = client["pymongo_compat"]
         client.drop_database(db.name)
         crud(db)
+        transactions(client, db)
+        regexes(db)
         streams(client, db)
         client.drop_database(db.name)
         client.close()

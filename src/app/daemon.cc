@@ -62,10 +62,11 @@ class mongo_parts final : public pipeline::parts_factory {
 
   std::unique_ptr<source::change_source> make_source(const mapping::ns& source,
                                                      const pipeline::start_position& from,
-                                                     source::event_queue& queue,
+                                                     bool pre_images, source::event_queue& queue,
                                                      source::resync_hook resync) override {
     source::watcher_options wo;
     wo.source = source;
+    wo.pre_images = pre_images;
     wo.resume_after = from.resume_after;
     wo.start_at = from.start_at;
     wo.resync = std::move(resync);

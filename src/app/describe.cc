@@ -1,5 +1,7 @@
 #include "app/describe.h"
 
+#include <algorithm>
+
 #include "bson/json.h"
 
 namespace denormd::app {
@@ -7,9 +9,16 @@ namespace denormd::app {
 namespace {
 
 std::string join_sources(const mapping::mapping& m) {
+  // Each path once; an aggregate's $count reads no path.
+  std::vector<std::string_view> seen;
   std::string s;
-  for (const auto& f : m.fields)
+  for (const auto& f : m.fields) {
+    if (f.source_path.empty() || std::find(seen.begin(), seen.end(), f.source_path) != seen.end()) {
+      continue;
+    }
+    seen.push_back(f.source_path);
     s += (s.empty() ? "" : ", ") + f.source_path;
+  }
   return s;
 }
 

@@ -72,37 +72,21 @@ std::string kind_names() {
   return out;
 }
 
-void read_fields(spec_reader& r, spec_object& o, mapping::mapping& m) {
-  const json* fields = o.sub_object("fields", true);
-  if (fields == nullptr) return;
-  if (fields->empty()) r.error("/fields", "must name at least one field");
-  for (auto it = fields->begin(); it != fields->end(); ++it) {
-    const std::string here = pointer_join("/fields", it.key());
-    if (auto problem = path_problem(it.key()); !problem.empty()) {
-      r.error(here, "\"" + it.key() + "\" is not a valid field name: it " + problem);
-      continue;
-    }
-    if (!it->is_string()) {
-      r.error(here, "must be a source field path (a string), not " + json_type(*it));
-      continue;
-    }
-    const auto src_path = it->get<std::string>();
-    if (auto problem = path_problem(src_path); !problem.empty()) {
-      r.error(here, "\"" + src_path + "\" is not a valid field path: it " + problem);
-      continue;
-    }
-    m.fields.push_back({it.key(), src_path});
-  }
-  // Names are distinct (the reader rejects duplicate keys), so only prefixes can overlap.
-  const auto names = mapping::field_names(m);
-  for (const auto& f : m.fields) {
-    mapping::for_each_parent(f.name, [&](std::string_view parent) {
-      if (names.contains(parent)) {
-        r.error(pointer_join("/fields", f.name),
-                "overlaps field \"" + std::string(parent) + "\" of the same mapping");
-      }
-    });
-  }
+// Copy and recent: name -> source path.
+void read_source_paths(spec_reader& r, spec_object& o, mapping::mapping& m) {
+  mapping::read_fields(
+      r, o, m, [&](const std::string& here, const std::string& name, const json& value) {
+        if (!value.is_string()) {
+          r.error(here, "must be a source field path (a string), not " + json_type(value));
+          return;
+        }
+        const auto src_path = value.get<std::string>();
+        if (auto problem = path_problem(src_path); !problem.empty()) {
+          r.error(here, "\"" + src_path + "\" is not a valid field path: it " + problem);
+          return;
+        }
+        m.fields.push_back({name, src_path});
+      });
 }
 
 template <class K>
@@ -151,7 +135,11 @@ void read_as(spec_reader& r, const json& root, const std::string& default_db, ma
     kind.read_target(r, to);
   }
   m.into = o.path("into", K::into_required).value_or("");
-  read_fields(r, o, m);
+  if constexpr (requires { K::reads_own_fields; }) {
+    kind.read_fields(r, o, m);  // accumulators, not source paths
+  } else {
+    read_source_paths(r, o, m);
+  }
   read_delete_policy<K>(o, m);
   m.fill_new_targets = o.boolean("fillNewTargets").value_or(false);
   kind.read_rest(r, o, m);

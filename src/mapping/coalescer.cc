@@ -4,6 +4,7 @@
 #include <cassert>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "bson/json.h"
 #include "common/overloaded.h"
@@ -22,6 +23,34 @@ std::string merge_id(const write_op& op) {
   return id;
 }
 
+// Merges recompute `op` into `into`, both of one aggregate mapping: the union of their
+// parents, or every parent when either is. `seen` holds the keys of `into` (canonical JSON).
+void merge_recompute(write_op& into, write_op& op, std::unordered_set<std::string>& seen) {
+  into.event = std::max(into.event, op.event);
+  if (op.event_ms != 0 && (into.event_ms == 0 || op.event_ms < into.event_ms)) {
+    into.event_ms = op.event_ms;
+  }
+  auto& keys = into.as<recompute_write>()->keys;
+  if (keys.empty()) return;  // already every parent
+  auto& more = op.as<recompute_write>()->keys;
+  if (more.empty()) {
+    keys.clear();
+  } else {
+    for (auto& k : more) {
+      std::string id;
+      bson::write_json(id, k, bson::json_mode::canonical);
+      if (seen.insert(std::move(id)).second) keys.push_back(std::move(k));
+    }
+  }
+  const mapping& m = *into.source_mapping;
+  m.visit(overloaded{[&](const aggregate_kind& k) {
+                       auto merged = k.recompute(m, std::move(keys));
+                       into.what = std::move(merged.what);
+                     },
+                     // A kind that plans merge_rule::recompute must say how they merge.
+                     [](const auto&) { assert(false && "only aggregate plans recomputes"); }});
+}
+
 }  // namespace
 
 std::vector<write_op> coalesce(std::vector<write_op> ops) {
@@ -29,6 +58,11 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
   slots.reserve(ops.size());
   std::unordered_map<std::string, std::size_t> last_copy;
   std::unordered_map<std::string, std::size_t> open_push;
+  struct open_recompute {
+    std::size_t slot;
+    std::unordered_set<std::string> keys;
+  };
+  std::unordered_map<const mapping*, open_recompute> recomputes;
 
   for (auto& op : ops) {
     switch (op.merge) {
@@ -69,6 +103,22 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
           return slots[entry.second]->source_mapping == op.source_mapping;
         });
         break;
+      case merge_rule::recompute: {
+        // Recomputes read the children when they run, so one per mapping and batch does the
+        // work of all of them, wherever it stands.
+        auto [it, fresh] = recomputes.try_emplace(op.source_mapping);
+        if (!fresh) {
+          merge_recompute(*slots[it->second.slot], op, it->second.keys);
+          continue;
+        }
+        it->second.slot = slots.size();
+        for (const auto& k : op.as<recompute_write>()->keys) {
+          std::string id;
+          bson::write_json(id, k, bson::json_mode::canonical);
+          it->second.keys.insert(std::move(id));
+        }
+        break;
+      }
       case merge_rule::none:
         break;
     }
@@ -88,7 +138,7 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
                                   std::move(pushed_elements(*slot)), out);
                          },
                          // A kind that plans merge_rule::push must say how pushes merge.
-                         [](const copy_kind&) { assert(false && "copy plans no pushes"); }});
+                         [](const auto&) { assert(false && "only recent plans pushes"); }});
       for (std::size_t i = first; i < out.size(); ++i) {
         out[i].event = slot->event;
         out[i].event_ms = slot->event_ms;

@@ -35,6 +35,9 @@ class document_store {
   // The first document matching `filter`; the inner nullopt when there is none.
   virtual std::optional<std::optional<bson::document>> find_one(const ns& where,
                                                                 const bson::document& filter) = 0;
+  // The results of an aggregation pipeline over `where`.
+  virtual std::optional<std::vector<bson::document>> aggregate(const ns& where,
+                                                               const bson::array& pipeline) = 0;
   // One single-document update made on behalf of `op`.
   virtual store_write update_one(const write_op& op, const bson::document& filter,
                                  const bson::document& update,

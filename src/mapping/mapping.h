@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "mapping/aggregate_kind.h"
 #include "mapping/copy_kind.h"
 #include "mapping/ns.h"
 #include "mapping/recent_kind.h"
@@ -18,16 +19,18 @@ namespace denormd::mapping {
 
 // Every kind of mapping. Adding one: a new `<name>_kind.{h,cc}` with the members the others
 // have, and its type here. Dispatch is std::visit, so a kind that lacks one does not compile.
-using any_kind = std::variant<copy_kind, recent_kind>;
+using any_kind = std::variant<copy_kind, recent_kind, aggregate_kind>;
 
 enum class delete_policy {
-  keep,            // copy: leave the copies as they are
-  unset,           // copy: remove the copied fields
-  pull,            // recent: remove the element
-  pull_and_refill  // recent: remove the element and refill the array from the children
+  keep,             // copy: leave the copies as they are
+  unset,            // copy: remove the copied fields
+  pull,             // recent: remove the element
+  pull_and_refill,  // recent: remove the element and refill the array from the children
+  recompute         // aggregate: recompute the parent the child leaves
 };
 
-// One copied field: `name` under `into` in the target, read from `source_path`.
+// One copied field: `name` under `into` in the target, read from `source_path` (aggregate:
+// the accumulator's child path, "" for $count).
 struct field_map {
   std::string name;
   std::string source_path;

@@ -54,6 +54,20 @@ const std::vector<std::string>& planner::document_fields(const ns& source) const
   return it == by_source_.end() ? none : it->second.fields;
 }
 
+bool planner::needs_pre_images(const ns& source) const {
+  auto it = by_source_.find(source);
+  if (it == by_source_.end()) return false;
+  return std::any_of(it->second.mappings.begin(), it->second.mappings.end(), [](const compiled& c) {
+    return c.m->visit([](const auto& k) {
+      if constexpr (requires { k.needs_pre_images(); }) {
+        return k.needs_pre_images();
+      } else {
+        return false;
+      }
+    });
+  });
+}
+
 void planner::plan(const change_event& ev, std::vector<write_op>& out,
                    std::vector<std::string>* notes) const {
   if (!ev.is_document_event()) return;

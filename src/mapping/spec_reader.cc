@@ -65,6 +65,32 @@ std::unordered_set<std::string_view> field_names(const mapping& m) {
   return names;
 }
 
+void read_fields(spec_reader& r, spec_object& root, mapping& m,
+                 const std::function<void(const std::string& pointer, const std::string& name,
+                                          const json& value)>& entry) {
+  const json* fields = root.sub_object("fields", true);
+  if (fields == nullptr) return;
+  if (fields->empty()) r.error("/fields", "must name at least one field");
+  for (auto it = fields->begin(); it != fields->end(); ++it) {
+    const std::string here = pointer_join("/fields", it.key());
+    if (auto problem = path_problem(it.key()); !problem.empty()) {
+      r.error(here, "\"" + it.key() + "\" is not a valid field name: it " + problem);
+      continue;
+    }
+    entry(here, it.key(), *it);
+  }
+  // Names are distinct (the reader rejects duplicate keys), so only prefixes can overlap.
+  const auto names = field_names(m);
+  for (const auto& f : m.fields) {
+    for_each_parent(f.name, [&](std::string_view parent) {
+      if (names.contains(parent)) {
+        r.error(pointer_join("/fields", f.name),
+                "overlaps field \"" + std::string(parent) + "\" of the same mapping");
+      }
+    });
+  }
+}
+
 // Rejects query operators outside the subset before libbson sees them (it would read
 // "$type"/"$regex" as legacy Extended JSON and give a confusing message).
 namespace {

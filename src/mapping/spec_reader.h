@@ -3,6 +3,7 @@
 // of a file (file, JSON pointer, message) and the checks each kind's reader shares (field
 // paths, queries). Pure; one reader per file, used by one thread.
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -172,6 +173,13 @@ class spec_object {
   std::string pointer_;
   std::set<std::string> allowed_;
 };
+
+// Reads the "fields" object of a mapping: it must be a non-empty object whose names are
+// valid field paths, none inside another; `entry(pointer, name, value)` reads each value
+// (appending to m.fields) and reports its own errors.
+void read_fields(spec_reader& r, spec_object& root, mapping& m,
+                 const std::function<void(const std::string& pointer, const std::string& name,
+                                          const json& value)>& entry);
 
 // A `where`/`filter` query in the mapping subset, or nullopt after reporting why not.
 std::optional<query::matcher> read_query(spec_reader& r, const json& j, const std::string& pointer);

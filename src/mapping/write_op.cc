@@ -10,6 +10,7 @@ const bson::document* write_op::selector() const {
   return std::visit(
       overloaded{[](const update_write& w) { return &w.filter; },
                  [](const refill_write& w) { return &w.parents; },
+                 [](const recompute_write& w) { return &w.parents; },
                  [](const fill_write& w) { return &w.filter; },
                  [](const dead_letter_write&) -> const bson::document* { return nullptr; }},
       what);
@@ -19,6 +20,7 @@ std::string_view write_op::name() const {
   return std::visit(
       overloaded{[](const update_write& w) { return w.many ? "updateMany" : "updateOne"; },
                  [](const refill_write&) { return "refill"; },
+                 [](const recompute_write&) { return "recompute"; },
                  [](const fill_write&) { return "fill"; },
                  [](const dead_letter_write&) { return "deadLetter"; }},
       what);
@@ -71,32 +73,52 @@ std::string to_plan_json(const write_op& op) {
   out.append("mapping", op.source_mapping != nullptr ? op.source_mapping->name : "");
   out.append("ns", op.target.full());
   out.append("op", std::string(op.name()));
-  std::visit(overloaded{[&](const update_write& w) {
-                          out.append("filter", w.filter);
-                          out.append("update", w.update);
-                          if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
-                          out.append("upsert", w.upsert);
-                        },
-                        [&](const refill_write& w) {
-                          const auto& r = w.children;
-                          out.append("filter", w.parents);
-                          out.append("source", bson::document{{"ns", r.source.full()},
-                                                              {"filter", r.filter},
-                                                              {"parentKey", r.parent_key},
-                                                              {"parentField", r.parent_field},
-                                                              {"sort", r.sort},
-                                                              {"limit", r.limit}});
-                          out.append("into", op.source_mapping != nullptr ? op.source_mapping->into
-                                                                          : std::string());
-                        },
-                        [&](const fill_write& w) {
-                          out.append("filter", w.filter);
-                          out.append("source", bson::document{{"ns", w.source.source.full()},
-                                                              {"filter", fill_filter(w.source)}});
-                          if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
-                        },
-                        [&](const dead_letter_write& w) { out.append("reason", w.reason); }},
-             op.what);
+  std::visit(
+      overloaded{[&](const update_write& w) {
+                   out.append("filter", w.filter);
+                   out.append("update", w.update);
+                   if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
+                   out.append("upsert", w.upsert);
+                 },
+                 [&](const refill_write& w) {
+                   const auto& r = w.children;
+                   out.append("filter", w.parents);
+                   out.append("source", bson::document{{"ns", r.source.full()},
+                                                       {"filter", r.filter},
+                                                       {"parentKey", r.parent_key},
+                                                       {"parentField", r.parent_field},
+                                                       {"sort", r.sort},
+                                                       {"limit", r.limit}});
+                   out.append("into", op.source_mapping != nullptr ? op.source_mapping->into
+                                                                   : std::string());
+                 },
+                 [&](const recompute_write& w) {
+                   out.append("filter", w.parents);
+                   if (const auto* k = op.source_mapping != nullptr
+                                           ? op.source_mapping->as<aggregate_kind>()
+                                           : nullptr) {
+                     const mapping& m = *op.source_mapping;
+                     // Selected parents: the keys come from the parents found.
+                     if (w.keys.empty() && !w.parents.empty()) {
+                       out.append("source", bson::document{{"ns", m.source.full()},
+                                                           {"parentKey", k->parent_key},
+                                                           {"parentField", k->parent_field}});
+                     } else {
+                       out.append("source", bson::document{{"ns", m.source.full()},
+                                                           {"pipeline", k->pipeline(m, w.keys)}});
+                     }
+                   }
+                   out.append("into", op.source_mapping != nullptr ? op.source_mapping->into
+                                                                   : std::string());
+                 },
+                 [&](const fill_write& w) {
+                   out.append("filter", w.filter);
+                   out.append("source", bson::document{{"ns", w.source.source.full()},
+                                                       {"filter", fill_filter(w.source)}});
+                   if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
+                 },
+                 [&](const dead_letter_write& w) { out.append("reason", w.reason); }},
+      op.what);
   return bson::to_json(out);
 }
 

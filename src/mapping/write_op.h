@@ -40,10 +40,11 @@ struct push_items {
 // How the batch step may combine this op with others of the same mapping.
 enum class merge_rule {
   none,
-  last_wins,       // copy: a later op with the same key replaces this one
-  push,            // recent insert: later pushes to the same parent merge into this one
-  parent_barrier,  // recent: later pushes to this parent must not merge across it
-  mapping_barrier  // recent: touches unknown parents; no push of the mapping merges across
+  last_wins,        // copy: a later op with the same key replaces this one
+  push,             // recent insert: later pushes to the same parent merge into this one
+  parent_barrier,   // recent: later pushes to this parent must not merge across it
+  mapping_barrier,  // recent: touches unknown parents; no push of the mapping merges across
+  recompute         // aggregate: every recompute of the mapping in a batch merges into one
 };
 
 // The alternatives of a planned write, one per way it reaches the database.
@@ -64,6 +65,14 @@ struct refill_write {
   // source's own stream may push to these parents at the same time (backfill, re-sync).
   bool recheck = false;
 };
+// Aggregate the children of the selected parents, then set each parent's computed values.
+struct recompute_write {
+  bson::document parents;  // the parents to recompute ({} is every parent)
+  bson::array keys;        // the parent keys `parents` selects by (merge_rule::recompute)
+  // Aggregate again after writing, until the values are what was written: set when the
+  // source's stream may recompute the same parents at the same time (backfill, re-sync).
+  bool recheck = false;
+};
 // Read one source document, then set the copies of one new target.
 struct fill_write {
   bson::document filter;
@@ -79,7 +88,7 @@ struct dead_letter_write {
 struct write_op {
   const mapping* source_mapping = nullptr;
   ns target;
-  std::variant<update_write, refill_write, fill_write, dead_letter_write> what;
+  std::variant<update_write, refill_write, recompute_write, fill_write, dead_letter_write> what;
   merge_rule merge = merge_rule::none;
   bson::value merge_key;  // source key (copy) or parent key (recent)
 
@@ -99,7 +108,7 @@ struct write_op {
   // The documents it selects in `target` (an update's or fill's filter, a refill's parents);
   // nullptr for a dead letter.
   const bson::document* selector() const;
-  // "updateOne", "updateMany", "refill", "fill" or "deadLetter".
+  // "updateOne", "updateMany", "refill", "recompute", "fill" or "deadLetter".
   std::string_view name() const;
 };
 

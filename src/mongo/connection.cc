@@ -410,6 +410,28 @@ result<std::optional<bson::document>> connection::find_one(const std::string& db
   return std::optional<bson::document>(std::move(docs->front()));
 }
 
+result<std::vector<bson::document>> connection::aggregate(const std::string& db,
+                                                          const std::string& coll,
+                                                          const bson::array& pipeline) {
+  lease client = impl_->acquire();
+  const collection_ptr c = impl_->collection(client.get(), db, coll);
+  const bson::bson_ptr p = bson::to_bson(bson::document{{"pipeline", pipeline}});
+  cursor_ptr cursor(
+      mongoc_collection_aggregate(c.get(), MONGOC_QUERY_NONE, p.get(), nullptr, nullptr));
+  std::vector<bson::document> out;
+  const bson_t* doc = nullptr;
+  while (mongoc_cursor_next(cursor.get(), &doc)) {
+    auto d = bson::from_bson(*doc);
+    if (!d) return failure(client_error(d.error().message));
+    out.push_back(std::move(d).value());
+  }
+  bson_error_t err;
+  const bson_t* reply = nullptr;
+  if (mongoc_cursor_error_document(cursor.get(), &err, &reply))
+    return failure(to_error(err, reply));
+  return out;
+}
+
 result<std::unique_ptr<change_stream>> connection::watch(const std::string& db,
                                                          const std::string& coll,
                                                          const watch_options& opts) {
@@ -418,6 +440,7 @@ result<std::unique_ptr<change_stream>> connection::watch(const std::string& db,
   s->coll = impl_->collection(s->client.get(), db, coll);
   bson::document o;
   if (opts.update_lookup) o.append("fullDocument", "updateLookup");
+  if (opts.pre_images) o.append("fullDocumentBeforeChange", "whenAvailable");
   if (opts.resume_after) o.append("resumeAfter", *opts.resume_after);
   if (opts.start_after) o.append("startAfter", *opts.start_after);
   if (opts.start_at_operation_time) o.append("startAtOperationTime", *opts.start_at_operation_time);

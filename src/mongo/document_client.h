@@ -62,6 +62,10 @@ class document_client {
   virtual result<std::optional<bson::document>> find_one(const std::string& db,
                                                          const std::string& coll,
                                                          const bson::document& filter) = 0;
+  // Runs an aggregation pipeline and returns every result document.
+  virtual result<std::vector<bson::document>> aggregate(const std::string& db,
+                                                        const std::string& coll,
+                                                        const bson::array& pipeline) = 0;
 
  protected:
   document_client() = default;

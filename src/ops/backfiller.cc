@@ -76,7 +76,8 @@ walk_plan plan_walk(const mapping::mapping& m, const mapping::planner& planner) 
                                 w.projection.append(f, 1);
                               return w;
                             },
-                            [&](const mapping::recent_kind& k) {
+                            [&](const auto& k) {
+                              // recent and aggregate: the parents, a share per thread.
                               walk_plan w{m.target, bson::document{{"_id", 1}}, false, true};
                               if (k.parent_field != "_id") w.projection.append(k.parent_field, 1);
                               return w;
@@ -192,16 +193,30 @@ mongo::result<backfill_outcome> backfiller::run(const std::vector<const mapping:
 std::vector<mapping::write_op> backfiller::plan_batch(const mapping::mapping& m,
                                                       std::vector<bson::document>& batch,
                                                       const backfill_options& opts) const {
-  return m.visit(
-      overloaded{[&](const mapping::copy_kind&) { return plan_copies(m, batch); },
-                 [&](const mapping::recent_kind& k) { return plan_refills(m, k, batch, opts); }});
+  return m.visit(overloaded{[&](const mapping::copy_kind&) { return plan_copies(m, batch); },
+                            [&](const mapping::recent_kind& k) {
+                              return plan_parent_shares(batch, opts, [&](bson::document parents) {
+                                auto op = k.refill(m, std::move(parents),
+                                                   mapping::merge_rule::mapping_barrier);
+                                // The source's own stream may push to these parents meanwhile (a
+                                // re-sync, or a backfill beside the daemon): the refill reads the
+                                // children again until what it wrote holds.
+                                op.as<mapping::refill_write>()->recheck = true;
+                                return op;
+                              });
+                            },
+                            [&](const mapping::aggregate_kind& k) {
+                              return plan_parent_shares(batch, opts, [&](bson::document parents) {
+                                // Rechecked for the same reason as a refill.
+                                return k.recompute_selected(m, std::move(parents), true);
+                              });
+                            }});
 }
 
-std::vector<mapping::write_op> backfiller::plan_refills(const mapping::mapping& m,
-                                                        const mapping::recent_kind& k,
-                                                        const std::vector<bson::document>& batch,
-                                                        const backfill_options& opts) const {
-  // One refill per thread, each over a contiguous share of the batch's parents.
+std::vector<mapping::write_op> backfiller::plan_parent_shares(
+    const std::vector<bson::document>& batch, const backfill_options& opts,
+    const std::function<mapping::write_op(bson::document)>& make) const {
+  // One completion per thread, each over a contiguous share of the batch's parents.
   std::vector<mapping::write_op> ops;
   const std::size_t parts = std::clamp<std::size_t>(opts.refill_threads, 1, batch.size());
   for (std::size_t part = 0; part < parts; ++part) {
@@ -212,12 +227,7 @@ std::vector<mapping::write_op> backfiller::plan_refills(const mapping::mapping& 
       if (id != nullptr && !mapping::reference_problem(*id)) ids.push_back(*id);
     }
     if (ids.empty()) continue;
-    mapping::write_op op =
-        k.refill(m, parents_filter(std::move(ids)), mapping::merge_rule::mapping_barrier);
-    // The source's own stream may push to these parents meanwhile (a re-sync, or a backfill
-    // run beside the daemon): the refill reads the children again until what it wrote holds.
-    op.as<mapping::refill_write>()->recheck = true;
-    ops.push_back(std::move(op));
+    ops.push_back(make(parents_filter(std::move(ids))));
   }
   return ops;
 }

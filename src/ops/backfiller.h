@@ -93,10 +93,11 @@ class backfiller {
                                             const backfill_options& opts) const;
   std::vector<mapping::write_op> plan_copies(const mapping::mapping& m,
                                              std::vector<bson::document>& batch) const;
-  std::vector<mapping::write_op> plan_refills(const mapping::mapping& m,
-                                              const mapping::recent_kind& k,
-                                              const std::vector<bson::document>& batch,
-                                              const backfill_options& opts) const;
+  // The parents of `batch` in one contiguous share per refill thread, one `make` op each
+  // (recent's refills, aggregate's recomputes).
+  std::vector<mapping::write_op> plan_parent_shares(
+      const std::vector<bson::document>& batch, const backfill_options& opts,
+      const std::function<mapping::write_op(bson::document)>& make) const;
   mongo::status apply_batch(const mapping::mapping& m, const std::vector<mapping::write_op>& ops,
                             const backfill_options& opts);
   // Plans, writes and (copy) rechecks one batch of walked documents.

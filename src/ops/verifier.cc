@@ -1,5 +1,6 @@
 #include "ops/verifier.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -106,7 +107,8 @@ mongo::result<verify_report> verifier::run(const std::vector<const mapping::mapp
           r.orphans_allowed = m->on_source_delete == mapping::delete_policy::keep;
           return verify_copy(*m, k, opts, stop, r);
         },
-        [&](const mapping::recent_kind& k) { return verify_recent(*m, k, opts, stop, r); }});
+        [&](const mapping::recent_kind& k) { return verify_recent(*m, k, opts, stop, r); },
+        [&](const mapping::aggregate_kind& k) { return verify_aggregate(*m, k, opts, stop, r); }});
     if (!st) return st.error();
     report.mappings.push_back(std::move(r));
   }
@@ -282,6 +284,68 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
                         out.unrepaired += refused;
                         return {};
                       });
+}
+
+mongo::status verifier::verify_aggregate(const mapping::mapping& m,
+                                         const mapping::aggregate_kind& k,
+                                         const verify_options& opts, std::stop_token& stop,
+                                         mapping_report& out) {
+  mongo::find_options parents;
+  parents.projection.append("_id", 1);
+  project(parents.projection, k.parent_field);
+  for (const auto& p : k.written_paths(m))
+    project(parents.projection, p);
+  sink::writer writer(conn_, metrics_, sink::writer_options{meta_db_, opts.dry_run});
+  bool stopped = false;
+  return walk_batches(
+      conn_, m.target, bson::document{}, parents, opts.batch_size, stop, stopped,
+      [&](std::vector<bson::document>& batch) -> mongo::status {
+        // One aggregation per batch, as a recompute makes it.
+        bson::array keys;
+        std::vector<const bson::document*> checked;
+        for (const auto& parent : batch) {
+          const bson::value* key = parent.find_path(k.parent_field);
+          const bson::value* id = parent.get("_id");
+          // A recompute skips these too: no child can name such a parent.
+          if (key == nullptr || key->is_null() || id == nullptr ||
+              mapping::reference_problem(*key) || mapping::reference_problem(*id)) {
+            continue;
+          }
+          keys.push_back(*key);
+          checked.push_back(&parent);
+        }
+        if (keys.empty()) return {};
+        auto groups = conn_.aggregate(m.source.db, m.source.coll, k.pipeline(m, keys));
+        if (!groups) return groups.error();
+        bson::array drifted;
+        for (const bson::document* parent : checked) {
+          const bson::value& key = *parent->find_path(k.parent_field);
+          const auto it = std::find_if(groups->begin(), groups->end(), [&](const auto& g) {
+            const bson::value* gid = g.get("_id");
+            return gid != nullptr && bson::compare(*gid, key) == 0;
+          });
+          auto paths = k.check(m, *parent, it == groups->end() ? nullptr : &*it);
+          ++out.checked;
+          if (paths.empty()) continue;
+          ++out.drifted;
+          const bson::value& id = *parent->get("_id");
+          if (out.examples.size() < opts.max_examples) {
+            out.examples.push_back(drift_example{id, std::move(paths)});
+          }
+          drifted.push_back(id);
+        }
+        if (!opts.repair || drifted.empty()) return {};
+        const std::uint64_t n = drifted.size();
+        // Rechecked: the daemon may be recomputing these parents meanwhile.
+        std::vector<mapping::write_op> repairs{k.recompute_selected(
+            m, bson::document{{"_id", bson::document{{"$in", std::move(drifted)}}}}, true)};
+        if (auto st = writer.apply(repairs, {}, m.source); !st) return st;
+        if (opts.dry_run) return {};
+        const std::uint64_t refused = std::min<std::uint64_t>(writer.refused_writes(), n);
+        out.repaired += n - refused;
+        out.unrepaired += refused;
+        return {};
+      });
 }
 
 }  // namespace denormd::ops

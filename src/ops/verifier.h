@@ -43,6 +43,10 @@ class verifier {
   mongo::status verify_recent(const mapping::mapping& m, const mapping::recent_kind& k,
                               const verify_options& opts, std::stop_token& stop,
                               mapping_report& out);
+  // Compares each parent with a fresh aggregation of its children (one per batch).
+  mongo::status verify_aggregate(const mapping::mapping& m, const mapping::aggregate_kind& k,
+                                 const verify_options& opts, std::stop_token& stop,
+                                 mapping_report& out);
   // Plans what the source with key `key` (nullptr: a source that is gone) writes under `m`.
   std::vector<mapping::write_op> plan_source(const mapping::mapping& m, const mapping::copy_kind& k,
                                              const bson::value& key,

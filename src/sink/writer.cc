@@ -73,6 +73,7 @@ mongo::status writer::apply(const std::vector<mapping::write_op>& ops,
                                         return {};
                                       },
                                       [&](const mapping::refill_write&) { return complete(); },
+                                      [&](const mapping::recompute_write&) { return complete(); },
                                       [&](const mapping::fill_write&) { return complete(); },
                                       [&](const mapping::dead_letter_write& w) {
                                         // Writes nothing, so it needs no place in the order.
@@ -195,6 +196,13 @@ class writer::store final : public mapping::document_store {
     auto doc = w_.conn_.find_one(where.db, where.coll, filter);
     if (!doc) return fail(doc.error());
     return std::move(doc).value();
+  }
+
+  std::optional<std::vector<bson::document>> aggregate(const mapping::ns& where,
+                                                       const bson::array& pipeline) override {
+    auto docs = w_.conn_.aggregate(where.db, where.coll, pipeline);
+    if (!docs) return fail(docs.error());
+    return std::move(docs).value();
   }
 
   mapping::store_write update_one(const mapping::write_op& op, const bson::document& filter,

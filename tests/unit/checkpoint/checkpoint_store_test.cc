@@ -117,6 +117,11 @@ class memory_client final : public mongo::document_client {
     if (it == docs.end()) return std::optional<bson::document>{};
     return std::optional<bson::document>(it->second);
   }
+  mongo::result<std::vector<bson::document>> aggregate(const std::string&, const std::string&,
+                                                       const bson::array&) override {
+    ADD_FAILURE() << "the checkpoint store does not aggregate";
+    return std::vector<bson::document>{};
+  }
 };
 
 TEST(checkpoint_store_test, save_then_load_round_trips_per_namespace_in_the_meta_database) {

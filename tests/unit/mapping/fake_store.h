@@ -4,6 +4,7 @@
 // returns documents in insertion order), update_one records the write. Any call can be made
 // to fail from the n-th on.
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -53,6 +54,44 @@ class fake_store final : public document_store {
     }
     return first;
   }
+  // Runs the aggregate kind's pipeline shape: a $match (its equalities and $in lists, as
+  // the other reads) and a $group by one field with $sum/$avg/$min/$max over numbers.
+  std::optional<std::vector<bson::document>> aggregate(const ns& where,
+                                                       const bson::array& pipeline) override {
+    if (!take_call()) return std::nullopt;
+    ++aggregates;
+    last_pipeline = bson::to_json(pipeline);
+    const auto& match = pipeline.at(0).as_document().get("$match")->as_document();
+    const auto& group = pipeline.at(1).as_document().get("$group")->as_document();
+    std::vector<bson::document> out;
+    for (const auto& d : matching(where, match)) {
+      const std::string key_path = group.get("_id")->as_string().substr(1);
+      const bson::value* key = d.find_path(key_path);
+      const bson::value k = key != nullptr ? *key : bson::value{};
+      auto it = std::find_if(out.begin(), out.end(),
+                             [&](const bson::document& g) { return *g.get("_id") == k; });
+      if (it == out.end()) {
+        out.push_back(bson::document{{"_id", k}});
+        it = out.end() - 1;
+      }
+      for (const auto& acc : group) {
+        if (acc.name == "_id") continue;
+        accumulate(*it, acc.name, acc.val.as_document().fields().front(), d);
+      }
+    }
+    for (auto& g : out) {
+      for (auto& f : g.fields()) {
+        if (f.val.is_document()) {  // an average in progress: {s, n}
+          const auto& a = f.val.as_document();
+          f.val = a.get("n")->as<std::int64_t>() == 0
+                      ? bson::value{}
+                      : bson::value(a.get("s")->as<double>() /
+                                    static_cast<double>(a.get("n")->as<std::int64_t>()));
+        }
+      }
+    }
+    return out;
+  }
   store_write update_one(const write_op& /*op*/, const bson::document& filter,
                          const bson::document& update, const bson::array& /*af*/) override {
     if (!take_call()) return store_write::failed;
@@ -66,12 +105,40 @@ class fake_store final : public document_store {
 
   std::vector<write> writes;
   int finds = 0;
+  int aggregates = 0;
+  std::string last_pipeline;
   std::string last_sort;
   int last_limit = 0;
   std::function<void()> after_first_read;   // runs once, after the first find_one
   std::function<void()> after_first_write;  // runs once, after the first update_one
 
  private:
+  // int32 sums and doubles only: the server's type rules are the emulator's to test.
+  static void accumulate(bson::document& g, const std::string& name, const bson::field& op,
+                         const bson::document& d) {
+    const bson::value* v = op.val.is_string() ? d.find_path(op.val.as_string().substr(1)) : &op.val;
+    bson::value* have = g.get(name);
+    if (op.name == "$sum") {
+      if (have == nullptr) have = &g.set(name, 0);
+      if (v != nullptr && v->is_number()) {
+        *have = v->kind() == bson::type::int32 && have->kind() == bson::type::int32
+                    ? bson::value(have->as<std::int32_t>() + v->as<std::int32_t>())
+                    : bson::value(have->to_double() + v->to_double());
+      }
+    } else if (op.name == "$avg") {
+      if (have == nullptr) have = &g.set(name, bson::document{{"s", 0.0}, {"n", std::int64_t{0}}});
+      if (v != nullptr && v->is_number()) {
+        auto& a = have->as_document();
+        a.set("s", a.get("s")->as<double>() + v->to_double());
+        a.set("n", a.get("n")->as<std::int64_t>() + 1);
+      }
+    } else {  // $min, $max
+      if (have == nullptr) have = &g.set(name, bson::value{});
+      if (v == nullptr || v->is_null()) return;
+      const int c = have->is_null() ? 0 : bson::compare(*v, *have);
+      if (have->is_null() || (op.name == "$min" ? c < 0 : c > 0)) *have = *v;
+    }
+  }
   bool take_call() { return calls_left_ < 0 || calls_left_-- > 0; }
   // Only the equalities of a filter ({f: {$eq: v}}, also inside $and) decide; the rest is
   // what the planner's tests check.
@@ -84,8 +151,16 @@ class fake_store final : public document_store {
         continue;
       }
       if (!f.val.is_document()) continue;
-      const bson::value* want = f.val.as_document().get("$eq");
       const bson::value* have = d.find_path(f.name);
+      if (const bson::value* in = f.val.as_document().get("$in")) {
+        const auto& list = in->as_array();
+        if (have == nullptr || std::none_of(list.begin(), list.end(), [&](const bson::value& k) {
+              return bson::compare(k, *have) == 0;
+            })) {
+          return false;
+        }
+      }
+      const bson::value* want = f.val.as_document().get("$eq");
       if (want != nullptr && (have == nullptr || !(*have == *want))) return false;
     }
     return true;

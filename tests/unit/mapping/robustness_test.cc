@@ -329,6 +329,11 @@ class literal_oracle {
       filter(refill->parents, at + " parents");
       for (const auto& key : probes)
         filter(children_filter(refill->children, key), at + " children query");
+    } else if (const auto* recompute = op.as<recompute_write>()) {
+      filter(recompute->parents, at + " parents");
+      const auto& k = std::get<aggregate_kind>(op.source_mapping->kind);
+      const auto pipeline = k.pipeline(*op.source_mapping, recompute->keys);
+      filter(pipeline.at(0).as_document().get("$match")->as_document(), at + " children $match");
     } else {
       ++dead_letters;
     }
@@ -342,8 +347,18 @@ class literal_oracle {
   static bool planner_condition(const bson::value& v) {
     if (!v.is_document()) return false;
     const auto& f = v.as_document().fields();
-    if (f.size() == 1) return f[0].name == "$eq" || f[0].name == "$ne";
     static const bson::value not_array(bson::document{{"$type", "array"}});
+    if (!f.empty() && f[0].name == "$in") {
+      // The aggregate kind's keys_match(): {$in: keys[, $not: {$type: "array"}]}, each key a
+      // value that can be a reference (no regex, no operator document), so matched literally.
+      const bool shape =
+          f.size() == 1 || (f.size() == 2 && f[1].name == "$not" && f[1].val == not_array);
+      if (!shape || !f[0].val.is_array()) return false;
+      const auto& keys = f[0].val.as_array();
+      return std::none_of(keys.begin(), keys.end(),
+                          [](const bson::value& k) { return reference_problem(k).has_value(); });
+    }
+    if (f.size() == 1) return f[0].name == "$eq" || f[0].name == "$ne";
     return f.size() == 2 && f[0].name == "$eq" && f[1].name == "$not" && f[1].val == not_array;
   }
 

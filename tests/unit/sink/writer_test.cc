@@ -98,6 +98,13 @@ class fake_client final : public mongo::document_client {
     if (collections[coll].empty()) return std::optional<bson::document>{};
     return std::optional<bson::document>(collections[coll].front());
   }
+  mongo::result<std::vector<bson::document>> aggregate(const std::string& db,
+                                                       const std::string& coll,
+                                                       const bson::array& pipeline) override {
+    calls.push_back("aggregate " + db + "." + coll + " " + bson::to_json(pipeline));
+    return aggregate_results;
+  }
+  std::vector<bson::document> aggregate_results;
 };
 
 // An update of the orders of customer `key` (as the copy kind plans it, simplified).

@@ -1,0 +1,101 @@
+#pragma once
+// The `aggregate` kind, the computed pattern: a parent keeps values computed from its
+// children ($count, $sum, $avg, $min, $max over a child path, with MongoDB $group semantics).
+// In "recompute" mode a batch's events name the parents they touch and the completion
+// recomputes those parents with one aggregation per chunk of parents, so a replayed batch
+// writes the same values again. Members as in copy_kind.h (docs/architecture.md, "Mapping
+// kinds"); a plain value, immutable once read.
+
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bson/value.h"
+#include "mapping/fwd.h"
+#include "query/matcher.h"
+
+namespace denormd::mapping {
+
+enum class accumulator_op { count, sum, avg, min, max };
+
+// One computed field: `name` (under `into`) is `op` over the children's `path` ("" for count).
+struct accumulator {
+  std::string name;
+  accumulator_op op = accumulator_op::count;
+  std::string path;
+};
+
+enum class aggregate_mode { recompute, incremental };
+
+struct aggregate_kind {
+  static constexpr std::string_view name = "aggregate";
+  // Parents recomputed by one aggregation (and found by one query): bounds the $in list and
+  // the results held at once.
+  static constexpr std::size_t chunk = 1000;
+
+  std::string parent_key;            // child field holding the parent's key
+  std::string parent_field = "_id";  // parent field that parent_key refers to
+  std::optional<query::matcher> filter;
+  std::vector<accumulator> accumulators;  // in the order of "fields"
+  aggregate_mode mode = aggregate_mode::recompute;
+
+  // Reading (see copy_kind). "fields" holds accumulators, not paths: the kind reads it.
+  static std::set<std::string> keys(std::string_view object);
+  static const std::vector<std::pair<std::string, delete_policy>>& delete_policies();
+  static delete_policy default_delete_policy();
+  static constexpr bool into_required = false;
+  static constexpr bool reads_own_fields = true;
+  static constexpr std::string_view written_pointer = "/fields";
+  void read_source(spec_reader& r, spec_object& source);
+  void read_target(spec_reader& r, spec_object& target);
+  void read_fields(spec_reader& r, spec_object& root, mapping& m);
+  void read_rest(spec_reader& r, spec_object& root, const mapping& m);
+  void prepare(const mapping& m);
+
+  // The field's place in the parent ("rating.count", or "count" without `into`).
+  std::string target_path(const mapping& m, std::string_view field) const;
+  std::vector<std::string> written_paths(const mapping& m) const;
+  void add_watched_paths(const mapping& m, std::vector<std::string>& out) const;
+  std::vector<std::string> key_paths() const { return {}; }
+  std::vector<std::string> fill_paths() const;
+  // The source's change stream must carry the child's state before each change: a delete,
+  // or an update that moves a child, names its old parent only there.
+  bool needs_pre_images() const { return true; }
+
+  // Planning.
+  void plan(const mapping& m, const std::vector<std::string>& watched, const change_event& ev,
+            std::vector<write_op>& out, std::vector<std::string>* notes) const;
+  void plan_new_target(const mapping& m, const std::vector<std::string>& watched,
+                       const change_event& ev, std::vector<write_op>& out) const;
+  // Completes a recompute: reads the parents the op selects, aggregates their children a
+  // chunk at a time, and sets each parent whose values differ. False when the store failed.
+  bool complete(const mapping& m, const write_op& op, document_store& store) const;
+
+  // A recompute of the parents whose parent field holds one of `keys`; with no keys, of
+  // every parent (used when an event does not say which parent it left).
+  write_op recompute(const mapping& m, bson::array keys) const;
+  // A recompute of the parents `parents` selects (backfill, verify --repair, a new parent).
+  write_op recompute_selected(const mapping& m, bson::document parents, bool recheck) const;
+  // The aggregation over the children of the parents whose keys are `keys`: $match on the
+  // keys and the filter, then $group by parent key.
+  bson::array pipeline(const mapping& m, const bson::array& keys) const;
+  // The values a parent should hold, from its $group result (nullptr: no matching child):
+  // {$set, $unset} as an update, and the expected values by target path.
+  bson::document update_for(const mapping& m, const bson::document* group) const;
+  // The target paths of a parent that differ from what `group` says they should be.
+  std::vector<std::string> check(const mapping& m, const bson::document& parent,
+                                 const bson::document* group) const;
+
+  // Describing.
+  void describe(const mapping& m, std::string& out) const;
+  void indexes(const mapping& m, std::vector<index_need>& out) const;
+  void warnings(const mapping& m, std::vector<std::string>& out) const;
+  void fingerprint(std::string& out) const;
+};
+
+// "$count", "$sum"... for messages and plans.
+std::string_view accumulator_name(accumulator_op op);
+
+}  // namespace denormd::mapping

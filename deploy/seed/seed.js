@@ -150,6 +150,11 @@ if (db.customers.estimatedDocumentCount() > 0) {
   print(`seed: loaded ${customers.length} customers, ${products.length} products, ${orders.length} orders, ` +
         `${hosts.length} hosts, ${logs.length} logmsgs, ${reviews.length} reviews`);
 }
+// The aggregate samples (products-rating, customers-spent) read the parent a deleted or moved
+// child left from its pre-image: keep pre-images of their sources.
+for (const name of ['reviews', 'orders']) {
+  db.runCommand({ collMod: name, changeStreamPreAndPostImages: { enabled: true } });
+}
 if (!customers.length || !products.length || !hosts.length) {
   print('seed: nothing to change (empty shop); done');
   quit(0);

@@ -83,7 +83,12 @@ class Collection {
 
 function run(state, env) {
   const collections = state || {};
-  const db = new Proxy({}, { get: (_, name) => (collections[name] = collections[name] || new Collection(name)) });
+  const commands = (collections.__commands = collections.__commands || []);
+  const runCommand = (cmd) => { commands.push(cmd); return { ok: 1 }; };
+  const db = new Proxy({}, {
+    get: (_, name) => (name === 'runCommand' ? runCommand
+                                             : (collections[name] = collections[name] || new Collection(name))),
+  });
   const output = [];
   class Quit extends Error {}
   const context = {
@@ -143,7 +148,10 @@ for (const file of fs.readdirSync(mappingsDir).filter((f) => f.endsWith('.json')
   const tgt = c[m.target.collection];
   assert(src && src.docs.length > 0, `${where}: the seeder writes no ${m.source.collection}`);
   assert(tgt && tgt.docs.length > 0, `${where}: the seeder writes no ${m.target.collection}`);
-  for (const [name, srcPath] of Object.entries(m.fields)) {
+  for (const [name, spec] of Object.entries(m.fields)) {
+    // aggregate: {"$sum": "path"} reads a path, {"$count": {}} none
+    const srcPath = typeof spec === 'string' ? spec : Object.values(spec)[0];
+    if (typeof srcPath !== 'string') continue;
     assert(src.docs.every((d) => get(d, srcPath) !== undefined),
       `${where}: field ${name} copies ${srcPath}, which seeded ${m.source.collection} lack`);
   }
@@ -158,9 +166,13 @@ for (const file of fs.readdirSync(mappingsDir).filter((f) => f.endsWith('.json')
     assert(src.docs.every((d) => tgt.docs.some((p) => same(get(p, parentKey), get(d, m.source.parentKey)))),
       `${where}: ${m.source.collection}.${m.source.parentKey} does not reference ${m.target.collection}.${parentKey}`);
   }
+  if (m.kind === 'aggregate') {
+    assert(c.__commands.some((cmd) => cmd.collMod === m.source.collection && cmd.changeStreamPreAndPostImages.enabled),
+      `${where}: the seeder does not enable pre-images on ${m.source.collection}`);
+  }
   mappingsChecked++;
 }
-assert(mappingsChecked >= 6, `expected the six sample mappings in ${mappingsDir}, found ${mappingsChecked}`);
+assert(mappingsChecked >= 8, `expected the eight sample mappings in ${mappingsDir}, found ${mappingsChecked}`);
 
 // 2. the same shop again, with half a second of changes
 const before = { orders: c.orders.docs.length, reviews: c.reviews.docs.length, logmsgs: c.logmsgs.docs.length };

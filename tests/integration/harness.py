@@ -276,8 +276,9 @@ def case_failed(case):
     return bool(errors) or bool(getattr(getattr(result, "result", None), "failures", []))
 
 
-def write_mappings(db, names=None, directory=None):
-    """The sample mappings with "shop" replaced by `db`, in a new folder."""
+def write_mappings(db, names=None, directory=None, kinds=("copy", "recent")):
+    """The sample mappings with "shop" replaced by `db`, in a new folder: those named, else
+    those of `kinds` (the aggregate samples need pre-images the shop seed does not enable)."""
     directory = directory or tempfile.mkdtemp(prefix="denormd-mappings-")
     src = os.path.join(SOURCE_DIR, "mappings")
     for name in sorted(os.listdir(src)):
@@ -285,6 +286,8 @@ def write_mappings(db, names=None, directory=None):
             continue
         with open(os.path.join(src, name)) as f:
             m = json.load(f)
+        if not names and m["kind"] not in kinds:
+            continue
         m.pop("$schema", None)
         for part in ("source", "target"):
             if m[part].get("db") == "shop":

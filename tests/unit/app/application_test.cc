@@ -38,7 +38,13 @@ std::string write_temp(const std::string& name, const std::string& text) {
 TEST(application_test, check_accepts_the_samples_and_lists_indexes) {
   auto r = run({"check", "--mappings", samples});
   EXPECT_EQ(r.code, exit_ok) << r.err;
-  EXPECT_NE(r.out.find("6 mapping(s) OK"), std::string::npos);
+  EXPECT_NE(r.out.find("8 mapping(s) OK"), std::string::npos);
+  EXPECT_NE(
+      r.out.find(R"(index shop.reviews {"productId":1}  (recompute: the children of a parent))"),
+      std::string::npos);
+  EXPECT_NE(
+      r.out.find(R"(index shop.orders {"customerId":1}  (recompute: the children of a parent))"),
+      std::string::npos);
   EXPECT_NE(r.out.find(R"(index shop.orders {"items.productId":1})"), std::string::npos);
   EXPECT_NE(r.out.find(R"(index shop.reviews {"productId":1,"createdAt":-1,"_id":1})"),
             std::string::npos);
@@ -102,7 +108,7 @@ TEST(application_test, plan_prints_the_writes_the_issue_names) {
   std::istringstream in(r.out);
   for (std::string l; std::getline(in, l);)
     lines.push_back(l);
-  ASSERT_EQ(lines.size(), 3u) << r.out;  // the lastLogin update plans nothing
+  ASSERT_EQ(lines.size(), 4u) << r.out;  // the lastLogin update plans nothing
   EXPECT_EQ(
       lines[0],
       R"({"mapping":"orders-customer","ns":"shop.orders","op":"updateMany","filter":)"
@@ -114,8 +120,15 @@ TEST(application_test, plan_prints_the_writes_the_issue_names) {
             R"({"items.productId":{"$eq":7}},"update":{"$set":{"items.$[e].product.title":"Lamp",)"
             R"("items.$[e].product.sku":"L7"}},"arrayFilters":[{"e.productId":{"$eq":7,"$not":)"
             R"({"$type":"array"}}}],"upsert":false})");
+  EXPECT_EQ(lines[2],
+            R"({"mapping":"products-rating","ns":"shop.products","op":"recompute","filter":)"
+            R"({"_id":{"$in":[7]}},"source":{"ns":"shop.reviews","pipeline":[{"$match":)"
+            R"({"productId":{"$in":[7],"$not":{"$type":"array"}},"hidden":{"$ne":true}}},)"
+            R"({"$group":{"_id":"$productId","v0":{"$sum":1},"v1":{"$sum":"$stars"},)"
+            R"("v2":{"$avg":"$stars"},"v3":{"$min":"$stars"},"v4":{"$max":"$stars"},)"
+            R"("v5":{"$max":"$createdAt"}}}]},"into":"rating"})");
   EXPECT_EQ(
-      lines[2],
+      lines[3],
       R"({"mapping":"products-recent-reviews","ns":"shop.products","op":"updateOne","filter":)"
       R"({"_id":{"$eq":7},"recentReviews.reviewId":{"$ne":9}},"update":{"$push":{"recentReviews":)"
       R"({"$each":[{"reviewId":9,"stars":4,"excerpt":"ok","createdAt":{"$date":"2024-01-02T00:00:00Z"}}],)"

@@ -25,7 +25,7 @@ std::string all_errors(const load_result& r) {
 TEST(mapping_loader_test, accepts_the_sample_mappings) {
   auto r = load_mappings(source_dir / "mappings", "");
   ASSERT_TRUE(r.has_value()) << all_errors(r);
-  ASSERT_EQ(r->size(), 6u);
+  ASSERT_EQ(r->size(), 8u);
   EXPECT_EQ(r->front().name, "customers-recent-orders");  // files load in name order
 }
 

@@ -402,7 +402,8 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
       for (const auto& g : *groups) {
         if (const bson::value* id = g.get("_id")) by_key.emplace(id, &g);
       }
-      bool wrote = false;
+      // The chunk's parents whose values differ, written in one round trip.
+      std::vector<document_store::single_update> updates;
       for (std::size_t i = 0; i < chunk_parents.size(); ++i) {
         const auto [parent, key] = chunk_parents[i];
         auto it = by_key.find(key);
@@ -411,14 +412,17 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
         const bool current = first ? check(m, *parent, group).empty()
                                    : holds[i] && same_group(*holds[i], group ? *group : empty);
         if (!current) {
-          const bson::document only{{"_id", literal(*parent->get("_id"))}};
-          const store_write w = store.update_one(op, only, update_for(m, group), {});
-          if (w == store_write::failed) return false;
-          wrote = wrote || w == store_write::applied;
+          updates.push_back(
+              {bson::document{{"_id", literal(*parent->get("_id"))}}, update_for(m, group)});
         }
         holds[i] = group ? *group : empty;
       }
       first = false;
+      if (updates.empty()) break;
+      const auto written = store.update_each(op, updates);
+      if (!written) return false;
+      const bool wrote =
+          std::find(written->begin(), written->end(), store_write::applied) != written->end();
       if (!rw.recheck || !wrote) break;
     }
   }

@@ -38,6 +38,14 @@ class document_store {
   // The results of an aggregation pipeline over `where`.
   virtual std::optional<std::vector<bson::document>> aggregate(const ns& where,
                                                                const bson::array& pipeline) = 0;
+  // Single-document updates made on behalf of `op`, in as few round trips as the store can:
+  // one result per update (applied or refused), or nullopt when the store failed.
+  struct single_update {
+    bson::document filter;
+    bson::document update;
+  };
+  virtual std::optional<std::vector<store_write>> update_each(
+      const write_op& op, const std::vector<single_update>& updates) = 0;
   // One single-document update made on behalf of `op`.
   virtual store_write update_one(const write_op& op, const bson::document& filter,
                                  const bson::document& update,

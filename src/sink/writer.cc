@@ -205,6 +205,37 @@ class writer::store final : public mapping::document_store {
     return std::move(docs).value();
   }
 
+  std::optional<std::vector<mapping::store_write>> update_each(
+      const mapping::write_op& op,
+      const std::vector<mapping::document_store::single_update>& updates) override {
+    std::vector<mapping::store_write> out(updates.size(), mapping::store_write::applied);
+    std::vector<mongo::write_request> requests;
+    requests.reserve(updates.size());
+    for (const auto& u : updates)
+      requests.push_back({false, &u.filter, &u.update, nullptr, false});
+    // Ordered, so a refused statement is known by its index: it becomes a dead letter and the
+    // statements after it are sent again.
+    std::size_t start = 0;
+    while (start < requests.size()) {
+      const std::span<const mongo::write_request> rest(requests.data() + start,
+                                                       requests.size() - start);
+      auto outcome = w_.conn_.update_bulk(op.target.db, op.target.coll, rest, true);
+      if (!outcome) return fail(outcome.error());
+      if (outcome->modified > 0) w_.metrics_.count_modified(mapping_name(op), outcome->modified);
+      if (!outcome->failed_index) break;
+      if (outcome->write_error->transient()) return fail(*outcome->write_error);
+      const std::size_t bad = start + *outcome->failed_index;
+      if (auto st = w_.rejected_by_server(op, updates[bad].update, *outcome->write_error,
+                                          token_of(op, tokens_), source_, &updates[bad].filter);
+          !st) {
+        return fail(st.error());
+      }
+      out[bad] = mapping::store_write::refused;
+      start = bad + 1;
+    }
+    return out;
+  }
+
   mapping::store_write update_one(const mapping::write_op& op, const bson::document& filter,
                                   const bson::document& update,
                                   const bson::array& array_filters) override {

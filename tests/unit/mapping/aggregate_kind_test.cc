@@ -138,6 +138,7 @@ TEST(aggregate_kind_test, completing_a_recompute_writes_only_the_parents_that_di
   const auto op = k.recompute(m, bson::array{1, 2, 3});
   ASSERT_TRUE(k.complete(m, op, store));
   EXPECT_EQ(store.aggregates, 1);  // one aggregation for the batch's parents
+  EXPECT_EQ(store.bulks, 1);       // and one round trip for the parents that differ
   ASSERT_EQ(store.writes.size(), 2u);
   EXPECT_EQ(store.writes[0].filter, R"({"_id":{"$eq":1}})");
   EXPECT_EQ(store.writes[0].update,

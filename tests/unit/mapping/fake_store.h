@@ -92,6 +92,18 @@ class fake_store final : public document_store {
     }
     return out;
   }
+  // One round trip for all of them (`bulks` counts them); each is then as update_one.
+  std::optional<std::vector<store_write>> update_each(
+      const write_op& op, const std::vector<single_update>& updates) override {
+    ++bulks;
+    std::vector<store_write> out;
+    for (const auto& u : updates) {
+      const store_write w = update_one(op, u.filter, u.update, {});
+      if (w == store_write::failed) return std::nullopt;
+      out.push_back(w);
+    }
+    return out;
+  }
   store_write update_one(const write_op& /*op*/, const bson::document& filter,
                          const bson::document& update, const bson::array& /*af*/) override {
     if (!take_call()) return store_write::failed;
@@ -106,6 +118,7 @@ class fake_store final : public document_store {
   std::vector<write> writes;
   int finds = 0;
   int aggregates = 0;
+  int bulks = 0;
   std::string last_pipeline;
   std::string last_sort;
   int last_limit = 0;

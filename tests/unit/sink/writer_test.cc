@@ -276,6 +276,31 @@ TEST_F(writer_test, a_refill_runs_after_the_writes_planned_before_it) {
   EXPECT_TRUE(client_.calls[4].starts_with("bulk shop.products [{\"_id\":{\"$eq\":1}}"));
 }
 
+TEST_F(writer_test, a_recompute_writes_its_parents_in_one_bulk_and_a_refused_one_is_a_letter) {
+  auto m = load(R"({"name":"pr","kind":"aggregate",
+    "source":{"collection":"reviews","parentKey":"productId"},"target":{"collection":"products"},
+    "into":"rating","fields":{"n":{"$count":{}}}})");
+  const auto& k = std::get<mapping::aggregate_kind>(m.front().kind);
+  for (int id = 1; id <= 3; ++id)
+    client_.collections["products"].push_back(doc("{\"_id\":" + std::to_string(id) + "}"));
+  client_.aggregate_results = {doc(R"({"_id":1,"v0":2})"), doc(R"({"_id":3,"v0":1})")};
+  client_.outcomes.push_back(failed_at(1, 17419));  // parent 2's update is refused
+  auto w = make();
+  ASSERT_TRUE(w.apply({k.recompute(m.front(), bson::array{1, 2, 3})}, tokens_, source_));
+  ASSERT_EQ(client_.calls.size(), 5u);
+  EXPECT_EQ(client_.calls[0], R"(find shop.products {"_id":{"$in":[1,2,3]}})");
+  EXPECT_TRUE(client_.calls[1].starts_with("aggregate shop.reviews "));
+  EXPECT_EQ(
+      client_.calls[2],
+      R"(bulk shop.products [{"_id":{"$eq":1}} {"$set":{"rating.n":2}}, )"
+      R"({"_id":{"$eq":2}} {"$set":{"rating.n":0}}, {"_id":{"$eq":3}} {"$set":{"rating.n":1}}])");
+  EXPECT_EQ(client_.calls[3], "insert meta.denormd_deadletters");
+  EXPECT_EQ(client_.calls[4], R"(bulk shop.products [{"_id":{"$eq":3}} {"$set":{"rating.n":1}}])");
+  ASSERT_EQ(client_.inserted.size(), 1u);
+  EXPECT_NE(bson::to_json(client_.inserted[0]).find(R"("_id":{"$eq":2})"), std::string::npos);
+  EXPECT_EQ(w.refused_writes(), 1u);
+}
+
 TEST_F(writer_test, a_planned_dead_letter_writes_nothing_but_the_letter) {
   auto m = load(copy_json);
   const std::vector<mapping::write_op> ops{

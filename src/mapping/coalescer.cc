@@ -23,33 +23,61 @@ std::string merge_id(const write_op& op) {
   return id;
 }
 
-// Merges recompute `op` into `into`, both of one aggregate mapping: the union of their
-// parents, or every parent when either is. `seen` holds the keys of `into` (canonical JSON).
-void merge_recompute(write_op& into, write_op& op, std::unordered_set<std::string>& seen) {
+// `into` now also applies `op`: it stands for the latest of their events and keeps the
+// earliest wall time (for apply latency).
+void absorb_times(write_op& into, const write_op& op) {
   into.event = std::max(into.event, op.event);
   if (op.event_ms != 0 && (into.event_ms == 0 || op.event_ms < into.event_ms)) {
     into.event_ms = op.event_ms;
   }
-  auto& keys = into.as<recompute_write>()->keys;
-  if (keys.empty()) return;  // already every parent
-  auto& more = op.as<recompute_write>()->keys;
-  if (more.empty()) {
-    keys.clear();
-  } else {
-    for (auto& k : more) {
-      std::string id;
-      bson::write_json(id, k, bson::json_mode::canonical);
-      if (seen.insert(std::move(id)).second) keys.push_back(std::move(k));
-    }
-  }
-  const mapping& m = *into.source_mapping;
-  m.visit(overloaded{[&](const aggregate_kind& k) {
-                       auto merged = k.recompute(m, std::move(keys));
-                       into.what = std::move(merged.what);
-                     },
-                     // A kind that plans merge_rule::recompute must say how they merge.
-                     [](const auto&) { assert(false && "only aggregate plans recomputes"); }});
 }
+
+// Recomputes read the children when they run, so one per aggregate mapping and batch does the
+// work of all of them, wherever it stands: the union of their parents, or every parent when
+// any of them is.
+class recompute_merger {
+ public:
+  // True when `op` was merged into its mapping's earlier recompute (and is to be dropped);
+  // false when it is the first, to be kept at slots.size().
+  bool merge(write_op& op, std::vector<std::optional<write_op>>& slots) {
+    auto [it, fresh] = open_.try_emplace(op.source_mapping);
+    open& o = it->second;
+    if (fresh) {
+      o.slot = slots.size();
+      for (const auto& k : op.as<recompute_write>()->keys)
+        o.keys.insert(key_id(k));
+      return false;
+    }
+    write_op& into = *slots[o.slot];
+    absorb_times(into, op);
+    auto& keys = into.as<recompute_write>()->keys;
+    if (keys.empty()) return true;  // already every parent
+    auto& more = op.as<recompute_write>()->keys;
+    if (more.empty()) keys.clear();
+    for (auto& k : more) {
+      if (o.keys.insert(key_id(k)).second) keys.push_back(std::move(k));
+    }
+    const mapping& m = *into.source_mapping;
+    m.visit(overloaded{[&](const aggregate_kind& k) {
+                         into.what = std::move(k.recompute(m, std::move(keys)).what);
+                       },
+                       // A kind that plans merge_rule::recompute must say how they merge.
+                       [](const auto&) { assert(false && "only aggregate plans recomputes"); }});
+    return true;
+  }
+
+ private:
+  struct open {
+    std::size_t slot = 0;
+    std::unordered_set<std::string> keys;  // canonical JSON of the slot's keys
+  };
+  static std::string key_id(const bson::value& k) {
+    std::string id;
+    bson::write_json(id, k, bson::json_mode::canonical);
+    return id;
+  }
+  std::unordered_map<const mapping*, open> open_;
+};
 
 }  // namespace
 
@@ -58,11 +86,7 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
   slots.reserve(ops.size());
   std::unordered_map<std::string, std::size_t> last_copy;
   std::unordered_map<std::string, std::size_t> open_push;
-  struct open_recompute {
-    std::size_t slot;
-    std::unordered_set<std::string> keys;
-  };
-  std::unordered_map<const mapping*, open_recompute> recomputes;
+  recompute_merger recomputes;
 
   for (auto& op : ops) {
     switch (op.merge) {
@@ -81,10 +105,7 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
         const std::string id = merge_id(op);
         if (auto it = open_push.find(id); it != open_push.end()) {
           write_op& into = *slots[it->second];
-          into.event = std::max(into.event, op.event);
-          if (op.event_ms != 0 && (into.event_ms == 0 || op.event_ms < into.event_ms)) {
-            into.event_ms = op.event_ms;
-          }
+          absorb_times(into, op);
           auto& into_ids = into.as<update_write>()->push->ids;
           for (auto& v : op.as<update_write>()->push->ids)
             into_ids.push_back(std::move(v));
@@ -103,22 +124,9 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
           return slots[entry.second]->source_mapping == op.source_mapping;
         });
         break;
-      case merge_rule::recompute: {
-        // Recomputes read the children when they run, so one per mapping and batch does the
-        // work of all of them, wherever it stands.
-        auto [it, fresh] = recomputes.try_emplace(op.source_mapping);
-        if (!fresh) {
-          merge_recompute(*slots[it->second.slot], op, it->second.keys);
-          continue;
-        }
-        it->second.slot = slots.size();
-        for (const auto& k : op.as<recompute_write>()->keys) {
-          std::string id;
-          bson::write_json(id, k, bson::json_mode::canonical);
-          it->second.keys.insert(std::move(id));
-        }
+      case merge_rule::recompute:
+        if (recomputes.merge(op, slots)) continue;
         break;
-      }
       case merge_rule::none:
         break;
     }

@@ -85,17 +85,6 @@ void add_key(bson::array& keys, const bson::value& key) {
   if (!seen) keys.push_back(key);
 }
 
-// {field: {$in: keys}} that selects exactly the documents whose field holds one of the keys
-// (not an array that contains one; see key_match). Every key has passed reference_problem,
-// so none is a regex or an operator document: $in matches each literally.
-bson::document keys_match(std::string_view field, const bson::array& keys) {
-  bson::document match{{"$in", keys}};
-  const auto dot = field.rfind('.');
-  const std::string_view leaf = dot == std::string_view::npos ? field : field.substr(dot + 1);
-  if (leaf != "_id") match.append("$not", bson::document{{"$type", "array"}});
-  return bson::document{{std::string(field), std::move(match)}};
-}
-
 void read_accumulator(spec_reader& r, const std::string& here, const std::string& name,
                       const json& spec, mapping& m, std::vector<accumulator>& out) {
   if (!spec.is_object() || spec.size() != 1) {
@@ -235,7 +224,8 @@ write_op aggregate_kind::recompute(const mapping& m, bson::array keys) const {
   write_op op;
   op.source_mapping = &m;
   op.target = m.target;
-  bson::document parents = keys.empty() ? bson::document{} : keys_match(parent_field, keys);
+  bson::document parents;
+  if (!keys.empty()) parents.append(parent_field, keys_match(parent_field, keys));
   op.what = recompute_write{std::move(parents), std::move(keys), false};
   op.merge = merge_rule::recompute;
   return op;
@@ -301,19 +291,10 @@ void aggregate_kind::plan_new_target(const mapping& m, const std::vector<std::st
   out.push_back(recompute_selected(m, bson::document{{"_id", literal(ev.id)}}, false));
 }
 
-bson::array aggregate_kind::pipeline(const mapping& m, const bson::array& keys) const {
-  (void)m;
-  bson::document match = keys.empty() ? bson::document{} : keys_match(parent_key, keys);
-  if (filter) {
-    if (keys.empty()) {
-      match = filter->filter();
-    } else if (filter->filter().contains(parent_key)) {
-      match = bson::document{{"$and", bson::array{match, filter->filter()}}};
-    } else {
-      for (const auto& f : filter->filter())
-        match.append(f.name, f.val);
-    }
-  }
+bson::array aggregate_kind::pipeline(const bson::array& keys) const {
+  bson::document match;
+  if (!keys.empty()) match.append(parent_key, keys_match(parent_key, keys));
+  if (filter) match = with_filter(std::move(match), filter->filter());
   bson::document group{{"_id", "$" + parent_key}};
   for (std::size_t i = 0; i < accumulators.size(); ++i) {
     const auto& a = accumulators[i];
@@ -396,7 +377,7 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
     std::vector<std::optional<bson::document>> holds(chunk_parents.size());
     bool first = true;
     while (true) {
-      auto groups = store.aggregate(m.source, pipeline(m, keys));
+      auto groups = store.aggregate(m.source, pipeline(keys));
       if (!groups) return false;
       std::map<const bson::value*, const bson::document*, value_less> by_key;
       for (const auto& g : *groups) {

@@ -80,7 +80,7 @@ struct aggregate_kind {
   write_op recompute_selected(const mapping& m, bson::document parents, bool recheck) const;
   // The aggregation over the children of the parents whose keys are `keys`: $match on the
   // keys and the filter, then $group by parent key.
-  bson::array pipeline(const mapping& m, const bson::array& keys) const;
+  bson::array pipeline(const bson::array& keys) const;
   // The values a parent should hold, from its $group result (nullptr: no matching child):
   // {$set, $unset} as an update, and the expected values by target path.
   bson::document update_for(const mapping& m, const bson::document* group) const;

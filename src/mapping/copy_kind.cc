@@ -14,16 +14,9 @@ namespace denormd::mapping {
 
 namespace {
 
-// {key: value} merged with the mapping's where clause; $and only when they share a field.
+// {key: value} merged with the mapping's where clause.
 bson::document with_where(bson::document filter, const std::optional<query::matcher>& where) {
-  if (!where) return filter;
-  bool clash = false;
-  for (const auto& f : where->filter())
-    clash = clash || filter.contains(f.name);
-  if (clash) return bson::document{{"$and", bson::array{filter, where->filter()}}};
-  for (const auto& f : where->filter())
-    filter.append(f.name, f.val);
-  return filter;
+  return where ? with_filter(std::move(filter), where->filter()) : filter;
 }
 
 std::string element_key_filter_path(const copy_kind& k) {

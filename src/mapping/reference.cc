@@ -29,12 +29,25 @@ bson::document literal(const bson::value& v) {
   return bson::document{{"$eq", v}};
 }
 
-bson::document key_match(std::string_view field, const bson::value& key) {
+namespace {
+
+// Adds {$not: {$type: "array"}} to a condition on `field` unless its last component is _id,
+// which is never an array.
+bson::document not_an_array(std::string_view field, bson::document match) {
   const auto dot = field.rfind('.');
   const std::string_view leaf = dot == std::string_view::npos ? field : field.substr(dot + 1);
-  bson::document match = literal(key);
   if (leaf != "_id") match.append("$not", bson::document{{"$type", "array"}});
   return match;
+}
+
+}  // namespace
+
+bson::document key_match(std::string_view field, const bson::value& key) {
+  return not_an_array(field, literal(key));
+}
+
+bson::document keys_match(std::string_view field, const bson::array& keys) {
+  return not_an_array(field, bson::document{{"$in", keys}});
 }
 
 std::string describe_value(const bson::value& v, std::size_t max) {

@@ -27,6 +27,12 @@ bson::document literal(const bson::value& v);
 // it ({$not: {$type: "array"}}), since an array is not a reference. `_id` is never an array.
 bson::document key_match(std::string_view field, const bson::value& key);
 
+// The condition on a reference field `field` that selects exactly the documents whose field
+// holds one of `keys`: {$in: keys}, plus {$not: {$type: "array"}} as key_match adds it. Every
+// key must have passed reference_problem (no regex, no operator document), so $in matches
+// each one literally.
+bson::document keys_match(std::string_view field, const bson::array& keys);
+
 // The value as relaxed Extended JSON, cut to `max` bytes (on a UTF-8 boundary), for messages:
 // a value from a document may be megabytes long.
 std::string describe_value(const bson::value& v, std::size_t max = 200);

@@ -1,5 +1,7 @@
 #include "mapping/write_op.h"
 
+#include <algorithm>
+
 #include "bson/json.h"
 #include "common/overloaded.h"
 #include "mapping/reference.h"
@@ -55,13 +57,17 @@ void set_path(bson::document& doc, std::string_view dotted, bson::value v) {
   set_path(child->as_document(), dotted.substr(dot + 1), std::move(v));
 }
 
+bson::document with_filter(bson::document match, const bson::document& filter) {
+  const bool clash = std::any_of(filter.begin(), filter.end(),
+                                 [&](const bson::field& f) { return match.contains(f.name); });
+  if (clash) return bson::document{{"$and", bson::array{std::move(match), filter}}};
+  for (const auto& f : filter)
+    match.append(f.name, f.val);
+  return match;
+}
+
 bson::document children_filter(const refill_query& r, const bson::value& key) {
-  bson::document f{{r.parent_key, key_match(r.parent_key, key)}};
-  if (r.filter.empty()) return f;
-  if (r.filter.contains(r.parent_key)) return bson::document{{"$and", bson::array{f, r.filter}}};
-  for (const auto& field : r.filter)
-    f.append(field.name, field.val);
-  return f;
+  return with_filter(bson::document{{r.parent_key, key_match(r.parent_key, key)}}, r.filter);
 }
 
 bson::document fill_filter(const fill_query& f) {
@@ -105,7 +111,7 @@ std::string to_plan_json(const write_op& op) {
                                                            {"parentField", k->parent_field}});
                      } else {
                        out.append("source", bson::document{{"ns", m.source.full()},
-                                                           {"pipeline", k->pipeline(m, w.keys)}});
+                                                           {"pipeline", k->pipeline(w.keys)}});
                      }
                    }
                    out.append("into", op.source_mapping != nullptr ? op.source_mapping->into

@@ -112,6 +112,10 @@ struct write_op {
   std::string_view name() const;
 };
 
+// `match` and a mapping's own `where`/`filter` in one query, joined with $and only when they
+// name a field in common.
+bson::document with_filter(bson::document match, const bson::document& filter);
+
 // A refill's children query for one parent key: {parentKey: key_match(key)} and the mapping's
 // filter, joined with $and only when both name the parent key.
 bson::document children_filter(const refill_query& r, const bson::value& key);

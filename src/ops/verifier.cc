@@ -315,7 +315,7 @@ mongo::status verifier::verify_aggregate(const mapping::mapping& m,
           checked.push_back(&parent);
         }
         if (keys.empty()) return {};
-        auto groups = conn_.aggregate(m.source.db, m.source.coll, k.pipeline(m, keys));
+        auto groups = conn_.aggregate(m.source.db, m.source.coll, k.pipeline(keys));
         if (!groups) return groups.error();
         // Group results by key, in BSON order (1 and 1.0 are one key, as $group sees them).
         const auto less = [](const bson::value* a, const bson::value* b) {

@@ -332,7 +332,7 @@ class literal_oracle {
     } else if (const auto* recompute = op.as<recompute_write>()) {
       filter(recompute->parents, at + " parents");
       const auto& k = std::get<aggregate_kind>(op.source_mapping->kind);
-      const auto pipeline = k.pipeline(*op.source_mapping, recompute->keys);
+      const auto pipeline = k.pipeline(recompute->keys);
       filter(pipeline.at(0).as_document().get("$match")->as_document(), at + " children $match");
     } else {
       ++dead_letters;

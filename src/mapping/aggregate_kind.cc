@@ -1,7 +1,6 @@
 #include "mapping/aggregate_kind.h"
 
 #include <algorithm>
-#include <map>
 
 #include "bson/json.h"
 #include "common/log.h"
@@ -43,12 +42,6 @@ bool same_group(const bson::document& a, const bson::document& b) {
   }
   return true;
 }
-
-struct value_less {
-  bool operator()(const bson::value* a, const bson::value* b) const {
-    return bson::compare(*a, *b) < 0;
-  }
-};
 
 // The expected value of one accumulator from a $group result (nullptr: no matching child);
 // nullopt when the field should be absent.
@@ -131,6 +124,17 @@ void read_accumulator(spec_reader& r, const std::string& here, const std::string
 }
 
 }  // namespace
+
+group_index::group_index(const std::vector<bson::document>& groups) {
+  for (const auto& g : groups) {
+    if (const bson::value* id = g.get("_id")) by_key_.emplace(id, &g);
+  }
+}
+
+const bson::document* group_index::find(const bson::value& key) const {
+  auto it = by_key_.find(&key);
+  return it == by_key_.end() ? nullptr : it->second;
+}
 
 std::string_view accumulator_name(accumulator_op op) {
   for (const auto& [n, o] : accumulator_names) {
@@ -379,16 +383,12 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
     while (true) {
       auto groups = store.aggregate(m.source, pipeline(keys));
       if (!groups) return false;
-      std::map<const bson::value*, const bson::document*, value_less> by_key;
-      for (const auto& g : *groups) {
-        if (const bson::value* id = g.get("_id")) by_key.emplace(id, &g);
-      }
+      const group_index by_key(*groups);
       // The chunk's parents whose values differ, written in one round trip.
       std::vector<document_store::single_update> updates;
       for (std::size_t i = 0; i < chunk_parents.size(); ++i) {
         const auto [parent, key] = chunk_parents[i];
-        auto it = by_key.find(key);
-        const bson::document* group = it == by_key.end() ? nullptr : it->second;
+        const bson::document* group = by_key.find(*key);
         const bson::document empty;
         const bool current = first ? check(m, *parent, group).empty()
                                    : holds[i] && same_group(*holds[i], group ? *group : empty);

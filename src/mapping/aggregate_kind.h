@@ -6,6 +6,7 @@
 // writes the same values again. Members as in copy_kind.h (docs/architecture.md, "Mapping
 // kinds"); a plain value, immutable once read.
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,6 +29,23 @@ struct accumulator {
 };
 
 enum class aggregate_mode { recompute, incremental };
+
+// The results of a recompute's $group by parent key, in BSON order, so 1 and 1.0 are one key
+// as $group makes them. Views into the results it was built from.
+class group_index {
+ public:
+  explicit group_index(const std::vector<bson::document>& groups);
+  // The group of `key`, or nullptr when no child counts for it.
+  const bson::document* find(const bson::value& key) const;
+
+ private:
+  struct less {
+    bool operator()(const bson::value* a, const bson::value* b) const {
+      return bson::compare(*a, *b) < 0;
+    }
+  };
+  std::map<const bson::value*, const bson::document*, less> by_key_;
+};
 
 struct aggregate_kind {
   static constexpr std::string_view name = "aggregate";

@@ -317,18 +317,10 @@ mongo::status verifier::verify_aggregate(const mapping::mapping& m,
         if (keys.empty()) return {};
         auto groups = conn_.aggregate(m.source.db, m.source.coll, k.pipeline(keys));
         if (!groups) return groups.error();
-        // Group results by key, in BSON order (1 and 1.0 are one key, as $group sees them).
-        const auto less = [](const bson::value* a, const bson::value* b) {
-          return bson::compare(*a, *b) < 0;
-        };
-        std::map<const bson::value*, const bson::document*, decltype(less)> by_key(less);
-        for (const auto& g : *groups) {
-          if (const bson::value* gid = g.get("_id")) by_key.emplace(gid, &g);
-        }
+        const mapping::group_index by_key(*groups);
         bson::array drifted;
         for (const bson::document* parent : checked) {
-          const auto it = by_key.find(parent->find_path(k.parent_field));
-          auto paths = k.check(m, *parent, it == by_key.end() ? nullptr : it->second);
+          auto paths = k.check(m, *parent, by_key.find(*parent->find_path(k.parent_field)));
           ++out.checked;
           if (paths.empty()) continue;
           ++out.drifted;

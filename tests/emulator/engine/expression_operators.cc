@@ -2,7 +2,8 @@
 // and error codes: comparison ($eq $ne $gt $gte $lt $lte $cmp), boolean ($and $or $not), $in,
 // arrays ($size $map $filter $anyElementTrue $allElementsTrue $concatArrays $arrayElemAt
 // $objectToArray), strings ($concat $substrCP $indexOfCP $split $strLenCP), $type, $getField,
-// $ifNull, $cond and $let. Errors at run time throw expression_error (see expression.h).
+// arithmetic ($add $subtract $multiply $divide), $ifNull, $cond, $switch and $let. Errors at run
+// time throw expression_error (see expression.h).
 
 #include <cmath>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "expression_node.h"
+#include "numeric.h"
 #include "value_text.h"
 
 namespace mongo_emulator::engine {
@@ -311,6 +313,247 @@ maybe_value eval_array_elem_at(const node& n, evaluation& ev) {
   return items[static_cast<std::size_t>(at)];
 }
 
+// ---- arithmetic (MongoDB 6.0's expression.cpp, not SafeNum: int64 overflow widens to double) ----
+
+// Error codes of the arithmetic operators' type checks (ErrorCodes::TypeMismatch, Overflow and
+// BadValue; 5.0+ replaced the old 16554/16555/16556/16609 with these).
+constexpr int type_mismatch = 14;
+constexpr int overflow_code = 15;
+constexpr int bad_value = 2;
+
+enum class numeric_width { int32, int64, double_, decimal };
+
+numeric_width width_of(const bson::value& v) {
+  if (v.is<std::int32_t>()) return numeric_width::int32;
+  if (v.is<std::int64_t>()) return numeric_width::int64;
+  if (v.is<double>()) return numeric_width::double_;
+  return numeric_width::decimal;
+}
+
+// Value::coerceToLong: doubles truncate (saturating here, where C++ would be undefined).
+std::int64_t coerce_to_long(const bson::value& v) {
+  if (v.is<std::int32_t>()) return v.as<std::int32_t>();
+  if (v.is<std::int64_t>()) return v.as<std::int64_t>();
+  if (v.is<bson::decimal128>()) return decimal_to_int64(v.as<bson::decimal128>());
+  const double d = v.to_double();
+  if (std::isnan(d)) return 0;
+  if (d >= 9223372036854775808.0) return std::numeric_limits<std::int64_t>::max();
+  if (d < -9223372036854775808.0) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(d);
+}
+
+// Value::createIntOrLong.
+bson::value int_or_long(std::int64_t r) {
+  if (r >= std::numeric_limits<std::int32_t>::min() &&
+      r <= std::numeric_limits<std::int32_t>::max())
+    return bson::value(static_cast<std::int32_t>(r));
+  return bson::value(r);
+}
+
+// $add's running total: a long, double and decimal sum and the widest type seen; the long sum
+// moves to the double one when it would overflow (AddState).
+class add_state {
+ public:
+  void add(const bson::value& operand) {
+    const numeric_width old = width_;
+    bson::value v = operand;
+    if (operand.is<bson::date_time>()) {
+      if (is_date_) raise("only one date allowed in an $add expression", 16612);
+      is_date_ = true;
+      v = bson::value(operand.as<bson::date_time>().millis);
+    } else {
+      width_ = std::max(width_, width_of(operand));
+    }
+    if (old != width_) {
+      if (width_ == numeric_width::double_) {
+        double_total_ = static_cast<double>(long_total_);
+      } else if (width_ == numeric_width::decimal) {
+        decimal_total_ = old == numeric_width::double_
+                             ? to_decimal128(bson::value(double_total_), 34)
+                             : to_decimal128(bson::value(long_total_));
+      }
+    }
+    switch (width_) {
+      case numeric_width::int32:
+      case numeric_width::int64: {
+        std::int64_t sum = 0;
+        if (__builtin_add_overflow(long_total_, coerce_to_long(v), &sum)) {
+          width_ = numeric_width::double_;
+          double_total_ = static_cast<double>(long_total_) + v.to_double();
+        } else {
+          long_total_ = sum;
+        }
+        break;
+      }
+      case numeric_width::double_:
+        double_total_ += v.to_double();
+        break;
+      case numeric_width::decimal:
+        decimal_total_ = decimal_arithmetic(decimal_op::add, decimal_total_, to_decimal128(v));
+        break;
+    }
+  }
+
+  bson::value result() const {
+    if (is_date_) {
+      switch (width_) {
+        case numeric_width::int32:
+        case numeric_width::int64:
+          return bson::value(bson::date_time{long_total_});
+        case numeric_width::double_:
+          // The upper bound is exclusive: 2^63 - 1 rounds up to 2^63 as a double.
+          if (!(double_total_ >= -9223372036854775808.0 && double_total_ < 9223372036854775808.0))
+            raise("date overflow in $add", overflow_code);
+          return bson::value(bson::date_time{std::llround(double_total_)});
+        case numeric_width::decimal:
+          return bson::value(bson::date_time{decimal_to_int64(decimal_total_)});
+      }
+    }
+    switch (width_) {
+      case numeric_width::int32:
+        return int_or_long(long_total_);
+      case numeric_width::int64:
+        return bson::value(long_total_);
+      case numeric_width::double_:
+        return bson::value(double_total_);
+      case numeric_width::decimal:
+        break;
+    }
+    return bson::value(decimal_total_);
+  }
+
+ private:
+  std::int64_t long_total_ = 0;
+  double double_total_ = 0;
+  bson::decimal128 decimal_total_{0, 0x3040000000000000ULL};  // 0E+0
+  numeric_width width_ = numeric_width::int32;
+  bool is_date_ = false;
+};
+
+maybe_value eval_add(const node& n, evaluation& ev) {
+  add_state state;
+  for (std::size_t i = 0; i < n.items.size(); ++i) {
+    const maybe_value v = arg(n, i, ev);
+    // A null or missing operand makes null at once, even before a later bad operand.
+    if (nullish(v)) return bson::value{};
+    if (!v->is_number() && !v->is<bson::date_time>())
+      raise("$add only supports numeric or date types, not " + type_of(v), type_mismatch);
+    state.add(*v);
+  }
+  return state.result();
+}
+
+maybe_value eval_subtract(const node& n, evaluation& ev) {
+  const maybe_value l = arg(n, 0, ev);
+  const maybe_value r = arg(n, 1, ev);
+  if (l && r && l->is_number() && r->is_number()) {
+    switch (std::max(width_of(*l), width_of(*r))) {
+      case numeric_width::decimal:
+        return bson::value(
+            decimal_arithmetic(decimal_op::subtract, to_decimal128(*l), to_decimal128(*r)));
+      case numeric_width::double_:
+        return bson::value(l->to_double() - r->to_double());
+      case numeric_width::int64: {
+        std::int64_t out = 0;
+        if (__builtin_sub_overflow(coerce_to_long(*l), coerce_to_long(*r), &out))
+          return bson::value(l->to_double() - r->to_double());
+        return bson::value(out);
+      }
+      case numeric_width::int32:
+        return int_or_long(coerce_to_long(*l) - coerce_to_long(*r));
+    }
+  }
+  if (nullish(l) || nullish(r)) return bson::value{};
+  if (l->is<bson::date_time>()) {
+    const std::int64_t millis = l->as<bson::date_time>().millis;
+    // Wrapping like Date_t's arithmetic rather than undefined behaviour.
+    const auto minus = [](std::int64_t a, std::int64_t b) {
+      return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) -
+                                       static_cast<std::uint64_t>(b));
+    };
+    if (r->is<bson::date_time>())
+      return bson::value(minus(millis, r->as<bson::date_time>().millis));
+    if (r->is_number()) return bson::value(bson::date_time{minus(millis, coerce_to_long(*r))});
+    raise("can't $subtract " + type_of(r) + " from Date", type_mismatch);
+  }
+  raise("can't $subtract " + type_of(r) + " from " + type_of(l), type_mismatch);
+}
+
+// $multiply's product: a long and a double product in parallel while the inputs are integers,
+// a decimal one from the first decimal (MultiplyState).
+maybe_value eval_multiply(const node& n, evaluation& ev) {
+  double double_product = 1;
+  std::int64_t long_product = 1;
+  bson::decimal128 decimal_product{};
+  numeric_width width = numeric_width::int32;
+  for (std::size_t i = 0; i < n.items.size(); ++i) {
+    const maybe_value v = arg(n, i, ev);
+    if (nullish(v)) return bson::value{};
+    if (!v->is_number())
+      raise("$multiply only supports numeric types, not " + type_of(v), type_mismatch);
+    const numeric_width old = width;
+    width = std::max(width, width_of(*v));
+    if (width == numeric_width::decimal) {
+      if (old != numeric_width::decimal) {
+        decimal_product = old == numeric_width::double_
+                              ? to_decimal128(bson::value(double_product), 15)
+                              : to_decimal128(bson::value(long_product));
+      }
+      decimal_product =
+          decimal_arithmetic(decimal_op::multiply, decimal_product, to_decimal128(*v));
+      continue;
+    }
+    double_product *= v->to_double();
+    if (width != numeric_width::double_) {
+      // Integers only so far: an overflowing long product is abandoned for the double one.
+      if (__builtin_mul_overflow(long_product, coerce_to_long(*v), &long_product))
+        width = numeric_width::double_;
+    }
+  }
+  switch (width) {
+    case numeric_width::double_:
+      return bson::value(double_product);
+    case numeric_width::int64:
+      return bson::value(long_product);
+    case numeric_width::int32:
+      return int_or_long(long_product);
+    case numeric_width::decimal:
+      break;
+  }
+  return bson::value(decimal_product);
+}
+
+maybe_value eval_divide(const node& n, evaluation& ev) {
+  const maybe_value l = arg(n, 0, ev);
+  const maybe_value r = arg(n, 1, ev);
+  if (l && r && l->is_number() && r->is_number()) {
+    // A decimal result if, and only if, either side is a decimal; a double otherwise.
+    if (l->is<bson::decimal128>() || r->is<bson::decimal128>()) {
+      const bson::decimal128 denominator = to_decimal128(*r);
+      if (decimal_is_zero(denominator)) raise("can't $divide by zero", bad_value);
+      return bson::value(decimal_arithmetic(decimal_op::divide, to_decimal128(*l), denominator));
+    }
+    if (r->to_double() == 0.0) raise("can't $divide by zero", bad_value);
+    return bson::value(l->to_double() / r->to_double());
+  }
+  if (nullish(l) || nullish(r)) return bson::value{};
+  raise("$divide only supports numeric types, not " + type_of(l) + " and " + type_of(r),
+        type_mismatch);
+}
+
+// $switch: items are (case, then) pairs and last the default (empty when not given).
+maybe_value eval_switch(const node& n, evaluation& ev) {
+  const std::size_t branches = (n.items.size() - 1) / 2;
+  for (std::size_t b = 0; b < branches; ++b) {
+    if (truthy(arg(n, 2 * b, ev))) return arg(n, 2 * b + 1, ev);
+  }
+  if (n.items.back().tree() == nullptr) {
+    raise("$switch could not find a matching branch for an input, and no default was specified.",
+          40066);
+  }
+  return arg(n, n.items.size() - 1, ev);
+}
+
 maybe_value eval_get_field(const node& n, evaluation& ev) {
   const maybe_value input = arg(n, 0, ev);
   if (nullish(input)) return bson::value{};
@@ -475,6 +718,64 @@ denormd::status parse_cond(const op_spec& op, const bson::value& arg, parse_scop
   return {};
 }
 
+// {$switch: {branches: [{case, then}, ...], default}}, with ExpressionSwitch::parse's checks in
+// its order, and the one its optimize() adds: no default and every case a constant false (40069).
+denormd::status parse_switch(const op_spec&, const bson::value& arg, parse_scope& scope, node& n) {
+  const auto kind = [](const bson::value& v) { return std::string(bson::type_name(v.kind())); };
+  if (!arg.is_document())
+    return fail("$switch requires an object as an argument, found: " + kind(arg), 40060);
+  expression fallback;
+  for (const auto& f : arg.as_document()) {
+    if (f.name == "branches") {
+      if (!f.val.is_array())
+        return fail("$switch expected an array for 'branches', found: " + kind(f.val), 40061);
+      for (const auto& branch : f.val.as_array()) {
+        if (!branch.is_document()) {
+          return fail("$switch expected each branch to be an object, found: " + kind(branch),
+                      40062);
+        }
+        const bson::value* when = nullptr;
+        const bson::value* then = nullptr;
+        for (const auto& part : branch.as_document()) {
+          if (part.name == "case") {
+            when = &part.val;
+          } else if (part.name == "then") {
+            then = &part.val;
+          } else {
+            return fail("$switch found an unknown argument to a branch: " + part.name, 40063);
+          }
+        }
+        if (when == nullptr)
+          return fail("$switch requires each branch have a 'case' expression", 40064);
+        if (then == nullptr)
+          return fail("$switch requires each branch have a 'then' expression.", 40065);
+        if (auto s = add_item(*when, scope, n); !s) return s;
+        if (auto s = add_item(*then, scope, n); !s) return s;
+      }
+    } else if (f.name == "default") {
+      auto e = parse_expression(f.val, scope);
+      if (!e) return e.error();
+      fallback = std::move(e).value();
+    } else {
+      return fail("$switch found an unknown argument: " + f.name, 40067);
+    }
+  }
+  if (n.items.empty()) return fail("$switch requires at least one branch.", 40068);
+  bool all_false = fallback.tree() == nullptr;
+  for (std::size_t i = 0; all_false && i < n.items.size(); i += 2) {
+    const node* c = n.items[i].tree();
+    all_false = c != nullptr && c->k == node::kind::constant && !truthy(c->constant);
+  }
+  if (all_false) {
+    return fail(
+        "One cannot execute a switch statement where all the cases evaluate to false without a "
+        "default.",
+        40069);
+  }
+  n.items.push_back(std::move(fallback));
+  return {};
+}
+
 // The variable an operator binds: `as` (default "this"), checked like any user variable.
 denormd::expected<std::string> bound_name(const bson::value* as) {
   if (as == nullptr) return std::string("this");
@@ -614,6 +915,11 @@ const op_spec operators[] = {
     {"$arrayElemAt", parse_list, eval_array_elem_at, 2, 2},
     {"$ifNull", parse_list, eval_if_null, 2, any},
     {"$cond", parse_cond, eval_cond, 3, 3},
+    {"$switch", parse_switch, eval_switch},
+    {"$add", parse_list, eval_add, 0, any},
+    {"$subtract", parse_list, eval_subtract, 2, 2},
+    {"$multiply", parse_list, eval_multiply, 0, any},
+    {"$divide", parse_list, eval_divide, 2, 2},
     {"$concat", parse_list, eval_concat, 0, any},
     {"$substrCP", parse_list, eval_substr_cp, 3, 3},
     {"$indexOfCP", parse_list, eval_index_of_cp, 2, 4},

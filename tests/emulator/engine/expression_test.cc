@@ -161,6 +161,124 @@ TEST(expression, if_null_cond_and_type) {
   EXPECT_EQ(eval(R"({"$type": "$a"})", R"({"a": {}})"), v(R"("object")"));
 }
 
+TEST(expression, add_promotes_types_and_widens_on_overflow) {
+  EXPECT_EQ(eval(R"({"$add": [1, 2]})"), v(R"({"$numberInt": "3"})"));
+  EXPECT_EQ(eval(R"({"$add": []})"), v(R"({"$numberInt": "0"})"));
+  // int32 overflow widens to int64; an int64 operand makes int64 even when the sum fits int32.
+  EXPECT_EQ(eval(R"({"$add": [2147483647, 1]})"), v(R"({"$numberLong": "2147483648"})"));
+  EXPECT_EQ(eval(R"({"$add": [{"$numberLong": "1"}, 1]})"), v(R"({"$numberLong": "2"})"));
+  // int64 overflow widens to double (SafeNum, $inc, would fail instead).
+  EXPECT_EQ(eval(R"({"$add": [{"$numberLong": "9223372036854775807"}, 1]})"),
+            v(R"({"$numberDouble": "9223372036854775808"})"));
+  EXPECT_EQ(eval(R"({"$add": [1, 2.5]})"), v(R"({"$numberDouble": "3.5"})"));
+  EXPECT_EQ(eval(R"({"$add": [1, {"$numberDouble": "2"}]})"), v(R"({"$numberDouble": "3"})"));
+  // A decimal makes a decimal; a later double operand is taken to 15 digits.
+  EXPECT_EQ(eval(R"({"$add": [1, {"$numberDecimal": "0.5"}]})"), v(R"({"$numberDecimal": "1.5"})"));
+  EXPECT_EQ(eval(R"({"$add": [{"$numberDecimal": "1"}, 0.1]})"),
+            v(R"({"$numberDecimal": "1.100000000000000"})"));
+  // One date: the sum is a date.
+  EXPECT_EQ(eval(R"({"$add": [{"$date": {"$numberLong": "1000"}}, 500, {"$numberLong": "1"}]})"),
+            v(R"({"$date": {"$numberLong": "1501"}})"));
+  EXPECT_EQ(run_error(R"({"$add": [{"$date": {"$numberLong": "1"}}, "$d"]})",
+                      R"({"d": {"$date": {"$numberLong": "2"}}})"),
+            std::make_pair(16612, std::string("only one date allowed in an $add expression")));
+  // Null or missing makes null at once, even before a bad operand; a bad one before it fails.
+  EXPECT_EQ(eval(R"({"$add": [1, "$missing"]})"), v("null"));
+  EXPECT_EQ(eval(R"({"$add": [1, null, "x"]})"), v("null"));
+  EXPECT_EQ(
+      run_error(R"({"$add": [1, "x", null]})"),
+      std::make_pair(14, std::string("$add only supports numeric or date types, not string")));
+  EXPECT_EQ(run_error(R"({"$add": ["$a", 1]})", R"({"a": [1]})").second,
+            "$add only supports numeric or date types, not array");
+}
+
+TEST(expression, subtract_numbers_and_dates) {
+  EXPECT_EQ(eval(R"({"$subtract": [5, 7]})"), v(R"({"$numberInt": "-2"})"));
+  EXPECT_EQ(eval(R"({"$subtract": [-2147483648, 1]})"), v(R"({"$numberLong": "-2147483649"})"));
+  EXPECT_EQ(eval(R"({"$subtract": [{"$numberLong": "5"}, 1]})"), v(R"({"$numberLong": "4"})"));
+  EXPECT_EQ(eval(R"({"$subtract": [{"$numberLong": "-9223372036854775808"}, 1]})"),
+            v(R"({"$numberDouble": "-9223372036854775808"})"));
+  EXPECT_EQ(eval(R"({"$subtract": [5, 0.5]})"), v(R"({"$numberDouble": "4.5"})"));
+  EXPECT_EQ(eval(R"({"$subtract": [{"$numberDecimal": "5.5"}, 1]})"),
+            v(R"({"$numberDecimal": "4.5"})"));
+  // date - date: milliseconds as a long; date - number: a date.
+  EXPECT_EQ(eval(R"({"$subtract": ["$b", "$a"]})", R"({"a": {"$date": {"$numberLong": "1000"}},
+                                                        "b": {"$date": {"$numberLong": "4000"}}})"),
+            v(R"({"$numberLong": "3000"})"));
+  EXPECT_EQ(eval(R"({"$subtract": [{"$date": {"$numberLong": "4000"}}, 1000]})"),
+            v(R"({"$date": {"$numberLong": "3000"}})"));
+  EXPECT_EQ(eval(R"({"$subtract": ["$missing", "x"]})"), v("null"));
+  EXPECT_EQ(eval(R"({"$subtract": [1, null]})"), v("null"));
+  EXPECT_EQ(run_error(R"({"$subtract": [1, {"$date": {"$numberLong": "1"}}]})"),
+            std::make_pair(14, std::string("can't $subtract date from int")));
+  EXPECT_EQ(run_error(R"({"$subtract": ["a", 1]})").second, "can't $subtract int from string");
+  EXPECT_EQ(run_error(R"({"$subtract": [{"$date": {"$numberLong": "1"}}, "x"]})").second,
+            "can't $subtract string from Date");
+  expect_parse_error(R"({"$subtract": [1]})", 16020);
+}
+
+TEST(expression, multiply_promotes_types_and_widens_on_overflow) {
+  EXPECT_EQ(eval(R"({"$multiply": [2, 3]})"), v(R"({"$numberInt": "6"})"));
+  EXPECT_EQ(eval(R"({"$multiply": []})"), v(R"({"$numberInt": "1"})"));
+  EXPECT_EQ(eval(R"({"$multiply": [65536, 65536]})"), v(R"({"$numberLong": "4294967296"})"));
+  EXPECT_EQ(eval(R"({"$multiply": [{"$numberLong": "9223372036854775807"}, 2]})"),
+            v(R"({"$numberDouble": "18446744073709551614"})"));
+  EXPECT_EQ(eval(R"({"$multiply": [2, 1.5]})"), v(R"({"$numberDouble": "3"})"));
+  EXPECT_EQ(eval(R"({"$multiply": [3, {"$numberDecimal": "0.5"}]})"),
+            v(R"({"$numberDecimal": "1.5"})"));
+  EXPECT_EQ(eval(R"({"$multiply": [2, "$missing", "x"]})"), v("null"));
+  EXPECT_EQ(run_error(R"({"$multiply": [2, "x"]})"),
+            std::make_pair(14, std::string("$multiply only supports numeric types, not string")));
+}
+
+TEST(expression, divide_makes_doubles_or_decimals) {
+  EXPECT_EQ(eval(R"({"$divide": [6, 3]})"), v(R"({"$numberDouble": "2"})"));
+  EXPECT_EQ(eval(R"({"$divide": [{"$numberLong": "1"}, 4]})"), v(R"({"$numberDouble": "0.25"})"));
+  EXPECT_EQ(eval(R"({"$divide": [1, {"$numberDecimal": "4"}]})"),
+            v(R"({"$numberDecimal": "0.25"})"));
+  EXPECT_EQ(eval(R"({"$divide": [1, "$missing"]})"), v("null"));
+  EXPECT_EQ(eval(R"({"$divide": [null, "x"]})"), v("null"));
+  EXPECT_EQ(run_error(R"({"$divide": [1, 0]})"),
+            std::make_pair(2, std::string("can't $divide by zero")));
+  EXPECT_EQ(run_error(R"({"$divide": [1, -0.0]})").first, 2);
+  EXPECT_EQ(run_error(R"({"$divide": [1.5, {"$numberDecimal": "0"}]})").first, 2);
+  // Zero is checked only once both are numbers.
+  EXPECT_EQ(
+      run_error(R"({"$divide": ["a", 0]})"),
+      std::make_pair(14, std::string("$divide only supports numeric types, not string and int")));
+  expect_parse_error(R"({"$divide": [1, 2, 3]})", 16020);
+}
+
+TEST(expression, switch_takes_the_first_true_branch) {
+  const char* grade = R"({"$switch": {"branches": [
+      {"case": {"$gte": ["$s", 90]}, "then": "A"},
+      {"case": {"$gte": ["$s", 80]}, "then": "B"}], "default": "C"}})";
+  EXPECT_EQ(eval(grade, R"({"s": 95})"), v(R"("A")"));
+  EXPECT_EQ(eval(grade, R"({"s": 85})"), v(R"("B")"));
+  EXPECT_EQ(eval(grade, R"({"s": 10})"), v(R"("C")"));
+  EXPECT_EQ(
+      eval(R"({"$switch": {"branches": [{"case": "$a", "then": 1}], "default": "$missing"}})"),
+      "missing");
+  const char* no_default =
+      R"({"$switch": {"branches": [{"case": {"$eq": ["$a", 1]}, "then": 1}]}})";
+  EXPECT_EQ(eval(no_default, R"({"a": 1})"), v("1"));
+  EXPECT_EQ(run_error(no_default, R"({"a": 2})"),
+            std::make_pair(40066, std::string("$switch could not find a matching branch for an "
+                                              "input, and no default was specified.")));
+  expect_parse_error(R"({"$switch": [1]})", 40060);
+  expect_parse_error(R"({"$switch": {"branches": {"case": 1, "then": 1}}})", 40061);
+  expect_parse_error(R"({"$switch": {"branches": [1]}})", 40062);
+  expect_parse_error(R"({"$switch": {"branches": [{"case": 1, "then": 1, "x": 1}]}})", 40063);
+  expect_parse_error(R"({"$switch": {"branches": [{"then": 1}]}})", 40064);
+  expect_parse_error(R"({"$switch": {"branches": [{"case": 1}]}})", 40065);
+  expect_parse_error(R"({"$switch": {"branches": [], "x": 1}})", 40067);
+  expect_parse_error(R"({"$switch": {"default": 1}})", 40068);
+  // MongoDB's optimizer drops constant false cases; none left and no default fails.
+  expect_parse_error(R"({"$switch": {"branches": [{"case": false, "then": 1}]}})", 40069);
+  EXPECT_EQ(eval(R"({"$switch": {"branches": [{"case": false, "then": 1}], "default": 2}})"),
+            v("2"));
+}
+
 TEST(expression, strings_count_code_points) {
   EXPECT_EQ(eval(R"({"$concat": ["a", "$b", "c"]})", R"({"b": "-"})"), v(R"("a-c")"));
   EXPECT_EQ(eval(R"({"$concat": ["a", "$missing"]})"), v("null"));

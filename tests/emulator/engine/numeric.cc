@@ -107,6 +107,41 @@ std::optional<bson::value> arithmetic(arithmetic_op op, const bson::value& a,
   return bson::value(r);
 }
 
+bson::decimal128 decimal_arithmetic(decimal_op op, const bson::decimal128& a,
+                                    const bson::decimal128& b) {
+  const dec x = to_dec(a);
+  const dec y = to_dec(b);
+  switch (op) {
+    case decimal_op::add:
+      return from_dec(x + y);
+    case decimal_op::subtract:
+      return from_dec(x - y);
+    case decimal_op::multiply:
+      return from_dec(x * y);
+    case decimal_op::divide:
+      return from_dec(x / y);
+  }
+  return from_dec(x);
+}
+
+bool decimal_is_zero(const bson::decimal128& d) {
+  return to_dec(d) == dec(0);
+}
+
+std::int64_t decimal_to_int64(const bson::decimal128& d) {
+  const dec x = to_dec(d);
+  if (x != x) return INT64_MIN;  // NaN
+  if (x >= dec(9223372036854775807LL)) return INT64_MAX;
+  if (x <= dec(INT64_MIN)) return INT64_MIN;
+  // decimal128_to_long_long truncates; round the remainder half to even.
+  std::int64_t whole = std::decimal::decimal128_to_long_long(x);
+  const dec rest = x - dec(whole);
+  const dec half = dec(5) / dec(10);
+  if (rest > half || (rest == half && (whole % 2) != 0)) ++whole;
+  if (rest < -half || (rest == -half && (whole % 2) != 0)) --whole;
+  return whole;
+}
+
 bson::value bitwise(bitwise_op op, const bson::value& a, const bson::value& b) {
   const std::int64_t x = as_int64(a);
   const std::int64_t y = as_int64(b);

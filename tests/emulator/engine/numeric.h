@@ -33,6 +33,15 @@ std::string number_debug_string(const denormd::bson::value& v);
 // the nearest 34-digit value without superfluous zeros (as $sum/$avg widen their double part).
 denormd::bson::decimal128 to_decimal128(const denormd::bson::value& v, int digits = 15);
 
+// Decimal128 arithmetic (IEEE 754-2008, round half to even), for the aggregation operators
+// ($add, $subtract, $multiply, $divide) that leave SafeNum's rules.
+enum class decimal_op { add, subtract, multiply, divide };
+denormd::bson::decimal128 decimal_arithmetic(decimal_op op, const denormd::bson::decimal128& a,
+                                             const denormd::bson::decimal128& b);
+bool decimal_is_zero(const denormd::bson::decimal128& d);
+// Rounded half to even, as Decimal128::toLong (saturating; NaN gives INT64_MIN, as MongoDB's).
+std::int64_t decimal_to_int64(const denormd::bson::decimal128& d);
+
 // The sum of $group's $sum and $avg, as MongoDB's accumulators keep it: integers and doubles
 // in a compensated double-double sum (exact for any run of int32/int64 values), decimals in a
 // decimal128 sum, and the widest type seen. Non-numbers are the caller's to skip.

@@ -85,11 +85,13 @@ denormd::expected<std::optional<std::string>> string_arg(const bson::document& b
 }
 
 bson::document cursor_reply(std::int64_t id, const std::string& ns, bson::array batch, bool first,
-                            const bson::document* post_batch_resume_token) {
+                            const bson::document* post_batch_resume_token,
+                            std::optional<bson::timestamp> at_cluster_time) {
   bson::document c;
   c.append(first ? "firstBatch" : "nextBatch", std::move(batch));
   if (post_batch_resume_token != nullptr)
     c.append("postBatchResumeToken", *post_batch_resume_token);
+  if (at_cluster_time) c.append("atClusterTime", *at_cluster_time);
   c.append("id", id);
   c.append("ns", ns);
   bson::document reply;

@@ -28,9 +28,11 @@ denormd::expected<const bson::array*> array_arg(const bson::document& body, std:
 denormd::expected<std::optional<std::string>> string_arg(const bson::document& body,
                                                          std::string_view field);
 
-// {cursor: {firstBatch|nextBatch, postBatchResumeToken?, id, ns}, ok: 1.0}
+// {cursor: {firstBatch|nextBatch, postBatchResumeToken?, atClusterTime?, id, ns}, ok: 1.0}, in
+// the order of MongoDB's CursorResponseBuilder.
 bson::document cursor_reply(std::int64_t id, const std::string& ns, bson::array batch, bool first,
-                            const bson::document* post_batch_resume_token = nullptr);
+                            const bson::document* post_batch_resume_token = nullptr,
+                            std::optional<bson::timestamp> at_cluster_time = std::nullopt);
 
 // A number as MongoDB counts it in replies (int32).
 inline bson::value count_value(std::size_t n) {

@@ -322,10 +322,89 @@ denormd::status check_find(const bson::document& body) {
   return {};
 }
 
+std::string timestamp_text(bson::timestamp ts) {
+  return "Timestamp(" + std::to_string(ts.t) + ", " + std::to_string(ts.i) + ")";
+}
+
+// bsonExtractTypedField's message for a field of the wrong type.
+denormd::unexpected<denormd::error> wrong_type(std::string_view field, std::string_view expected,
+                                               const bson::value& v) {
+  return denormd::fail("\"" + std::string(field) + "\" had the wrong type. Expected " +
+                           std::string(expected) + ", found " +
+                           std::string(bson::type_name(v.kind())),
+                       codes::type_mismatch);
+}
+
 }  // namespace
+
+denormd::expected<read_concern> parse_read_concern(const bson::document& body) {
+  read_concern rc;
+  const auto* v = body.get("readConcern");
+  if (v == nullptr) return rc;
+  if (!v->is_document())
+    return denormd::fail("readConcern field should be an object", codes::failed_to_parse);
+  bool after_cluster_time = false;
+  bool after_op_time = false;
+  for (const auto& f : v->as_document()) {
+    if (f.name == "level") {
+      if (!f.val.is_string()) return wrong_type(f.name, "string", f.val);
+      if (!one_of(f.val.as_string(),
+                  {"local", "majority", "linearizable", "available", "snapshot"}))
+        return denormd::fail(
+            "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', "
+            "or 'snapshot'",
+            codes::failed_to_parse);
+      rc.level = f.val.as_string();
+    } else if (f.name == "atClusterTime" || f.name == "afterClusterTime") {
+      if (!f.val.is<bson::timestamp>()) return wrong_type(f.name, "timestamp", f.val);
+      if (f.val.as<bson::timestamp>() == bson::timestamp{})
+        return denormd::fail(f.name + " cannot be a null timestamp", codes::invalid_options);
+      if (f.name == "atClusterTime") {
+        rc.at_cluster_time = f.val.as<bson::timestamp>();
+      } else {
+        after_cluster_time = true;
+      }
+    } else if (f.name == "afterOpTime") {
+      after_op_time = true;
+    } else if (f.name != "provenance") {
+      return denormd::fail("Unrecognized option in readConcern: " + f.name, codes::invalid_options);
+    }
+  }
+  if (after_cluster_time && after_op_time)
+    return denormd::fail("Can not specify both afterClusterTime and afterOpTime",
+                         codes::invalid_options);
+  if (after_cluster_time && rc.at_cluster_time)
+    return denormd::fail("Can not specify both afterClusterTime and atClusterTime",
+                         codes::invalid_options);
+  if (after_op_time && rc.snapshot())
+    return denormd::fail("afterOpTime field cannot be set if level is equal to snapshot",
+                         codes::invalid_options);
+  if (rc.at_cluster_time && !rc.snapshot())
+    return denormd::fail("atClusterTime field can be set only if level is equal to snapshot",
+                         codes::invalid_options);
+  return rc;
+}
+
+denormd::expected<bson::timestamp> snapshot_read_time(std::string_view command,
+                                                      const read_concern& rc, bson::timestamp now) {
+  if (!rc.at_cluster_time || *rc.at_cluster_time == now) return now;
+  if (*rc.at_cluster_time > now) {
+    // waitForReadConcernImpl's check (read_concern_mongod.cpp).
+    return denormd::fail(
+        "readConcern atClusterTime value must not be greater than the current "
+        "clusterTime. Requested clusterTime: { ts: " +
+            timestamp_text(*rc.at_cluster_time) +
+            " }; current clusterTime: { ts: " + timestamp_text(now) + " }",
+        codes::invalid_options);
+  }
+  return refuse(command, "readConcern.atClusterTime", bson::value(*rc.at_cluster_time),
+                "reads at a past cluster time (only the current one, " + timestamp_text(now) +
+                    ", can be read)");
+}
 
 denormd::status refuse_unsupported_options(std::string_view command, const bson::document& body) {
   if (auto s = check_transaction(command, body); !s) return s;
+  if (auto rc = parse_read_concern(body); !rc) return rc.error();
   if (command == "create") {
     if (auto s = check_create(body); !s) return s;
   } else if (command == "collMod") {

@@ -8,6 +8,7 @@
 #include "engine_adapter.h"
 #include "error_codes.h"
 #include "expression.h"
+#include "option_refusals.h"
 #include "query/matcher.h"
 #include "query/path.h"
 #include "query_operators.h"
@@ -56,7 +57,8 @@ std::vector<doc_ptr> matching(const collection* c, const matcher& m) {
 // Serves the first batch and registers the cursor if documents remain.
 bson::document first_batch(command_context& ctx, const std::string& ns,
                            std::unique_ptr<query_cursor> results, std::size_t batch_size,
-                           bool single_batch, bool no_timeout = false) {
+                           bool single_batch, bool no_timeout = false,
+                           std::optional<bson::timestamp> at_cluster_time = std::nullopt) {
   bson::array batch = results->next(batch_size, max_batch_bytes);
   std::int64_t id = 0;
   if (!results->exhausted() && !single_batch) {
@@ -66,7 +68,24 @@ bson::document first_batch(command_context& ctx, const std::string& ns,
     c->query = std::move(results);
     id = ctx.server.cursors().add(std::move(c));
   }
-  return cursor_reply(id, ns, std::move(batch), true);
+  return cursor_reply(id, ns, std::move(batch), true, nullptr, at_cluster_time);
+}
+
+// Reads `read` under the storage's read lock. For readConcern level "snapshot" also returns the
+// cluster time taken under that same lock, so no write falls between it and the read (the
+// results are materialized now, so every getMore serves the same snapshot).
+template <class Read>
+expected<std::optional<bson::timestamp>> locked_read(command_context& ctx, std::string_view command,
+                                                     const read_concern& rc, Read&& read) {
+  auto lock = ctx.server.store().lock_for_read();
+  std::optional<bson::timestamp> at;
+  if (rc.snapshot()) {
+    auto t = snapshot_read_time(command, rc, ctx.server.store().cluster_time());
+    if (!t) return t.error();
+    at = *t;
+  }
+  read();
+  return at;
 }
 
 command_outcome find(command_context& ctx) {
@@ -90,6 +109,8 @@ command_outcome find(command_context& ctx) {
   if (!no_timeout) return no_timeout.error();
   auto let = engine::evaluate_let(ctx.body.get("let"));
   if (!let) return let.error();
+  auto rc = parse_read_concern(ctx.body);
+  if (!rc) return rc.error();
 
   auto m = compile_filter(*filter, &*let);
   if (!m) return m.error();
@@ -107,10 +128,9 @@ command_outcome find(command_context& ctx) {
   }
 
   std::vector<doc_ptr> docs;
-  {
-    auto lock = ctx.server.store().lock_for_read();
-    docs = matching(ctx.server.store().find(ctx.db, *name), *m);
-  }
+  auto at = locked_read(ctx, "find", *rc,
+                        [&] { docs = matching(ctx.server.store().find(ctx.db, *name), *m); });
+  if (!at) return at.error();
   if (less) {
     std::stable_sort(docs.begin(), docs.end(),
                      [&](const doc_ptr& a, const doc_ptr& b) { return less(*a, *b); });
@@ -122,9 +142,10 @@ command_outcome find(command_context& ctx) {
   std::size_t first = batch_size->value_or(default_first_batch);
   if (limit->value_or(0) > 0) first = std::min(first, **limit);
   auto results = std::make_unique<query_cursor>(std::move(docs), std::move(project));
-  return command_result{first_batch(ctx, ctx.db + "." + *name, std::move(results), first,
-                                    single_batch->value_or(false), no_timeout->value_or(false)),
-                        {}};
+  return command_result{
+      first_batch(ctx, ctx.db + "." + *name, std::move(results), first,
+                  single_batch->value_or(false), no_timeout->value_or(false), *at),
+      {}};
 }
 
 command_outcome get_more(command_context& ctx) {
@@ -348,15 +369,29 @@ command_outcome aggregate(command_context& ctx) {
   auto let = engine::evaluate_let(ctx.body.get("let"));
   if (!let) return let.error();
 
+  auto rc = parse_read_concern(ctx.body);
+  if (!rc) return rc.error();
+
   const auto& stages = **pipeline;
-  if (!stages.empty() && stages.front().as_document().fields().front().name == "$changeStream")
+  if (!stages.empty() && stages.front().as_document().fields().front().name == "$changeStream") {
+    // LiteParsedDocumentSource::onlySingleReadConcernSupported: only 'majority' when a level is
+    // given (an absent one is upconverted).
+    if (rc->level && *rc->level != "majority") {
+      return fail(
+          "Aggregation stage $changeStream cannot run with a readConcern other than "
+          "'majority'. Current readConcern: " +
+              *rc->level,
+          codes::invalid_options);
+    }
     return open_change_stream(ctx, coll, stages, batch_size->value_or(default_first_batch), *let);
+  }
   if (coll.empty())
     return fail("{aggregate: 1} is only supported with $changeStream by mongo-emulator",
                 codes::invalid_namespace);
 
   // A leading $match picks its input through the indexes, like MongoDB's planner.
   std::vector<doc_ptr> input;
+  std::optional<bson::timestamp> at;
   {
     matcher m;
     if (!stages.empty()) {
@@ -367,8 +402,10 @@ command_outcome aggregate(command_context& ctx) {
         m = std::move(compiled).value();
       }
     }
-    auto lock = ctx.server.store().lock_for_read();
-    input = matching(ctx.server.store().find(ctx.db, coll), m);
+    auto read = locked_read(ctx, "aggregate", *rc,
+                            [&] { input = matching(ctx.server.store().find(ctx.db, coll), m); });
+    if (!read) return read.error();
+    at = *read;
   }
   auto out = run_pipeline(stages, input, &*let);
   if (!out) return out.error();
@@ -378,7 +415,7 @@ command_outcome aggregate(command_context& ctx) {
     docs.push_back(std::make_shared<const bson::document>(std::move(d)));
   auto results = std::make_unique<query_cursor>(std::move(docs));
   return command_result{first_batch(ctx, ctx.db + "." + coll, std::move(results),
-                                    batch_size->value_or(default_first_batch), false),
+                                    batch_size->value_or(default_first_batch), false, false, at),
                         {}};
 }
 

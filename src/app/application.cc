@@ -20,6 +20,7 @@
 #include "mongo/connection.h"
 #include "mongo/uri_redaction.h"
 #include "ops/backfiller.h"
+#include "ops/image_check.h"
 #include "ops/status_probe.h"
 #include "ops/verifier.h"
 
@@ -256,6 +257,24 @@ int application::check() {
     for (const auto& w : mapping_warnings(m))
       err_ << "warning: " << w << "\n";
   }
+  // With a server to ask: do the sources keep the document images the mappings need?
+  bool images_missing = false;
+  if (!opts_.uri.empty()) {
+    const mongo::connect_options timeouts{opts_.timeout_s * 1000,
+                                          std::min(opts_.timeout_s, 10) * 1000};
+    auto conn = mongo::connection::open(opts_.uri, "denormd", timeouts);
+    if (!conn) {
+      err_ << "error: " << conn.error().to_string() << " (" << mongo::redact_uri(opts_.uri)
+           << ")\n";
+      return exit_usage;
+    }
+    const mapping::planner planner(*mappings);
+    for (const auto& problem : ops::check_images(**conn, planner)) {
+      err_ << (problem.fatal ? "error: " : "warning: ") << problem.message << "\n";
+      images_missing = images_missing || problem.fatal;
+    }
+  }
+  if (images_missing) return exit_usage;
   out_ << mappings->size() << " mapping(s) OK\n";
   return exit_ok;
 }

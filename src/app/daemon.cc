@@ -20,6 +20,7 @@
 #include "mongo/connection.h"
 #include "mongo/uri_redaction.h"
 #include "ops/backfiller.h"
+#include "ops/image_check.h"
 #include "pipeline/supervisor.h"
 #include "sink/writer.h"
 #include "source/watcher.h"
@@ -62,11 +63,13 @@ class mongo_parts final : public pipeline::parts_factory {
 
   std::unique_ptr<source::change_source> make_source(const mapping::ns& source,
                                                      const pipeline::start_position& from,
-                                                     bool pre_images, source::event_queue& queue,
+                                                     mapping::stream_images images,
+                                                     source::event_queue& queue,
                                                      source::resync_hook resync) override {
     source::watcher_options wo;
     wo.source = source;
-    wo.pre_images = pre_images;
+    wo.pre_images = images.before;
+    wo.post_images = images.after;
     wo.resume_after = from.resume_after;
     wo.start_at = from.start_at;
     wo.resync = std::move(resync);
@@ -227,6 +230,17 @@ int daemon::run() {
     log::error("daemon", conn.error().to_string(), {{"uri", mongo::redact_uri(opts_.uri)}});
     return 2;
   }
+  // Before anything starts: an incremental mapping cannot apply a change without images.
+  bool images_missing = false;
+  for (const auto& problem : ops::check_images(**conn, *planner)) {
+    if (problem.fatal) {
+      log::error("daemon", problem.message);
+      images_missing = true;
+    } else {
+      log::warn("daemon", problem.message);
+    }
+  }
+  if (images_missing) return 2;
   const std::string meta_db = meta_database(opts_, (*conn)->default_database());
   checkpoint::checkpoint_store checkpoints(**conn, meta_db);
   mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run);

@@ -1,6 +1,8 @@
 #include "mapping/aggregate_kind.h"
 
 #include <algorithm>
+#include <cmath>
+#include <span>
 
 #include "bson/json.h"
 #include "common/log.h"
@@ -71,6 +73,65 @@ std::optional<bson::value> counted_parent(const mapping& m, const aggregate_kind
   }
   return *parent;
 }
+
+// Incremental mode: what one counted child adds to each running value (nullopt: nothing).
+struct child_share {
+  bson::value parent;
+  std::vector<std::optional<bson::value>> values;  // by slot
+};
+
+std::optional<child_share> share_of(const mapping& m, const aggregate_kind& k,
+                                    const change_event& ev, const bson::document& child,
+                                    bool report, std::vector<write_op>& out) {
+  auto parent = counted_parent(m, k, ev, child, report, out);
+  if (!parent) return std::nullopt;
+  child_share s{std::move(*parent), {}};
+  for (const auto& slot : k.slots) {
+    const accumulator& a = k.accumulators[slot.accumulator];
+    const bson::value* v = a.path.empty() ? nullptr : child.find_path(a.path);
+    const bool number = v != nullptr && v->is_number();
+    switch (slot.role) {
+      case slot_role::count:
+        s.values.emplace_back(bson::value(std::int32_t{1}));
+        break;
+      case slot_role::value:
+        s.values.push_back(number ? std::optional<bson::value>(*v) : std::nullopt);
+        break;
+      case slot_role::numeric_count:
+        s.values.push_back(number ? std::optional<bson::value>(std::int32_t{1}) : std::nullopt);
+        break;
+    }
+  }
+  return s;
+}
+
+// The position of an event in its stream, as a parent keeps it: the cluster time, then the
+// resume token's _data, which MongoDB encodes so that tokens compare in event order (events of
+// one transaction share a cluster time).
+bson::document position_of(const change_event& ev) {
+  const bson::value* data = ev.token.get("_data");
+  bson::value k =
+      data != nullptr && data->is_string() ? *data : bson::value(bson::to_json(ev.token));
+  return bson::document{{"t", ev.cluster_time}, {"k", std::move(k)}};
+}
+
+// The position of a snapshot read at `at`: after every event at or before that time.
+bson::document position_of(bson::timestamp at) {
+  return bson::document{{"t", at}, {"k", bson::max_key{}}};
+}
+
+// Incremental verify: the running values are the same numbers, whatever their type ($inc-like
+// sums keep the widest type they have seen), and doubles may differ by their rounding.
+bool same_number(const bson::value& a, const bson::value& b) {
+  if (!a.is_number() || !b.is_number()) return same_value(a, b);
+  if (bson::compare(a, b) == 0) return true;
+  if (a.kind() != bson::type::double_ && b.kind() != bson::type::double_) return false;
+  const double x = a.to_double();
+  const double y = b.to_double();
+  return std::fabs(x - y) <= 1e-9 * std::max({1.0, std::fabs(x), std::fabs(y)});
+}
+
+constexpr std::string_view index_field = "__denormd_i";
 
 void add_key(bson::array& keys, const bson::value& key) {
   const bool seen = std::any_of(keys.begin(), keys.end(),
@@ -181,9 +242,19 @@ void aggregate_kind::read_rest(spec_reader& r, spec_object& root, const mapping&
       mode = aggregate_mode::recompute;
     } else if (*mode_name == "incremental") {
       mode = aggregate_mode::incremental;
-      r.error("/mode",
-              "\"incremental\" is not available in this version of denormd; use \"recompute\" "
-              "(docs/architecture.md, \"The aggregate kind\")");
+      if (m.into.empty()) {
+        r.error("/into",
+                "required in incremental mode: each parent keeps the position of the last event "
+                "applied to it under \"into\" (e.g. \"into\": \"stats\")");
+      }
+      for (const auto& a : accumulators) {
+        if (a.op != accumulator_op::min && a.op != accumulator_op::max) continue;
+        r.error(pointer_join("/fields", a.name),
+                std::string(accumulator_name(a.op)) +
+                    " is not available in incremental mode: when the extreme child leaves, only "
+                    "its siblings can tell the next one; use \"mode\": \"recompute\" (or a "
+                    "second, recompute mapping for it)");
+      }
     } else {
       r.error("/mode", "must be \"recompute\" or \"incremental\", not \"" + *mode_name + "\"");
     }
@@ -198,7 +269,30 @@ void aggregate_kind::read_rest(spec_reader& r, spec_object& root, const mapping&
   }
 }
 
-void aggregate_kind::prepare(const mapping& /*m*/) {}
+void aggregate_kind::prepare(const mapping& m) {
+  slots.clear();
+  state.clear();
+  if (mode != aggregate_mode::incremental) return;
+  state = m.into + "._denormd";
+  for (std::size_t i = 0; i < accumulators.size(); ++i) {
+    const accumulator& a = accumulators[i];
+    switch (a.op) {
+      case accumulator_op::count:
+        slots.push_back({i, slot_role::count, target_path(m, a.name)});
+        break;
+      case accumulator_op::sum:
+        slots.push_back({i, slot_role::value, target_path(m, a.name)});
+        break;
+      case accumulator_op::avg:
+        slots.push_back({i, slot_role::value, state + ".avg." + a.name + ".sum"});
+        slots.push_back({i, slot_role::numeric_count, state + ".avg." + a.name + ".count"});
+        break;
+      case accumulator_op::min:
+      case accumulator_op::max:
+        break;  // refused when read
+    }
+  }
+}
 
 std::string aggregate_kind::target_path(const mapping& m, std::string_view field) const {
   return m.into.empty() ? std::string(field) : m.into + "." + std::string(field);
@@ -244,19 +338,101 @@ write_op aggregate_kind::recompute_selected(const mapping& m, bson::document par
   return op;
 }
 
+namespace {
+
+// Without a child's state before (or, in incremental mode, right after) a change, the parent
+// it left (or joined) is unknown: every parent is recomputed.
+void recompute_every_parent(const mapping& m, const aggregate_kind& k, const change_event& ev,
+                            std::string_view image, std::string_view what,
+                            std::vector<write_op>& out, std::vector<std::string>* notes) {
+  if (notes != nullptr) {
+    notes->push_back("mapping \"" + m.name + "\": " + ev.op_name + " of " + ev.source.full() + " " +
+                     describe_value(ev.id, 100) + " has no " + std::string(image) + ", so " +
+                     std::string(what) + " is unknown; every parent is recomputed");
+  }
+  out.push_back(k.recompute(m, {}));
+}
+
+// Incremental mode: the change to each parent's running values, as one delta per parent.
+// Without the state before or after a change that needs it, its parents are recomputed (from a
+// snapshot, so the deltas before and after it still apply exactly once).
+void plan_deltas(const mapping& m, const aggregate_kind& k, const std::vector<std::string>& watched,
+                 const change_event& ev, std::vector<write_op>& out,
+                 std::vector<std::string>* notes) {
+  if (ev.op == operation::update && !touches(ev.touched, watched)) return;
+  const bson::document* before =
+      ev.full_document_before_change ? &*ev.full_document_before_change : nullptr;
+  const bson::document* after =
+      ev.op != operation::delete_ && ev.full_document ? &*ev.full_document : nullptr;
+  const bool needs_before = ev.op != operation::insert;
+  const bool needs_after = ev.op != operation::delete_;
+  if ((needs_before && before == nullptr) || (needs_after && after == nullptr)) {
+    // The side that is known names a parent to recompute; the other may have named another
+    // unless the change left the parent key and the filter alone.
+    const bool moved = ev.op != operation::update || touches(ev.touched, {k.parent_key}) ||
+                       (k.filter && touches(ev.touched, k.filter->paths()));
+    if (moved) {
+      return recompute_every_parent(
+          m, k, ev, before == nullptr ? "fullDocumentBeforeChange" : "fullDocument (post-image)",
+          before == nullptr ? "the parent it left" : "the parent it joined", out, notes);
+    }
+    const bson::document* known = before != nullptr ? before : after;
+    if (known == nullptr) {
+      return recompute_every_parent(m, k, ev, "fullDocumentBeforeChange", "its parent", out, notes);
+    }
+    if (auto p = counted_parent(m, k, ev, *known, known == after, out)) {
+      out.push_back(k.recompute(m, bson::array{*p}));
+    }
+    return;
+  }
+  auto was = before != nullptr ? share_of(m, k, ev, *before, false, out) : std::nullopt;
+  auto now = after != nullptr ? share_of(m, k, ev, *after, true, out) : std::nullopt;
+  const bson::document at = position_of(ev);
+  auto emit = [&](const bson::value& parent, std::vector<delta_term> terms) {
+    if (terms.empty()) return;
+    delta_items d{parent, {}};
+    d.events.push_back({at, std::move(terms)});
+    out.push_back(k.deltas(m, std::move(d)));
+  };
+  auto terms_of = [&](const child_share& s, bool subtract, std::vector<delta_term>& terms) {
+    for (std::size_t i = 0; i < s.values.size(); ++i) {
+      if (s.values[i]) terms.push_back({i, *s.values[i], subtract});
+    }
+  };
+  if (was && now && same_value(was->parent, now->parent)) {
+    // One parent: only the values that changed.
+    std::vector<delta_term> terms;
+    for (std::size_t i = 0; i < now->values.size(); ++i) {
+      const auto& a = was->values[i];
+      const auto& b = now->values[i];
+      if (a && b && same_value(*a, *b)) continue;
+      if (a) terms.push_back({i, *a, true});
+      if (b) terms.push_back({i, *b, false});
+    }
+    return emit(now->parent, std::move(terms));
+  }
+  if (was) {
+    std::vector<delta_term> terms;
+    terms_of(*was, true, terms);
+    emit(was->parent, std::move(terms));
+  }
+  if (now) {
+    std::vector<delta_term> terms;
+    terms_of(*now, false, terms);
+    emit(now->parent, std::move(terms));
+  }
+}
+
+}  // namespace
+
 void aggregate_kind::plan(const mapping& m, const std::vector<std::string>& watched,
                           const change_event& ev, std::vector<write_op>& out,
                           std::vector<std::string>* notes) const {
+  if (mode == aggregate_mode::incremental) return plan_deltas(m, *this, watched, ev, out, notes);
   const bson::document* before =
       ev.full_document_before_change ? &*ev.full_document_before_change : nullptr;
   auto every_parent = [&](const char* what) {
-    // Without the child's earlier state the parent it left is unknown: recompute them all.
-    if (notes != nullptr) {
-      notes->push_back("mapping \"" + m.name + "\": " + ev.op_name + " of " + ev.source.full() +
-                       " " + describe_value(ev.id, 100) + " has no fullDocumentBeforeChange, so " +
-                       what + " is unknown; every parent is recomputed");
-    }
-    out.push_back(recompute(m, {}));
+    recompute_every_parent(m, *this, ev, "fullDocumentBeforeChange", what, out, notes);
   };
   if (ev.op == operation::delete_) {
     if (before == nullptr) return every_parent("the parent it left");
@@ -290,9 +466,93 @@ void aggregate_kind::plan_new_target(const mapping& m, const std::vector<std::st
   if (ev.op == operation::delete_) return;
   if (ev.op == operation::update && !touches(ev.touched, watched)) return;
   if (!ev.full_document) return;
+  // MongoDB logs an update that changes much of a small document as a replacement, so the
+  // deltas' own writes come back as replace events: a parent that still carries its position
+  // keeps its values.
+  if (mode == aggregate_mode::incremental && ev.op == operation::replace &&
+      ev.full_document->find_path(position_path()) != nullptr) {
+    return;
+  }
   if (refused(m, {m.name, "_id", "_id", ev.source.full(), nullptr}, ev.id, out)) return;
   // A parent that arrived after its children (or was re-keyed): compute its values.
   out.push_back(recompute_selected(m, bson::document{{"_id", literal(ev.id)}}, false));
+}
+
+write_op aggregate_kind::deltas(const mapping& m, delta_items d) const {
+  write_op op;
+  op.source_mapping = &m;
+  op.target = m.target;
+  update_write w;
+  // Several parents may share a key that is not _id: each keeps its own position.
+  w.many = parent_field != "_id";
+  w.filter = bson::document{{parent_field, literal(d.parent)}};
+  w.pipeline = delta_pipeline(m, d);
+  op.merge = merge_rule::delta;
+  op.merge_key = d.parent;
+  w.delta = std::move(d);
+  op.what = std::move(w);
+  return op;
+}
+
+bson::array aggregate_kind::delta_pipeline(const mapping& m, const delta_items& d) const {
+  // 1. The index of the first event the parent has not seen (its position is before it);
+  //    the events are in stream order. A parent without a position has seen none.
+  const std::string at = "$" + position_path();
+  const std::string first = "$" + std::string(index_field);
+  const auto n = static_cast<std::int32_t>(d.events.size());
+  bson::array branches;
+  for (std::int32_t j = 0; j < n; ++j) {
+    const bson::value& pos = d.events[static_cast<std::size_t>(j)].at;
+    branches.push_back(bson::document{
+        {"case", bson::document{{"$lt", bson::array{at, bson::document{{"$literal", pos}}}}}},
+        {"then", j}});
+  }
+  bson::document index{{std::string(index_field),
+                        bson::document{{"$switch", bson::document{{"branches", std::move(branches)},
+                                                                  {"default", n}}}}}};
+  // 2. Each running value plus the deltas of the events from that index on, and the position
+  //    of the last event. Values are literals: a child's value never acts as an expression.
+  std::vector<bson::array> sums(slots.size());
+  for (std::int32_t j = 0; j < n; ++j) {
+    for (const auto& t : d.events[static_cast<std::size_t>(j)].terms) {
+      bson::value v = bson::document{{"$literal", t.value}};
+      if (t.subtract) v = bson::document{{"$subtract", bson::array{0, std::move(v)}}};
+      sums[t.slot].push_back(
+          bson::document{{"$cond", bson::array{bson::document{{"$lte", bson::array{first, j}}},
+                                               std::move(v), 0}}});
+    }
+  }
+  bson::document values;
+  for (std::size_t s = 0; s < slots.size(); ++s) {
+    if (sums[s].empty()) continue;
+    const std::string path = "$" + slots[s].path;
+    bson::array terms{bson::document{{"$ifNull", bson::array{path, 0}}}};
+    for (auto& t : sums[s])
+      terms.push_back(std::move(t));
+    values.append(slots[s].path, bson::document{{"$add", std::move(terms)}});
+  }
+  values.append(
+      position_path(),
+      bson::document{{"$cond", bson::array{bson::document{{"$lt", bson::array{first, n}}},
+                                           bson::document{{"$literal", d.events.back().at}}, at}}});
+  bson::array stages{bson::document{{"$set", std::move(index)}},
+                     bson::document{{"$set", std::move(values)}}};
+  // 3. Each average from its running sum and count ($avg's type: double, or decimal).
+  bson::document averages;
+  for (std::size_t s = 0; s + 1 < slots.size(); ++s) {
+    if (slots[s + 1].role != slot_role::numeric_count) continue;
+    const accumulator& a = accumulators[slots[s].accumulator];
+    const std::string sum = "$" + slots[s].path;
+    const std::string count = "$" + slots[s + 1].path;
+    averages.append(
+        target_path(m, a.name),
+        bson::document{{"$cond", bson::array{bson::document{{"$gt", bson::array{count, 0}}},
+                                             bson::document{{"$divide", bson::array{sum, count}}},
+                                             "$$REMOVE"}}});
+  }
+  if (!averages.empty()) stages.push_back(bson::document{{"$set", std::move(averages)}});
+  stages.push_back(bson::document{{"$unset", std::string(index_field)}});
+  return stages;
 }
 
 bson::array aggregate_kind::pipeline(const bson::array& keys) const {
@@ -307,6 +567,20 @@ bson::array aggregate_kind::pipeline(const bson::array& keys) const {
         a.op == accumulator_op::count ? bson::value(1) : bson::value("$" + a.path);
     const std::string_view op = a.op == accumulator_op::count ? "$sum" : accumulator_name(a.op);
     group.append(group_field(i), bson::document{{std::string(op), arg}});
+    if (mode == aggregate_mode::incremental && a.op == accumulator_op::avg) {
+      // The running sum and count an incremental average is kept as.
+      const bson::array numeric{"int", "long", "double", "decimal"};
+      group.append("s" + std::to_string(i), bson::document{{"$sum", arg}});
+      group.append(
+          "n" + std::to_string(i),
+          bson::document{
+              {"$sum",
+               bson::document{
+                   {"$cond",
+                    bson::array{bson::document{
+                                    {"$in", bson::array{bson::document{{"$type", arg}}, numeric}}},
+                                1, 0}}}}});
+    }
   }
   return bson::array{bson::document{{"$match", std::move(match)}},
                      bson::document{{"$group", std::move(group)}}};
@@ -329,6 +603,22 @@ bson::document aggregate_kind::update_for(const mapping& m, const bson::document
   return update;
 }
 
+bson::document aggregate_kind::update_for(const mapping& m, const bson::document* group,
+                                          const bson::document& at) const {
+  bson::document update = update_for(m, group);
+  bson::value* set = update.get("$set");
+  if (set == nullptr) set = &update.set("$set", bson::document{});
+  for (const auto& slot : slots) {
+    if (accumulators[slot.accumulator].op != accumulator_op::avg) continue;
+    const std::string field =
+        (slot.role == slot_role::value ? "s" : "n") + std::to_string(slot.accumulator);
+    const bson::value* v = group != nullptr ? group->get(field) : nullptr;
+    set->as_document().append(slot.path, v != nullptr ? *v : bson::value(0));
+  }
+  set->as_document().append(position_path(), at);
+  return update;
+}
+
 std::vector<std::string> aggregate_kind::check(const mapping& m, const bson::document& parent,
                                                const bson::document* group) const {
   std::vector<std::string> paths;
@@ -336,44 +626,81 @@ std::vector<std::string> aggregate_kind::check(const mapping& m, const bson::doc
     std::string path = target_path(m, accumulators[i].name);
     const auto want = expected_value(accumulators[i], i, group);
     const bson::value* have = parent.find_path(path);
-    const bool same = !want ? have == nullptr : have != nullptr && same_value(*have, *want);
+    const bool incremental = mode == aggregate_mode::incremental;
+    const bool same = !want ? have == nullptr
+                            : have != nullptr && (incremental ? same_number(*have, *want)
+                                                              : same_value(*have, *want));
     if (!same) paths.push_back(std::move(path));
   }
   return paths;
 }
 
+namespace {
+
+using parent_ref = std::pair<const bson::document*, const bson::value*>;  // a parent, its key
+
+// The parents that can have children, with their keys.
+std::vector<parent_ref> recomputable(const mapping& m, const aggregate_kind& k, const write_op& op,
+                                     std::span<const bson::document> parents) {
+  std::vector<parent_ref> out;
+  for (const bson::document& p : parents) {
+    const bson::value* key = p.find_path(k.parent_field);
+    if (key == nullptr || key->is_null() || p.get("_id") == nullptr) continue;
+    if (auto problem = reference_problem(*key)) {
+      // No child can name it: leave it alone, as verify does.
+      log::warn("writer", "parent not recomputed: its key cannot be a reference",
+                {{"mapping", m.name},
+                 {"reason", reference_reason({m.name, "parent key", k.parent_field,
+                                              op.target.full(), p.get("_id")},
+                                             *key, *problem)}});
+      continue;
+    }
+    out.emplace_back(&p, key);
+  }
+  return out;
+}
+
+// Calls `each` with the parents the recompute selects, at most aggregate_kind::chunk at a
+// time, read a page at a time in _id order: an every-parent recompute holds one page of
+// parents, not all of them. False when the store failed or `each` returned false.
+template <class Each>
+bool for_each_parent_chunk(const write_op& op, document_store& store, read_options opts,
+                           Each&& each) {
+  const recompute_write& rw = std::get<recompute_write>(op.what);
+  opts.sort = bson::document{{"_id", 1}};
+  opts.limit = static_cast<int>(aggregate_kind::chunk);
+  std::optional<bson::value> last;
+  while (true) {
+    const bson::document filter =
+        last ? with_filter(after_key_filter(*last), rw.parents) : rw.parents;
+    auto page = store.find(op.target, filter, opts);
+    if (!page) return false;
+    for (std::size_t start = 0; start < page->size(); start += aggregate_kind::chunk) {
+      const std::size_t n = std::min(page->size() - start, aggregate_kind::chunk);
+      if (!each(std::span<const bson::document>(page->data() + start, n))) return false;
+    }
+    const bson::value* id = page->empty() ? nullptr : page->back().get("_id");
+    if (page->size() < aggregate_kind::chunk || id == nullptr) return true;
+    last = *id;
+  }
+}
+
+}  // namespace
+
 bool aggregate_kind::complete(const mapping& m, const write_op& op, document_store& store) const {
+  if (mode == aggregate_mode::incremental) return complete_incremental(m, op, store);
   const recompute_write& rw = std::get<recompute_write>(op.what);
   read_options parent_opts;
   parent_opts.projection = bson::document{{"_id", 1}};
   if (parent_field != "_id") parent_opts.projection.append(parent_field, 1);
   for (const auto& p : written_paths(m))
     parent_opts.projection.append(p, 1);
-  auto parents = store.find(op.target, rw.parents, parent_opts);
-  if (!parents) return false;
-
-  for (std::size_t start = 0; start < parents->size(); start += chunk) {
-    const std::size_t end = std::min(parents->size(), start + chunk);
-    // The parents of this chunk that can have children, with their keys.
-    std::vector<std::pair<const bson::document*, const bson::value*>> chunk_parents;
+  return for_each_parent_chunk(op, store, parent_opts, [&](std::span<const bson::document> page) {
+    const std::vector<parent_ref> chunk_parents = recomputable(m, *this, op, page);
+    if (chunk_parents.empty()) return true;
     bson::array keys;
-    for (std::size_t i = start; i < end; ++i) {
-      const bson::document& p = (*parents)[i];
-      const bson::value* key = p.find_path(parent_field);
-      if (key == nullptr || key->is_null() || p.get("_id") == nullptr) continue;
-      if (auto problem = reference_problem(*key)) {
-        // No child can name it: leave it alone, as verify does.
-        log::warn("writer", "parent not recomputed: its key cannot be a reference",
-                  {{"mapping", m.name},
-                   {"reason", reference_reason({m.name, "parent key", parent_field,
-                                                op.target.full(), p.get("_id")},
-                                               *key, *problem)}});
-        continue;
-      }
-      chunk_parents.emplace_back(&p, key);
+    for (const auto& [p, key] : chunk_parents)
       add_key(keys, *key);
-    }
-    if (chunk_parents.empty()) continue;
     // What each parent holds now, as a group result (nullptr: none yet known; compare the
     // parent document itself). With `recheck` the children are aggregated again after the
     // writes until nothing changes: a child the stream recomputed between our read and our
@@ -406,8 +733,69 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
           std::find(written->begin(), written->end(), store_write::applied) != written->end();
       if (!rw.recheck || !wrote) break;
     }
-  }
-  return true;
+    return true;
+  });
+}
+
+bool aggregate_kind::complete_incremental(const mapping& m, const write_op& op,
+                                          document_store& store) const {
+  read_options parent_opts;
+  parent_opts.projection = bson::document{{"_id", 1}};
+  if (parent_field != "_id") parent_opts.projection.append(parent_field, 1);
+  // A parent that applied an event after the snapshot has values the snapshot does not know
+  // of, and a baseline that may be wrong: it takes a new snapshot. Each round's snapshot is
+  // later than the positions it read, so this ends unless the stream keeps racing it.
+  constexpr int max_rounds = 10;
+  return for_each_parent_chunk(op, store, parent_opts, [&](std::span<const bson::document> page) {
+    std::vector<parent_ref> pending = recomputable(m, *this, op, page);
+    for (int round = 0; !pending.empty(); ++round) {
+      if (round == max_rounds) {
+        log::warn("writer", "parents kept applying events newer than each snapshot; retrying",
+                  {{"mapping", m.name}, {"parents", static_cast<int>(pending.size())}});
+        return false;
+      }
+      bson::array keys;
+      for (const auto& [p, key] : pending)
+        add_key(keys, *key);
+      auto snap = store.aggregate_snapshot(m.source, pipeline(keys));
+      if (!snap) return false;
+      const bson::document at = position_of(snap->at);
+      const group_index by_key(snap->docs);
+      std::vector<document_store::single_update> updates;
+      bson::array ids;
+      for (const auto& [p, key] : pending) {
+        const bson::value& id = *p->get("_id");
+        // Written unless the parent has applied an event after the snapshot.
+        bson::document guarded{
+            {"_id", literal(id)},
+            {"$or",
+             bson::array{bson::document{{position_path(), bson::document{{"$lt", at}}}},
+                         bson::document{{position_path(), bson::document{{"$exists", false}}}}}}};
+        updates.push_back({std::move(guarded), update_for(m, by_key.find(*key), at)});
+        ids.push_back(id);
+      }
+      const auto written = store.update_each(op, updates);
+      if (!written) return false;
+      read_options ids_only;
+      ids_only.projection = bson::document{{"_id", 1}};
+      auto ahead = store.find(op.target,
+                              bson::document{{"_id", keys_match("_id", ids)},
+                                             {position_path(), bson::document{{"$gt", at}}}},
+                              ids_only);
+      if (!ahead) return false;
+      std::vector<parent_ref> again;
+      for (const auto& [p, key] : pending) {
+        const bool is_ahead =
+            std::any_of(ahead->begin(), ahead->end(), [&, p = p](const bson::document& a) {
+              const bson::value* id = a.get("_id");
+              return id != nullptr && same_value(*id, *p->get("_id"));
+            });
+        if (is_ahead) again.emplace_back(p, key);
+      }
+      pending = std::move(again);
+    }
+    return true;
+  });
 }
 
 void aggregate_kind::describe(const mapping& m, std::string& s) const {
@@ -419,11 +807,21 @@ void aggregate_kind::describe(const mapping& m, std::string& s) const {
   s += "  computes on " + m.target.full() + ": " + values + "\n";
   s += "  over the children in " + m.source.full() + " whose " + parent_key + " = parent " +
        parent_field + (filter ? " and matching " + bson::to_json(filter->filter()) : "") + "\n";
-  s += "  any change of a child: recompute its parents (old and new) with one aggregation per "
-       "batch ($match, $group)\n";
-  s += "  no matching child: $count and $sum are 0; $avg, $min and $max are removed\n";
-  s += "  needs fullDocumentBeforeChange on " + m.source.full() +
-       " (changeStreamPreAndPostImages) to find the parent a deleted or moved child left\n";
+  if (mode == aggregate_mode::incremental) {
+    s += "  incremental: each change of a child adds its difference to its parents (old and new) "
+         "with one pipeline update per parent and batch, skipping the events the parent has "
+         "seen (its position in " +
+         position_path() + ")\n";
+    s += "  no matching child: $count and $sum are 0; $avg is removed\n";
+    s += "  needs fullDocumentBeforeChange and fullDocument as of each change on " +
+         m.source.full() + " (changeStreamPreAndPostImages)\n";
+  } else {
+    s += "  any change of a child: recompute its parents (old and new) with one aggregation per "
+         "batch ($match, $group)\n";
+    s += "  no matching child: $count and $sum are 0; $avg, $min and $max are removed\n";
+    s += "  needs fullDocumentBeforeChange on " + m.source.full() +
+         " (changeStreamPreAndPostImages) to find the parent a deleted or moved child left\n";
+  }
   if (m.fill_new_targets) s += "  new or re-keyed parents: computed from the children\n";
 }
 

@@ -3,8 +3,10 @@
 // children ($count, $sum, $avg, $min, $max over a child path, with MongoDB $group semantics).
 // In "recompute" mode a batch's events name the parents they touch and the completion
 // recomputes those parents with one aggregation per chunk of parents, so a replayed batch
-// writes the same values again. Members as in copy_kind.h (docs/architecture.md, "Mapping
-// kinds"); a plain value, immutable once read.
+// writes the same values again. In "incremental" mode each event is a delta to its parents,
+// applied by a pipeline update that skips the events the parent has already seen (each parent
+// keeps the position of the last one). Members as in copy_kind.h (docs/architecture.md,
+// "Mapping kinds" and "The aggregate kind"); a plain value, immutable once read.
 
 #include <map>
 #include <optional>
@@ -29,6 +31,18 @@ struct accumulator {
 };
 
 enum class aggregate_mode { recompute, incremental };
+
+// Incremental mode: a running value a parent keeps, and what each counted child adds to it.
+enum class slot_role {
+  count,         // 1 per child ($count; the count of an $avg)
+  value,         // the child's value when it is a number ($sum; the sum of an $avg)
+  numeric_count  // 1 per child whose value is a number (the divisor of an $avg)
+};
+struct value_slot {
+  std::size_t accumulator = 0;
+  slot_role role = slot_role::count;
+  std::string path;  // in the parent
+};
 
 // The results of a recompute's $group by parent key, in BSON order, so 1 and 1.0 are one key
 // as $group makes them. Views into the results it was built from.
@@ -58,6 +72,10 @@ struct aggregate_kind {
   std::optional<query::matcher> filter;
   std::vector<accumulator> accumulators;  // in the order of "fields"
   aggregate_mode mode = aggregate_mode::recompute;
+  // Incremental mode (set by prepare): the running values, and the parent's bookkeeping
+  // ("<into>._denormd": the position of the last event applied, and each $avg's sum and count).
+  std::vector<value_slot> slots;
+  std::string state;
 
   // Reading (see copy_kind). "fields" holds accumulators, not paths: the kind reads it.
   static std::set<std::string> keys(std::string_view object);
@@ -78,9 +96,17 @@ struct aggregate_kind {
   void add_watched_paths(const mapping& m, std::vector<std::string>& out) const;
   std::vector<std::string> key_paths() const { return {}; }
   std::vector<std::string> fill_paths() const;
+  // What plan_new_target reads of a parent besides fill_paths (which an update must touch).
+  std::vector<std::string> new_target_reads() const {
+    if (mode != aggregate_mode::incremental) return {};
+    return {position_path()};
+  }
   // The source's change stream must carry the child's state before each change: a delete,
-  // or an update that moves a child, names its old parent only there.
-  bool needs_pre_images() const { return true; }
+  // or an update that moves a child, names its old parent only there. A delta also needs the
+  // state right after the change (updateLookup may show a later one).
+  stream_images needs_images() const { return {true, mode == aggregate_mode::incremental}; }
+  // Incremental mode: where a parent keeps the position of the last event applied to it.
+  std::string position_path() const { return state + ".at"; }
 
   // Planning.
   void plan(const mapping& m, const std::vector<std::string>& watched, const change_event& ev,
@@ -90,6 +116,15 @@ struct aggregate_kind {
   // Completes a recompute: reads the parents the op selects, aggregates their children a
   // chunk at a time, and sets each parent whose values differ. False when the store failed.
   bool complete(const mapping& m, const write_op& op, document_store& store) const;
+  // The same in incremental mode: the aggregation reads a snapshot, and each parent gets its
+  // values and the snapshot's position unless it has applied a later event, in which case it
+  // is recomputed again.
+  bool complete_incremental(const mapping& m, const write_op& op, document_store& store) const;
+
+  // Incremental mode: the update that applies `d` to its parent (merge_rule::delta), and its
+  // pipeline, which adds the deltas of the events after the parent's position.
+  write_op deltas(const mapping& m, delta_items d) const;
+  bson::array delta_pipeline(const mapping& m, const delta_items& d) const;
 
   // A recompute of the parents whose parent field holds one of `keys`; with no keys, of
   // every parent (used when an event does not say which parent it left).
@@ -102,6 +137,9 @@ struct aggregate_kind {
   // The values a parent should hold, from its $group result (nullptr: no matching child):
   // {$set, $unset} as an update, and the expected values by target path.
   bson::document update_for(const mapping& m, const bson::document* group) const;
+  // Incremental mode: the same plus the running values and the position `at`.
+  bson::document update_for(const mapping& m, const bson::document* group,
+                            const bson::document& at) const;
   // The target paths of a parent that differ from what `group` says they should be.
   std::vector<std::string> check(const mapping& m, const bson::document& parent,
                                  const bson::document* group) const;

@@ -38,6 +38,14 @@ class document_store {
   // The results of an aggregation pipeline over `where`.
   virtual std::optional<std::vector<bson::document>> aggregate(const ns& where,
                                                                const bson::array& pipeline) = 0;
+  // The same read at one point in time, and that time: the results hold every write at or
+  // before `at` and none after.
+  struct snapshot {
+    std::vector<bson::document> docs;
+    bson::timestamp at;
+  };
+  virtual std::optional<snapshot> aggregate_snapshot(const ns& where,
+                                                     const bson::array& pipeline) = 0;
   // Single-document updates made on behalf of `op`, in as few round trips as the store can:
   // one result per update (applied or refused), or nullopt when the store failed.
   struct single_update {

@@ -7,11 +7,20 @@ namespace denormd::mapping {
 struct mapping;
 struct change_event;
 struct write_op;
+struct delta_items;
 struct index_need;
 class spec_reader;
 class spec_object;
 class document_store;
 enum class delete_policy;
 enum class merge_rule;
+
+// The document states a change stream's events must carry for a mapping: the document before
+// each change (fullDocumentBeforeChange), and after it as of that change rather than as of the
+// lookup (fullDocument: whenAvailable instead of updateLookup).
+struct stream_images {
+  bool before = false;
+  bool after = false;
+};
 
 }  // namespace denormd::mapping

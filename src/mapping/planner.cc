@@ -29,6 +29,12 @@ planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings))
     add_field(target_plan, "_id");
     for (const auto& p : t.watched)
       add_field(target_plan, p);
+    m.visit([&](const auto& k) {
+      if constexpr (requires { k.new_target_reads(); }) {
+        for (const auto& p : k.new_target_reads())
+          add_field(target_plan, p);
+      }
+    });
     target_plan.fills.push_back(std::move(t));
   }
 }
@@ -54,18 +60,20 @@ const std::vector<std::string>& planner::document_fields(const ns& source) const
   return it == by_source_.end() ? none : it->second.fields;
 }
 
-bool planner::needs_pre_images(const ns& source) const {
+stream_images planner::needs_images(const ns& source) const {
+  stream_images out;
   auto it = by_source_.find(source);
-  if (it == by_source_.end()) return false;
-  return std::any_of(it->second.mappings.begin(), it->second.mappings.end(), [](const compiled& c) {
-    return c.m->visit([](const auto& k) {
-      if constexpr (requires { k.needs_pre_images(); }) {
-        return k.needs_pre_images();
-      } else {
-        return false;
+  if (it == by_source_.end()) return out;
+  for (const compiled& c : it->second.mappings) {
+    c.m->visit([&](const auto& k) {
+      if constexpr (requires { k.needs_images(); }) {
+        const stream_images need = k.needs_images();
+        out.before = out.before || need.before;
+        out.after = out.after || need.after;
       }
     });
-  });
+  }
+  return out;
 }
 
 void planner::plan(const change_event& ev, std::vector<write_op>& out,

@@ -27,8 +27,8 @@ class planner {
   // The top-level fields of a source document that any mapping reading `source` needs
   // (for change_event::parse_bson). Empty when no mapping reads it.
   const std::vector<std::string>& document_fields(const ns& source) const;
-  // Whether some mapping reading `source` needs each change's earlier document state.
-  bool needs_pre_images(const ns& source) const;
+  // The document states some mapping reading `source` needs with each change.
+  stream_images needs_images(const ns& source) const;
 
   // Appends the writes one event needs. `notes` (optional) receives the reason an event
   // produced nothing where that is surprising (a key that cannot be known, for example).

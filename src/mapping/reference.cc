@@ -4,6 +4,48 @@
 
 namespace denormd::mapping {
 
+namespace {
+
+// A sample value of each BSON type, to rank the types with bson::canonical_rank.
+const std::vector<std::pair<bson::type, bson::value>>& type_samples() {
+  static const std::vector<std::pair<bson::type, bson::value>> samples = {
+      {bson::type::min_key, bson::min_key{}},
+      {bson::type::null, bson::null_t{}},
+      {bson::type::undefined, bson::undefined_t{}},
+      {bson::type::int32, std::int32_t{0}},
+      {bson::type::int64, std::int64_t{0}},
+      {bson::type::double_, 0.0},
+      {bson::type::decimal128, bson::decimal128{}},
+      {bson::type::string, ""},
+      {bson::type::symbol, bson::symbol{}},
+      {bson::type::document, bson::document{}},
+      {bson::type::array, bson::array{}},
+      {bson::type::binary, bson::binary{}},
+      {bson::type::oid, bson::oid{}},
+      {bson::type::boolean, false},
+      {bson::type::date, bson::date_time{}},
+      {bson::type::timestamp, bson::timestamp{}},
+      {bson::type::regex, bson::regex{}},
+      {bson::type::code, bson::code{}},
+      {bson::type::max_key, bson::max_key{}},
+  };
+  return samples;
+}
+
+}  // namespace
+
+bson::document after_key_filter(const bson::value& last) {
+  const int rank = bson::canonical_rank(last);
+  bson::array later;
+  for (const auto& [t, sample] : type_samples()) {
+    if (bson::canonical_rank(sample) > rank) later.push_back(static_cast<std::int32_t>(t));
+  }
+  bson::document after{{"_id", bson::document{{"$gt", last}}}};
+  if (later.empty()) return after;
+  return bson::document{
+      {"$or", bson::array{after, bson::document{{"_id", bson::document{{"$type", later}}}}}}};
+}
+
 std::optional<std::string> reference_problem(const bson::value& v) {
   switch (v.kind()) {
     case bson::type::array:

@@ -19,6 +19,11 @@ namespace denormd::mapping {
 // checked here.
 std::optional<std::string> reference_problem(const bson::value& v);
 
+// The filter for the documents after `last` in _id order (to page through a collection).
+// MongoDB compares values of one type bracket only, so the documents whose _id has a later
+// bracket are added explicitly.
+bson::document after_key_filter(const bson::value& last);
+
 // {$eq: v}: `v` matched literally wherever it is placed in a filter.
 bson::document literal(const bson::value& v);
 

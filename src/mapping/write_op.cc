@@ -82,7 +82,11 @@ std::string to_plan_json(const write_op& op) {
   std::visit(
       overloaded{[&](const update_write& w) {
                    out.append("filter", w.filter);
-                   out.append("update", w.update);
+                   if (w.pipeline.empty()) {
+                     out.append("update", w.update);
+                   } else {
+                     out.append("update", w.pipeline);
+                   }
                    if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
                    out.append("upsert", w.upsert);
                  },

@@ -37,6 +37,25 @@ struct push_items {
   bson::array ids;
 };
 
+// One event's change to one parent's computed values (aggregate, incremental mode): `terms`
+// add (or subtract) a child's value to a value slot, and `at` is the event's position, which
+// the parent keeps so that an event it has seen is not applied again.
+struct delta_term {
+  std::size_t slot = 0;
+  bson::value value;
+  bool subtract = false;
+};
+struct child_delta {
+  bson::document at;
+  std::vector<delta_term> terms;
+};
+// What an incremental update applies, kept beside its statement so a batch can merge the
+// deltas of one parent into one statement (the statement is rebuilt from them).
+struct delta_items {
+  bson::value parent;
+  std::vector<child_delta> events;  // in stream order
+};
+
 // How the batch step may combine this op with others of the same mapping.
 enum class merge_rule {
   none,
@@ -44,7 +63,8 @@ enum class merge_rule {
   push,             // recent insert: later pushes to the same parent merge into this one
   parent_barrier,   // recent: later pushes to this parent must not merge across it
   mapping_barrier,  // recent: touches unknown parents; no push of the mapping merges across
-  recompute         // aggregate: every recompute of the mapping in a batch merges into one
+  recompute,        // aggregate: every recompute of the mapping in a batch merges into one
+  delta             // aggregate, incremental: later deltas to the same parent merge into this one
 };
 
 // The alternatives of a planned write, one per way it reaches the database.
@@ -55,7 +75,9 @@ struct update_write {
   bson::document update;
   bson::array array_filters;
   bool upsert = false;
-  std::optional<push_items> push;  // a recent push (merge_rule::push)
+  std::optional<push_items> push;    // a recent push (merge_rule::push)
+  bson::array pipeline;              // not empty: the update is this pipeline, not `update`
+  std::optional<delta_items> delta;  // an incremental aggregate's deltas (merge_rule::delta)
 };
 // Read the children, then set each selected parent's whole recent array.
 struct refill_write {

@@ -27,6 +27,8 @@ using cursor_ptr = c_handle<mongoc_cursor_t, mongoc_cursor_destroy>;
 using bulk_ptr = c_handle<mongoc_bulk_operation_t, mongoc_bulk_operation_destroy>;
 using write_concern_ptr = c_handle<mongoc_write_concern_t, mongoc_write_concern_destroy>;
 using apm_ptr = c_handle<mongoc_apm_callbacks_t, mongoc_apm_callbacks_destroy>;
+using server_ptr = c_handle<mongoc_server_description_t, mongoc_server_description_destroy>;
+using session_ptr = c_handle<mongoc_client_session_t, mongoc_client_session_destroy>;
 #pragma GCC diagnostic pop
 
 // A reply the driver initializes in caller storage (its out-parameters want a bson_t it can
@@ -280,7 +282,14 @@ result<bulk_outcome> connection::update_bulk(const std::string& db, const std::s
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto& r = requests[i];
     const bson::bson_ptr filter = bson::to_bson(*r.filter);
-    const bson::bson_ptr update = bson::to_bson(*r.update);
+    // libmongoc takes a pipeline update as a document keyed "0", "1", ... and sends it as an
+    // array.
+    bson::document stages;
+    if (r.pipeline != nullptr && !r.pipeline->empty()) {
+      for (std::size_t s = 0; s < r.pipeline->size(); ++s)
+        stages.append(std::to_string(s), (*r.pipeline)[s]);
+    }
+    const bson::bson_ptr update = bson::to_bson(stages.empty() ? *r.update : stages);
     bson::document statement_opts;
     if (r.array_filters != nullptr && !r.array_filters->empty()) {
       statement_opts.append("arrayFilters", *r.array_filters);
@@ -410,6 +419,57 @@ result<std::optional<bson::document>> connection::find_one(const std::string& db
   return std::optional<bson::document>(std::move(docs->front()));
 }
 
+result<connection::snapshot_results> connection::aggregate_snapshot(const std::string& db,
+                                                                    const std::string& coll,
+                                                                    const bson::array& pipeline) {
+  lease client = impl_->acquire();
+  bson_error_t err;
+  // The getMores must go where the aggregate went: one server, chosen first.
+  const server_ptr server(mongoc_client_select_server(client.get(), false, nullptr, &err));
+  if (!server) return failure(to_error(err, nullptr));
+  const auto server_id = static_cast<std::int64_t>(mongoc_server_description_id(server.get()));
+  // An explicit session: the server ties the cursor to it, so the getMores must carry it.
+  const session_ptr session(mongoc_client_start_session(client.get(), nullptr, &err));
+  if (!session) return failure(to_error(err, nullptr));
+  const bson::bson_ptr cmd = bson::to_bson(
+      bson::document{{"aggregate", coll}, {"pipeline", pipeline}, {"cursor", bson::document{}}});
+  const bson::bson_ptr opts = bson::to_bson(bson::document{
+      {"readConcern", bson::document{{"level", "snapshot"}}}, {"serverId", server_id}});
+  const bson::bson_ptr cursor_opts = bson::to_bson(bson::document{{"serverId", server_id}});
+  if (!mongoc_client_session_append(session.get(), opts.get(), &err) ||
+      !mongoc_client_session_append(session.get(), cursor_opts.get(), &err)) {
+    return failure(to_error(err, nullptr));
+  }
+  scoped_reply reply;
+  if (!mongoc_client_read_command_with_opts(client.get(), db.c_str(), cmd.get(), nullptr,
+                                            opts.get(), &reply.doc, &err)) {
+    return failure(to_error(err, &reply.doc));
+  }
+  snapshot_results out;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &reply.doc) ||
+      !bson_iter_find_descendant(&it, "cursor.atClusterTime", &it) ||
+      !BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+    return failure(client_error(
+        "the server's reply to a snapshot aggregate has no cursor.atClusterTime (MongoDB 5.0 or "
+        "later is needed)"));
+  }
+  bson_iter_timestamp(&it, &out.at.t, &out.at.i);
+  // The cursor takes the reply it starts from and destroys it.
+  cursor_ptr cursor(mongoc_cursor_new_from_command_reply_with_opts(
+      client.get(), bson_copy(&reply.doc), cursor_opts.get()));
+  const bson_t* doc = nullptr;
+  while (mongoc_cursor_next(cursor.get(), &doc)) {
+    auto d = bson::from_bson(*doc);
+    if (!d) return failure(client_error(d.error().message));
+    out.docs.push_back(std::move(d).value());
+  }
+  const bson_t* error_reply = nullptr;
+  if (mongoc_cursor_error_document(cursor.get(), &err, &error_reply))
+    return failure(to_error(err, error_reply));
+  return out;
+}
+
 result<std::vector<bson::document>> connection::aggregate(const std::string& db,
                                                           const std::string& coll,
                                                           const bson::array& pipeline) {
@@ -439,7 +499,11 @@ result<std::unique_ptr<change_stream>> connection::watch(const std::string& db,
   s->client = impl_->acquire();
   s->coll = impl_->collection(s->client.get(), db, coll);
   bson::document o;
-  if (opts.update_lookup) o.append("fullDocument", "updateLookup");
+  if (opts.post_images) {
+    o.append("fullDocument", "whenAvailable");
+  } else if (opts.update_lookup) {
+    o.append("fullDocument", "updateLookup");
+  }
   if (opts.pre_images) o.append("fullDocumentBeforeChange", "whenAvailable");
   if (opts.resume_after) o.append("resumeAfter", *opts.resume_after);
   if (opts.start_after) o.append("startAfter", *opts.start_after);

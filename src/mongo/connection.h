@@ -25,7 +25,8 @@ struct watch_options {
   std::optional<bson::document> start_after;
   std::optional<bson::timestamp> start_at_operation_time;
   bool update_lookup = true;
-  bool pre_images = false;  // fullDocumentBeforeChange: "whenAvailable"
+  bool pre_images = false;   // fullDocumentBeforeChange: "whenAvailable"
+  bool post_images = false;  // fullDocument: "whenAvailable" (as of the change; not updateLookup)
   std::int32_t max_await_ms = 1000;
   std::int32_t batch_size = 0;
   bson::array pipeline;  // stages after $changeStream
@@ -74,6 +75,8 @@ class connection final : public document_client {
                                                  const bson::document& filter) override;
   result<std::vector<bson::document>> aggregate(const std::string& db, const std::string& coll,
                                                 const bson::array& pipeline) override;
+  result<snapshot_results> aggregate_snapshot(const std::string& db, const std::string& coll,
+                                              const bson::array& pipeline) override;
 
   // Opens a collection change stream; the stream keeps a pooled client until destroyed.
   result<std::unique_ptr<change_stream>> watch(const std::string& db, const std::string& coll,

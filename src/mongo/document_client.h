@@ -22,6 +22,7 @@ struct write_request {
   const bson::document* update = nullptr;
   const bson::array* array_filters = nullptr;  // optional
   bool upsert = false;
+  const bson::array* pipeline = nullptr;  // optional; not empty: replaces `update`
 };
 
 struct bulk_outcome {
@@ -66,6 +67,15 @@ class document_client {
   virtual result<std::vector<bson::document>> aggregate(const std::string& db,
                                                         const std::string& coll,
                                                         const bson::array& pipeline) = 0;
+  // The same at one point in time (readConcern "snapshot", MongoDB 5.0+), and that time: the
+  // results reflect every write at or before `at` and none after.
+  struct snapshot_results {
+    std::vector<bson::document> docs;
+    bson::timestamp at;
+  };
+  virtual result<snapshot_results> aggregate_snapshot(const std::string& db,
+                                                      const std::string& coll,
+                                                      const bson::array& pipeline) = 0;
 
  protected:
   document_client() = default;

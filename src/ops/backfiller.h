@@ -115,10 +115,6 @@ class backfiller {
   std::string meta_db_;
 };
 
-// The filter for the documents after `last` in _id order. MongoDB compares values of one
-// type bracket only, so the documents whose _id has a later bracket are added explicitly.
-bson::document after_key_filter(const bson::value& last);
-
 // The parents of one refill: the _ids of a contiguous run of the walk, in _id order.
 bson::document parents_filter(bson::array ids);
 

@@ -34,11 +34,11 @@ class parts_factory {
   virtual ~parts_factory() = default;
 
   // The reader of `source`'s changes into `queue` from `from`; it calls `resync` when the
-  // history it needs is lost. With `pre_images`, events carry the document before the change
-  // where the collection keeps it (fullDocumentBeforeChange: whenAvailable).
+  // history it needs is lost. `images` says which document states the events carry where the
+  // collection keeps them (fullDocumentBeforeChange, and fullDocument as of the change).
   virtual std::unique_ptr<source::change_source> make_source(const mapping::ns& source,
                                                              const start_position& from,
-                                                             bool pre_images,
+                                                             mapping::stream_images images,
                                                              source::event_queue& queue,
                                                              source::resync_hook resync) = 0;
   virtual std::unique_ptr<sink::batch_writer> make_writer() = 0;

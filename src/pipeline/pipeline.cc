@@ -20,7 +20,7 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   ao.source = source_;
   ao.initial_checkpoint_ms = from_.saved_ms;
   applier_ = std::make_unique<sink::applier>(planner_, *writer_, parts.positions(), *queue_, m, ao);
-  reader_ = parts.make_source(source_, from_, planner_->needs_pre_images(source_), *queue_,
+  reader_ = parts.make_source(source_, from_, planner_->needs_images(source_), *queue_,
                               [this](std::stop_token stop) { return resync(stop); });
 }
 

@@ -98,7 +98,7 @@ mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,
     requests.reserve(run.size() - start);
     for (std::size_t i = start; i < run.size(); ++i) {
       const auto& w = std::get<mapping::update_write>(run[i]->what);
-      requests.push_back({w.many, &w.filter, &w.update, &w.array_filters, w.upsert});
+      requests.push_back({w.many, &w.filter, &w.update, &w.array_filters, w.upsert, &w.pipeline});
     }
     const auto& target = run[start]->target;
     auto outcome = conn_.update_bulk(target.db, target.coll, requests, true);
@@ -117,7 +117,10 @@ mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,
       // One document (too large, say) must not leave the others stale.
       if (auto st = run_per_document(bad, event_tokens, source); !st) return st;
     } else {
-      if (auto st = rejected_by_server(origin != nullptr ? *origin : bad, bad_write.update,
+      const bson::document statement = bad_write.pipeline.empty()
+                                           ? bad_write.update
+                                           : bson::document{{"pipeline", bad_write.pipeline}};
+      if (auto st = rejected_by_server(origin != nullptr ? *origin : bad, statement,
                                        *outcome->write_error, token_of(bad, event_tokens), source,
                                        origin != nullptr ? &bad_write.filter : nullptr);
           !st) {
@@ -203,6 +206,13 @@ class writer::store final : public mapping::document_store {
     auto docs = w_.conn_.aggregate(where.db, where.coll, pipeline);
     if (!docs) return fail(docs.error());
     return std::move(docs).value();
+  }
+
+  std::optional<snapshot> aggregate_snapshot(const mapping::ns& where,
+                                             const bson::array& pipeline) override {
+    auto read = w_.conn_.aggregate_snapshot(where.db, where.coll, pipeline);
+    if (!read) return fail(read.error());
+    return snapshot{std::move(read->docs), read->at};
   }
 
   std::optional<std::vector<mapping::store_write>> update_each(

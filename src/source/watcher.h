@@ -31,7 +31,8 @@ struct watcher_options {
   std::optional<bson::document> resume_after;  // the stored checkpoint or --resume-after
   std::optional<bson::timestamp> start_at;     // --start-at (when there is no token)
   std::int32_t max_await_ms = 1000;
-  bool pre_images = false;  // ask for fullDocumentBeforeChange (whenAvailable)
+  bool pre_images = false;   // ask for fullDocumentBeforeChange (whenAvailable)
+  bool post_images = false;  // ask for fullDocument as of each change, not updateLookup
   std::chrono::milliseconds max_backoff{10000};
   // Between re-syncs of one lost-history episode: when the stream loses its place again
   // (the oplog rolled past it before it was read), the next re-sync waits, from the first

@@ -2,9 +2,7 @@
 extremes and newest date of their visible reviews, exact after every kind of change, a
 kill -9, a replay, lost pre-images, and repaired by verify and backfill."""
 import datetime
-import decimal
 import json
-import os
 import random
 import threading
 import time
@@ -26,6 +24,56 @@ MAPPING = {
 }
 NAMES = ("count", "sum", "avg", "min", "max", "latest")
 PRODUCTS = 12
+
+
+def kill9_mid_workload_then_restart(case, insert_children):
+    """Shared by both modes: a kill -9 while children change, more changes while denormd is
+    down, a restart, and every parent exact."""
+    case.create()
+    insert_children(100)
+    case.assertEqual(case.cmd("backfill")[0], 0)
+    d = case.start()
+    stop = threading.Event()
+
+    def work():
+        while not stop.is_set():
+            case.change()
+
+    t = threading.Thread(target=work)
+    t.start()
+    time.sleep(1.5)
+    d.kill9()
+    time.sleep(0.5)
+    stop.set()
+    t.join()
+    for _ in range(100):
+        case.change()
+    case.start()
+    case.converge()
+
+
+def verify_finds_drift_and_repair_fixes_it(case, insert_children, parents, into):
+    """Shared by both modes: two parents drift (a count off by one, the values gone); verify
+    reports exactly them and --repair makes every parent exact."""
+    case.create()
+    insert_children(80)
+    case.assertEqual(case.cmd("backfill")[0], 0)
+    case.assertTrue(case.exact())
+    parents.update_one({"_id": 2}, {"$inc": {into + ".count": 1}})
+    parents.update_one({"_id": 5}, {"$unset": {into: ""}})
+    rc, out, err = case.cmd("verify", "--json")
+    case.assertEqual(rc, 3, out + err)
+    case.assertEqual(json.loads(out)["drifted"], 2)
+    rc, out, err = case.cmd("verify", "--repair", "--json")
+    case.assertEqual(rc, 3, out + err)  # drift was found (and repaired)
+    case.assertTrue(case.exact())
+    case.assertEqual(case.cmd("verify")[0], 0)
+
+
+def backfill_restores_every_parent(case, parents, into):
+    parents.update_many({}, {"$unset": {into: ""}})
+    case.assertEqual(case.cmd("backfill")[0], 0)
+    case.assertTrue(case.exact())
 
 
 class AggregateTest(ShopTestCase):
@@ -146,28 +194,11 @@ class AggregateTest(ShopTestCase):
         self.assertLessEqual(updates, batches)
         self.assertLess(updates, 200)
 
+    def insert_reviews(self, n):
+        self.db.reviews.insert_many([self.review() for _ in range(n)])
+
     def test_kill9_mid_workload_then_restart_converges_exactly(self):
-        self.create()
-        self.db.reviews.insert_many([self.review() for _ in range(100)])
-        self.assertEqual(self.cmd("backfill")[0], 0)
-        d = self.start()
-        stop = threading.Event()
-
-        def work():
-            while not stop.is_set():
-                self.change()
-
-        t = threading.Thread(target=work)
-        t.start()
-        time.sleep(1.5)
-        d.kill9()
-        time.sleep(0.5)
-        stop.set()
-        t.join()
-        for _ in range(100):
-            self.change()
-        self.start()
-        self.converge()
+        kill9_mid_workload_then_restart(self, self.insert_reviews)
 
     def test_replaying_everything_again_changes_nothing(self):
         self.create()
@@ -205,20 +236,5 @@ class AggregateTest(ShopTestCase):
         self.converge()
 
     def test_verify_finds_drift_and_repair_and_backfill_fix_it(self):
-        self.create()
-        self.db.reviews.insert_many([self.review() for _ in range(80)])
-        self.assertEqual(self.cmd("backfill")[0], 0)
-        self.assertTrue(self.exact())
-        self.db.products.update_one({"_id": 2}, {"$inc": {"rating.count": 1}})
-        self.db.products.update_one({"_id": 5}, {"$unset": {"rating": ""}})
-        rc, out, err = self.cmd("verify", "--json")
-        self.assertEqual(rc, 3, out + err)
-        report = json.loads(out)
-        self.assertEqual(report["drifted"], 2)
-        rc, out, err = self.cmd("verify", "--repair", "--json")
-        self.assertEqual(rc, 3, out + err)  # drift was found (and repaired)
-        self.assertTrue(self.exact())
-        self.assertEqual(self.cmd("verify")[0], 0)
-        self.db.products.update_many({}, {"$unset": {"rating": ""}})
-        self.assertEqual(self.cmd("backfill")[0], 0)
-        self.assertTrue(self.exact())
+        verify_finds_drift_and_repair_fixes_it(self, self.insert_reviews, self.db.products, "rating")
+        backfill_restores_every_parent(self, self.db.products, "rating")

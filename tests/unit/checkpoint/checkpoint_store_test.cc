@@ -122,6 +122,11 @@ class memory_client final : public mongo::document_client {
     ADD_FAILURE() << "the checkpoint store does not aggregate";
     return std::vector<bson::document>{};
   }
+  mongo::result<snapshot_results> aggregate_snapshot(const std::string&, const std::string&,
+                                                     const bson::array&) override {
+    ADD_FAILURE() << "the checkpoint store does not aggregate";
+    return snapshot_results{};
+  }
 };
 
 TEST(checkpoint_store_test, save_then_load_round_trips_per_namespace_in_the_meta_database) {

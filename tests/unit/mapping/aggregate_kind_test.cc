@@ -2,16 +2,25 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "bson/json.h"
 #include "config/mapping_loader.h"
 #include "fake_store.h"
 #include "mapping/coalescer.h"
 #include "mapping/planner.h"
 #include "mapping/write_op.h"
 #include "test_helpers.h"
+// The test server's document engine applies the planned pipeline updates as MongoDB would.
+#include "numeric.h"
+#include "update.h"
 
 namespace denormd::mapping {
 namespace {
 
+using testing::event;
 using testing::fake_store;
 using testing::load;
 
@@ -54,8 +63,9 @@ TEST(aggregate_kind_test, reads_accumulators_in_order_with_their_paths) {
   // The children's fields a change of which matters: the accumulated path, the key, the filter.
   EXPECT_EQ(m.watched_paths(), (std::vector<std::string>{"stars", "productId", "hidden"}));
   const planner p(std::move(ms));
-  EXPECT_TRUE(p.needs_pre_images(ns{"shop", "reviews"}));
-  EXPECT_FALSE(p.needs_pre_images(ns{"shop", "products"}));
+  EXPECT_TRUE(p.needs_images(ns{"shop", "reviews"}).before);
+  EXPECT_FALSE(p.needs_images(ns{"shop", "reviews"}).after);  // recompute: updateLookup will do
+  EXPECT_FALSE(p.needs_images(ns{"shop", "products"}).before);
 }
 
 TEST(aggregate_kind_test, bad_accumulators_are_errors_naming_the_field) {
@@ -76,8 +86,15 @@ TEST(aggregate_kind_test, bad_accumulators_are_errors_naming_the_field) {
                 .find("/fields/n: must be an object with one accumulator"),
             std::string::npos);
   EXPECT_NE(load_errors(head + R"("fields":{"n":{"$count":{}}},"mode":"incremental"})")
-                .find("/mode: \"incremental\" is not available"),
+                .find("/into: required in incremental mode"),
             std::string::npos);
+  EXPECT_NE(load_errors(head + R"("into":"r","fields":{"n":{"$count":{}},"top":{"$max":"stars"}},
+                                  "mode":"incremental"})")
+                .find("/fields/top: $max is not available in incremental mode"),
+            std::string::npos);
+  EXPECT_EQ(load_errors(head + R"("into":"r","fields":{"n":{"$count":{}},"s":{"$avg":"stars"}},
+                                  "mode":"incremental"})"),
+            "");
   EXPECT_NE(load_errors(head + R"("fields":{"n":{"$count":{}}},"mode":"fast"})")
                 .find("/mode: must be \"recompute\" or \"incremental\", not \"fast\""),
             std::string::npos);
@@ -226,6 +243,286 @@ TEST(aggregate_kind_test, recomputes_of_a_batch_merge_into_one_and_every_parent_
   ASSERT_EQ(merged.size(), 1u);
   EXPECT_TRUE(merged[0].as<recompute_write>()->keys.empty());
   EXPECT_TRUE(merged[0].selector()->empty());
+}
+
+TEST(aggregate_kind_test, an_every_parent_recompute_reads_its_parents_a_page_at_a_time) {
+  auto ms = load(rating_mapping);
+  const auto& m = ms.front();
+  const auto& k = kind_of(m);
+  fake_store store;
+  store.honor_limit = true;
+  for (int i = 1; i <= 2500; ++i)
+    store.add("products", R"({"_id":)" + std::to_string(i) + "}");
+  store.add("reviews", R"({"_id":10,"productId":2500,"stars":4})");
+  ASSERT_TRUE(k.complete(m, k.recompute(m, {}), store));
+  EXPECT_EQ(store.finds, 3);  // 1,000 + 1,000 + 500 parents, in _id order
+  EXPECT_EQ(store.last_sort, R"({"_id":1})");
+  EXPECT_EQ(store.aggregates, 3);
+  ASSERT_EQ(store.writes.size(), 2500u);  // every parent gets its values (count 0, or 1)
+  EXPECT_EQ(store.writes.back().filter, R"({"_id":{"$eq":2500}})");
+  EXPECT_NE(store.writes.back().update.find(R"("rating.count":1)"), std::string::npos);
+}
+
+// --- Incremental mode: the planned deltas, applied by the test server's engine, against the
+// values computed from the children directly.
+
+const char* log_count_mapping = R"({"name":"hl","kind":"aggregate","mode":"incremental",
+  "source":{"collection":"logmsgs","parentKey":"hostId","filter":{"level":{"$ne":"debug"}}},
+  "target":{"collection":"hosts"},"into":"logs",
+  "fields":{"count":{"$count":{}},"bytes":{"$sum":"bytes"},"avg":{"$avg":"bytes"}}})";
+
+constexpr int hosts = 4;
+
+// Log messages changing at random, and the change events (with both images) they make.
+class log_world {
+ public:
+  explicit log_world(unsigned seed) : rng_(seed) {}
+
+  std::vector<change_event> events;
+  std::map<int, bson::document> children;
+
+  void run(int changes) {
+    for (int i = 0; i < changes; ++i)
+      step();
+  }
+
+ private:
+  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+
+  // A byte count of any numeric type $sum keeps apart, or not a number, or none.
+  std::string bytes_json() {
+    const int n = pick(2000) + 1;
+    switch (pick(7)) {
+      case 0:
+        return std::to_string(n);
+      case 1:
+        return R"({"$numberLong":")" + std::to_string(n) + "\"}";
+      case 2:
+        return R"({"$numberDouble":")" + std::to_string(n) + ".5\"}";
+      case 3:
+        return R"({"$numberDecimal":")" + std::to_string(n) + "\"}";
+      case 4:
+        return R"("big")";
+      case 5:
+        return "";
+      default:
+        return std::to_string(n);
+    }
+  }
+  bson::document child(int id) {
+    std::string json = R"({"_id":)" + std::to_string(id) + R"(,"hostId":)" +
+                       std::to_string(pick(hosts) + 1) + R"(,"level":")" +
+                       (pick(4) == 0 ? "debug" : "info") + "\"";
+    const std::string b = bytes_json();
+    if (!b.empty()) json += R"(,"bytes":)" + b;
+    return *bson::parse_json(json + "}");
+  }
+  void emit(operation op, const char* name, int id, const bson::document* before,
+            const bson::document* after, std::vector<std::string> touched) {
+    ++clock_;
+    change_event ev;
+    ev.op = op;
+    ev.op_name = name;
+    ev.source = ns{"shop", "logmsgs"};
+    ev.id = bson::value(id);
+    if (before != nullptr) ev.full_document_before_change = *before;
+    if (after != nullptr) ev.full_document = *after;
+    ev.touched = std::move(touched);
+    char data[32];
+    std::snprintf(data, sizeof data, "82%08X", clock_);
+    ev.token = bson::document{{"_data", std::string(data)}};
+    ev.cluster_time = bson::timestamp{1000, static_cast<std::uint32_t>(clock_)};
+    events.push_back(std::move(ev));
+  }
+  void step() {
+    const int r = pick(10);
+    if (r < 4 || children.empty()) {
+      const int id = next_id_++;
+      children[id] = child(id);
+      return emit(operation::insert, "insert", id, nullptr, &children[id], {});
+    }
+    auto it = std::next(children.begin(), pick(static_cast<int>(children.size())));
+    const int id = it->first;
+    const bson::document before = it->second;
+    bson::document& doc = it->second;
+    const bson::document fresh = child(id);
+    switch (r) {
+      case 4:  // new bytes (or none)
+        if (const auto* b = fresh.get("bytes")) {
+          doc.set("bytes", *b);
+        } else {
+          doc.erase("bytes");
+        }
+        return emit(operation::update, "update", id, &before, &doc, {"bytes"});
+      case 5:
+        doc.set("hostId", *fresh.get("hostId"));
+        return emit(operation::update, "update", id, &before, &doc, {"hostId"});
+      case 6:
+        doc.set("level", *fresh.get("level"));
+        return emit(operation::update, "update", id, &before, &doc, {"level"});
+      case 7:
+        doc = fresh;
+        return emit(operation::replace, "replace", id, &before, &doc, {});
+      case 8:
+        doc.set("message", "irrelevant");
+        return emit(operation::update, "update", id, &before, &doc, {"message"});
+      default:
+        children.erase(it);
+        return emit(operation::delete_, "delete", id, &before, nullptr, {});
+    }
+  }
+
+  std::mt19937 rng_;
+  int clock_ = 0;
+  int next_id_ = 1;
+};
+
+using host_docs = std::map<int, bson::document>;
+
+host_docs fresh_hosts() {
+  host_docs out;
+  for (int h = 1; h <= hosts; ++h)
+    out[h] = bson::document{{"_id", h}};
+  return out;
+}
+
+// Plans `events[from, to)` in batches of random sizes, coalesces each batch and applies its
+// writes to `docs` as the server would.
+void apply_events(const planner& p, const std::vector<change_event>& events, std::size_t from,
+                  std::size_t to, std::mt19937& rng, host_docs& docs) {
+  std::size_t at = from;
+  while (at < to) {
+    const std::size_t n = std::uniform_int_distribution<std::size_t>(1, 40)(rng);
+    std::vector<write_op> ops;
+    for (std::size_t i = at; i < std::min(to, at + n); ++i)
+      p.plan(events[i], ops);
+    at = std::min(to, at + n);
+    for (const auto& op : coalesce(std::move(ops))) {
+      const auto* w = op.as<update_write>();
+      ASSERT_NE(w, nullptr) << to_plan_json(op);  // both images: no recompute, no letter
+      ASSERT_FALSE(w->pipeline.empty());
+      const int key = w->filter.get("_id")->as_document().get("$eq")->as<std::int32_t>();
+      auto spec = mongo_emulator::engine::parse_pipeline_update(w->pipeline);
+      ASSERT_TRUE(spec) << spec.error().message;
+      auto applied = mongo_emulator::engine::apply_update(*spec, docs.at(key), {});
+      ASSERT_TRUE(applied) << applied.error().message;
+    }
+  }
+}
+
+// Each host's values must be those computed from the children as they are now.
+void expect_exact(const log_world& w, const host_docs& docs) {
+  for (int h = 1; h <= hosts; ++h) {
+    std::int32_t count = 0;
+    std::int64_t numbers = 0;
+    mongo_emulator::engine::number_sum sum;
+    for (const auto& [id, c] : w.children) {
+      if (c.get("hostId")->as<std::int32_t>() != h || c.get("level")->as_string() == "debug")
+        continue;
+      ++count;
+      const bson::value* b = c.get("bytes");
+      if (b != nullptr && b->is_number()) {
+        sum.add(*b);
+        ++numbers;
+      }
+    }
+    const bson::document& d = docs.at(h);
+    SCOPED_TRACE(bson::to_json(d));
+    const bson::value* have_count = d.find_path("logs.count");
+    const bson::value* have_bytes = d.find_path("logs.bytes");
+    const bson::value* have_avg = d.find_path("logs.avg");
+    ASSERT_NE(have_count, nullptr);
+    ASSERT_NE(have_bytes, nullptr);
+    EXPECT_EQ(bson::compare(*have_count, bson::value(count)), 0);
+    EXPECT_EQ(bson::compare(*have_bytes, sum.sum()), 0) << bson::to_json(sum.sum());
+    if (numbers == 0) {
+      EXPECT_EQ(have_avg, nullptr);
+    } else {
+      ASSERT_NE(have_avg, nullptr);
+      const double want = sum.average(numbers).to_double();
+      EXPECT_NEAR(have_avg->to_double(), want, 1e-9 * std::max(1.0, std::fabs(want)));
+    }
+  }
+}
+
+// Runs `check(planner, world, rng)` on 20 worlds of 300 random changes each.
+template <class Check>
+void for_each_world(Check&& check) {
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const planner p(load(log_count_mapping));
+    log_world w(seed);
+    w.run(300);
+    std::mt19937 rng(seed * 7);
+    check(p, w, rng);
+  }
+}
+
+TEST(aggregate_incremental_test, deltas_in_any_batches_are_exact_and_a_replay_changes_nothing) {
+  for_each_world([](const planner& p, const log_world& w, std::mt19937& rng) {
+    host_docs docs = fresh_hosts();
+    apply_events(p, w.events, 0, w.events.size(), rng, docs);
+    expect_exact(w, docs);
+    // The whole stream again, cut into other batches: every host has seen every event.
+    const host_docs before = docs;
+    apply_events(p, w.events, 0, w.events.size(), rng, docs);
+    EXPECT_EQ(docs, before);
+  });
+}
+
+TEST(aggregate_incremental_test, a_restart_from_an_older_checkpoint_applies_each_event_once) {
+  for_each_world([](const planner& p, const log_world& w, std::mt19937& rng) {
+    const std::size_t n = w.events.size();
+    // Killed after `applied` events were written; the checkpoint was older still.
+    const std::size_t applied = std::uniform_int_distribution<std::size_t>(1, n - 1)(rng);
+    const std::size_t checkpoint = std::uniform_int_distribution<std::size_t>(0, applied)(rng);
+    host_docs docs = fresh_hosts();
+    apply_events(p, w.events, 0, applied, rng, docs);
+    apply_events(p, w.events, checkpoint, n, rng, docs);
+    expect_exact(w, docs);
+  });
+}
+
+TEST(aggregate_incremental_test, a_child_value_is_a_literal_and_min_max_need_recompute) {
+  const planner p(load(log_count_mapping));
+  // A string that would be an expression, and a key that would be a query operator.
+  std::vector<write_op> ops;
+  p.plan(event(R"({"_id":{"_data":"8201"},"operationType":"insert",
+    "clusterTime":{"$timestamp":{"t":5,"i":1}},"ns":{"db":"shop","coll":"logmsgs"},
+    "documentKey":{"_id":1},"fullDocument":{"_id":1,"hostId":2,"bytes":7}})"),
+         ops);
+  ASSERT_EQ(ops.size(), 1u);
+  const std::string plan = to_plan_json(ops[0]);
+  EXPECT_NE(plan.find(R"({"$literal":7})"), std::string::npos) << plan;
+  ops.clear();
+  p.plan(event(R"({"_id":{"_data":"8202"},"operationType":"insert",
+    "clusterTime":{"$timestamp":{"t":5,"i":2}},"ns":{"db":"shop","coll":"logmsgs"},
+    "documentKey":{"_id":2},"fullDocument":{"_id":2,"hostId":{"$ne":null},"bytes":"$bytes"}})"),
+         ops);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_NE(ops[0].as<dead_letter_write>(), nullptr);
+}
+
+TEST(aggregate_incremental_test, a_snapshot_recompute_stores_its_time_and_guards_the_write) {
+  auto ms = load(log_count_mapping);
+  const auto& m = ms.front();
+  const auto& k = kind_of(m);
+  fake_store store;
+  store.add("hosts", R"({"_id":1})");
+  store.add("logmsgs", R"({"_id":10,"hostId":1,"level":"info","bytes":4})");
+  store.snapshot_at = bson::timestamp{77, 3};
+  ASSERT_TRUE(k.complete(m, k.recompute_selected(m, bson::document{}, true), store));
+  ASSERT_EQ(store.writes.size(), 1u);
+  EXPECT_NE(
+      store.writes[0].filter.find(
+          R"("logs._denormd.at":{"$lt":{"t":{"$timestamp":{"t":77,"i":3}},"k":{"$maxKey":1}}})"),
+      std::string::npos)
+      << store.writes[0].filter;
+  EXPECT_NE(store.writes[0].update.find(
+                R"("logs._denormd.at":{"t":{"$timestamp":{"t":77,"i":3}},"k":{"$maxKey":1}})"),
+            std::string::npos)
+      << store.writes[0].update;
+  EXPECT_NE(store.writes[0].update.find(R"("logs.count":1)"), std::string::npos);
 }
 
 }  // namespace

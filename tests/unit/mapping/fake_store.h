@@ -1,8 +1,8 @@
 #pragma once
 // A document_store over in-memory collections, for the kinds' completion tests: find and
-// find_one match the filter's equalities (sort and limit are the caller's to check: the fake
-// returns documents in insertion order), update_one records the write. Any call can be made
-// to fail from the n-th on.
+// find_one match the filter with the test server's query engine (sort and limit are the
+// caller's to check: the fake returns documents in insertion order), update_one records the
+// write. Any call can be made to fail from the n-th on.
 
 #include <algorithm>
 #include <functional>
@@ -10,9 +10,12 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "bson/json.h"
 #include "mapping/document_store.h"
 #include "mapping/write_op.h"
+#include "query_operators.h"
 
 namespace denormd::mapping::testing {
 
@@ -39,7 +42,11 @@ class fake_store final : public document_store {
     ++finds;
     last_sort = bson::to_json(opts.sort);
     last_limit = opts.limit;
-    return matching(where, filter);
+    auto found = matching(where, filter);
+    // Documents are added in _id order where a test pages through them.
+    if (honor_limit && opts.limit > 0 && found.size() > static_cast<std::size_t>(opts.limit))
+      found.resize(static_cast<std::size_t>(opts.limit));
+    return found;
   }
   std::optional<std::optional<bson::document>> find_one(const ns& where,
                                                         const bson::document& filter) override {
@@ -92,6 +99,13 @@ class fake_store final : public document_store {
     }
     return out;
   }
+  // The same, at the time `snapshot_at` says.
+  std::optional<snapshot> aggregate_snapshot(const ns& where,
+                                             const bson::array& pipeline) override {
+    auto docs = aggregate(where, pipeline);
+    if (!docs) return std::nullopt;
+    return snapshot{std::move(*docs), snapshot_at};
+  }
   // One round trip for all of them (`bulks` counts them); each is then as update_one.
   std::optional<std::vector<store_write>> update_each(
       const write_op& op, const std::vector<single_update>& updates) override {
@@ -120,6 +134,8 @@ class fake_store final : public document_store {
   int aggregates = 0;
   int bulks = 0;
   std::string last_pipeline;
+  bson::timestamp snapshot_at{100, 1};
+  bool honor_limit = false;  // find returns at most `limit` documents
   std::string last_sort;
   int last_limit = 0;
   std::function<void()> after_first_read;   // runs once, after the first find_one
@@ -153,35 +169,14 @@ class fake_store final : public document_store {
     }
   }
   bool take_call() { return calls_left_ < 0 || calls_left_-- > 0; }
-  // Only the equalities of a filter ({f: {$eq: v}}, also inside $and) decide; the rest is
-  // what the planner's tests check.
-  static bool equal_parts_match(const bson::document& d, const bson::document& filter) {
-    for (const auto& f : filter) {
-      if (f.name == "$and") {
-        for (const auto& part : f.val.as_array()) {
-          if (!equal_parts_match(d, part.as_document())) return false;
-        }
-        continue;
-      }
-      if (!f.val.is_document()) continue;
-      const bson::value* have = d.find_path(f.name);
-      if (const bson::value* in = f.val.as_document().get("$in")) {
-        const auto& list = in->as_array();
-        if (have == nullptr || std::none_of(list.begin(), list.end(), [&](const bson::value& k) {
-              return bson::compare(k, *have) == 0;
-            })) {
-          return false;
-        }
-      }
-      const bson::value* want = f.val.as_document().get("$eq");
-      if (want != nullptr && (have == nullptr || !(*have == *want))) return false;
-    }
-    return true;
-  }
+  // The test server's query engine decides, as MongoDB would.
   std::vector<bson::document> matching(const ns& where, const bson::document& filter) {
     std::vector<bson::document> out;
+    auto m = mongo_emulator::engine::compile_query(filter);
+    EXPECT_TRUE(m) << bson::to_json(filter) << ": " << m.error().message;
+    if (!m) return out;
     for (const auto& d : collections_[where.coll]) {
-      if (equal_parts_match(d, filter)) out.push_back(d);
+      if (m->matches(d)) out.push_back(d);
     }
     return out;
   }

@@ -2,47 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include "object_id.h"
-#include "query_operators.h"
 #include "test_mappings.h"
 
 namespace denormd::ops {
 namespace {
 
 using testing::doc;
-
-// Whether a document with this _id comes after `last` by the filter.
-bool after(const bson::value& last, const bson::value& id) {
-  // $type is the test server's: denormd never evaluates this filter itself.
-  auto m = mongo_emulator::engine::compile_query(after_key_filter(last));
-  EXPECT_TRUE(m.has_value());
-  return m && m->matches(bson::document{{"_id", id}});
-}
-
-TEST(ops_backfiller_test, after_key_filter_continues_in_id_order_across_type_brackets) {
-  const bson::value five(5);
-  EXPECT_FALSE(after(five, bson::value(4)));
-  EXPECT_FALSE(after(five, bson::value(5.0)));
-  EXPECT_TRUE(after(five, bson::value(5.5)));
-  EXPECT_TRUE(after(five, bson::value(std::int64_t{6})));
-  // MongoDB's $gt stays in its type bracket: later brackets are added explicitly.
-  EXPECT_TRUE(after(five, bson::value("a")));
-  EXPECT_TRUE(after(five, bson::value(denormd::test::new_object_id())));
-  EXPECT_TRUE(after(five, bson::value(bson::date_time{0})));
-  EXPECT_FALSE(after(five, bson::value(bson::null_t{})));
-  EXPECT_FALSE(after(five, bson::value(bson::min_key{})));
-
-  const bson::value b("b");
-  EXPECT_FALSE(after(b, bson::value("a")));
-  EXPECT_TRUE(after(b, bson::value("c")));
-  EXPECT_FALSE(after(b, bson::value(100)));
-  EXPECT_TRUE(after(b, bson::value(denormd::test::new_object_id())));
-}
-
-TEST(ops_backfiller_test, after_key_filter_nothing_comes_after_max_key) {
-  EXPECT_EQ(after_key_filter(bson::value(bson::max_key{})),
-            (bson::document{{"_id", bson::document{{"$gt", bson::max_key{}}}}}));
-}
 
 TEST(ops_backfiller_test, parents_filter_is_a_range_within_one_type_bracket) {
   EXPECT_EQ(parents_filter(bson::array{bson::value(3), bson::value(4.5), bson::value(9)}),

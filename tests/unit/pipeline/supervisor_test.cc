@@ -200,7 +200,7 @@ class fake_parts final : public parts_factory {
   std::vector<made> sources;
   std::unique_ptr<source::change_source> make_source(const mapping::ns& ns,
                                                      const start_position& from,
-                                                     bool /*pre_images*/,
+                                                     mapping::stream_images /*images*/,
                                                      source::event_queue& queue,
                                                      source::resync_hook resync) override {
     auto s = std::make_unique<fake_source>(*this, ns, queue, std::move(resync));

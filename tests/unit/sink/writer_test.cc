@@ -104,6 +104,11 @@ class fake_client final : public mongo::document_client {
     calls.push_back("aggregate " + db + "." + coll + " " + bson::to_json(pipeline));
     return aggregate_results;
   }
+  mongo::result<snapshot_results> aggregate_snapshot(const std::string& db, const std::string& coll,
+                                                     const bson::array& pipeline) override {
+    calls.push_back("aggregate snapshot " + db + "." + coll + " " + bson::to_json(pipeline));
+    return snapshot_results{aggregate_results, bson::timestamp{100, 1}};
+  }
   std::vector<bson::document> aggregate_results;
 };
 

@@ -1,0 +1,226 @@
+"""The aggregate kind in incremental mode end to end, on the sample it is made for: hosts keep
+the count, byte total and average size of their log messages (one-to-squillions), applied as
+deltas that each host applies once. Exact after every kind of change, a replay, a kill -9; O(1)
+per event under a parent with 100,000 children; refused to start without pre- and
+post-images; repaired by verify and backfill."""
+import decimal
+import json
+import random
+import time
+
+from bson.decimal128 import Decimal128
+from bson.int64 import Int64
+
+from tests.integration.base import ShopTestCase
+from tests.integration.harness import mapping_folder, wait_until
+from tests.integration.test_aggregate import (backfill_restores_every_parent, kill9_mid_workload_then_restart,
+                                              verify_finds_drift_and_repair_fixes_it)
+
+MAPPING = {
+    "name": "hosts-log-count", "kind": "aggregate", "mode": "incremental",
+    "source": {"collection": "logmsgs", "parentKey": "hostId", "filter": {"level": {"$ne": "debug"}}},
+    "target": {"collection": "hosts"},
+    "into": "logs",
+    "fields": {"count": {"$count": {}}, "bytes": {"$sum": "bytes"}, "avgBytes": {"$avg": "bytes"}},
+    "fillNewTargets": True,
+}
+HOSTS = 8
+
+
+def number(v):
+    """A BSON number as a Decimal, whatever its type (an incremental sum keeps the widest type it
+    has seen; a fresh $group may report a narrower one)."""
+    if isinstance(v, Decimal128):
+        return v.to_decimal()
+    return decimal.Decimal(repr(v)) if isinstance(v, float) else decimal.Decimal(v)
+
+
+def same(a, b):
+    if a is None or b is None:
+        return a is b
+    x, y = number(a), number(b)
+    return abs(x - y) <= decimal.Decimal("1e-9") * max(1, abs(x), abs(y))
+
+
+class IncrementalAggregateTest(ShopTestCase):
+    def setUp(self):
+        super().setUp()
+        m = dict(MAPPING, source=dict(MAPPING["source"], db=self.dbname),
+                 target=dict(MAPPING["target"], db=self.dbname))
+        self.mappings = mapping_folder(m)
+        self.rng = random.Random(self._testMethodName)
+        self.next_id = 1
+
+    def create(self, images=True, hosts=HOSTS):
+        for name in ("hosts", "logmsgs"):
+            self.db.create_collection(name, changeStreamPreAndPostImages={"enabled": images})
+        self.db.logmsgs.create_index("hostId")
+        self.db.hosts.insert_many([{"_id": i, "name": "h%d" % i} for i in range(1, hosts + 1)])
+
+    def size(self):
+        """Byte counts of every numeric type, and now and then none or not a number."""
+        n = self.rng.randint(1, 2000)
+        return self.rng.choice([n, n, Int64(n), float(n) + 0.5, Decimal128(str(n)), None, "big"])
+
+    def log(self, host=None):
+        i = self.next_id
+        self.next_id += 1
+        doc = {"_id": i, "hostId": host or self.rng.randint(1, HOSTS), "message": "m%d" % i,
+               "level": self.rng.choice(["info", "info", "warn", "debug"])}
+        b = self.size()
+        if b is not None:
+            doc["bytes"] = b
+        return doc
+
+    def change(self):
+        ids = [d["_id"] for d in self.db.logmsgs.find({}, {"_id": 1}).limit(500)]
+        r = self.rng.random()
+        if r < 0.4 or not ids:
+            self.db.logmsgs.insert_one(self.log())
+            return
+        i = self.rng.choice(ids)
+        if r < 0.55:
+            b = self.size()
+            self.db.logmsgs.update_one({"_id": i}, {"$set": {"bytes": b}} if b is not None else {"$unset": {"bytes": ""}})
+        elif r < 0.65:
+            self.db.logmsgs.update_one({"_id": i}, {"$set": {"hostId": self.rng.randint(1, HOSTS)}})
+        elif r < 0.75:
+            self.db.logmsgs.update_one({"_id": i}, {"$set": {"level": self.rng.choice(["info", "debug"])}})
+        elif r < 0.8:
+            doc = self.log()
+            doc.pop("_id")
+            self.db.logmsgs.replace_one({"_id": i}, doc)
+        elif r < 0.85:
+            self.db.logmsgs.update_one({"_id": i}, {"$set": {"message": "irrelevant"}})
+        else:
+            self.db.logmsgs.delete_one({"_id": i})
+
+    def expected(self):
+        groups = {g["_id"]: g for g in self.db.logmsgs.aggregate([
+            {"$match": {"level": {"$ne": "debug"}}},
+            {"$group": {"_id": "$hostId", "count": {"$sum": 1}, "bytes": {"$sum": "$bytes"},
+                        "avgBytes": {"$avg": "$bytes"}}}])}
+        out = {}
+        for h in self.db.hosts.find({}, {"_id": 1}):
+            g = groups.get(h["_id"], {"count": 0, "bytes": 0, "avgBytes": None})
+            out[h["_id"]] = {k: g[k] for k in ("count", "bytes", "avgBytes")}
+        return out
+
+    def actual(self):
+        return {h["_id"]: {k: h.get("logs", {}).get(k) for k in ("count", "bytes", "avgBytes")}
+                for h in self.db.hosts.find({}, {"logs": 1})}
+
+    def exact(self):
+        want, have = self.expected(), self.actual()
+        return want.keys() == have.keys() and all(
+            same(have[h][k], want[h][k]) for h in want for k in want[h])
+
+    def converge(self, timeout=60):
+        wait_until(self.exact, timeout=timeout, interval=0.25, message="every host's log figures exact")
+
+    def commands(self, name):
+        return self.client.admin.command("serverStatus")["metrics"]["commands"].get(name, {}).get("total", 0)
+
+    def test_every_kind_of_change_applies_once_and_verify_agrees(self):
+        self.create()
+        self.db.logmsgs.insert_many([self.log() for _ in range(150)])
+        rc, out, err = self.cmd("backfill")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(self.exact())
+        d = self.start()
+        for _ in range(300):
+            self.change()
+        # A host whose messages all go: count and bytes 0, no average.
+        self.db.logmsgs.insert_one(self.log(host=1))
+        self.db.logmsgs.delete_many({"hostId": 1})
+        # A host inserted after its messages (fillNewTargets: computed from a snapshot).
+        self.db.logmsgs.insert_one(dict(self.log(host=HOSTS + 1), level="warn", bytes=Int64(7)))
+        self.db.hosts.insert_one({"_id": HOSTS + 1, "name": "late"})
+        self.db.logmsgs.insert_one(dict(self.log(host=HOSTS + 1), level="warn", bytes=3))
+        self.converge()
+        host1 = self.db.hosts.find_one({"_id": 1})["logs"]
+        # 0, though maybe as a decimal or double: a running sum keeps the widest type it saw.
+        self.assertTrue(same(host1["count"], 0) and same(host1["bytes"], 0), host1)
+        self.assertNotIn("avgBytes", host1)
+        self.assertEqual(self.db.hosts.find_one({"_id": HOSTS + 1})["logs"]["count"], 2)
+        rc, out, err = self.cmd("verify", "--json")
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(json.loads(out)["drifted"], 0)
+        self.assertEqual(d.metric_sum("denormd_deadletters_total"), 0)
+
+    def test_replaying_everything_again_changes_nothing(self):
+        self.create()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start()
+        time.sleep(1.1)  # cluster times have second resolution
+        # From the next second on (--start-at has second resolution): the changes only, not the
+        # hosts' inserts, which a replay would (rightly) answer with a fresh recompute.
+        began = int(time.time())
+        for _ in range(200):
+            self.change()
+        self.converge()
+        self.assertEqual(d.stop(), 0)
+        before = list(self.db.hosts.find({}, sort=[("_id", 1)]))
+        d2 = self.start("--start-at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began)))
+        wait_until(lambda: d2.metric_sum("denormd_events_total") >= 200, timeout=60, message="events replayed")
+        wait_until(lambda: d2.metric_sum("denormd_lag_seconds") == 0, timeout=30, message="replay caught up")
+        # Every host had seen every replayed event: no delta was applied twice, nothing changed.
+        self.assertEqual(d2.metric_sum("denormd_documents_modified_total"), 0)
+        self.assertEqual(d2.stop(), 0)
+        self.assertEqual(list(self.db.hosts.find({}, sort=[("_id", 1)])), before)
+        self.assertTrue(self.exact())
+
+    def insert_logs(self, n):
+        self.db.logmsgs.insert_many([self.log() for _ in range(n)])
+
+    def test_kill9_mid_workload_then_restart_converges_exactly(self):
+        kill9_mid_workload_then_restart(self, self.insert_logs)
+
+    def test_a_parent_with_100000_children_costs_one_update_per_batch_and_no_read(self):
+        self.create(hosts=2)
+        for start in range(0, 100000, 10000):
+            self.db.logmsgs.insert_many([{"_id": 10**6 + i, "hostId": 1, "level": "info", "bytes": 1}
+                                         for i in range(start, start + 10000)])
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        self.assertEqual(self.db.hosts.find_one({"_id": 1})["logs"]["count"], 100000)
+        d = self.start()
+        aggregates = self.commands("aggregate")
+        finds = self.commands("find")
+        for i in range(50):
+            self.db.logmsgs.insert_one({"_id": i, "hostId": 1, "level": "info", "bytes": 2})
+        self.db.logmsgs.delete_one({"_id": 10**6})
+        # Waited for through the metrics endpoint: the test's own reads would count as finds.
+        wait_until(lambda: d.metric_sum("denormd_events_total", source=self.dbname + ".logmsgs") >= 51
+                   and d.metric_sum("denormd_lag_seconds") == 0, timeout=30, message="the deltas applied")
+        # Nothing read the children (or the parent): the deltas were written blind.
+        self.assertEqual(self.commands("aggregate") - aggregates, 0)
+        self.assertEqual(self.commands("find") - finds, 0)
+        self.assertEqual(self.db.hosts.find_one({"_id": 1})["logs"]["count"], 100049)
+        self.assertEqual(self.db.hosts.find_one({"_id": 1})["logs"]["bytes"], 100000 - 1 + 100)
+        self.assertLessEqual(d.metric_sum("denormd_writes_total", mapping="hosts-log-count"),
+                             d.metric_sum("denormd_batch_events_count"))
+        self.assertTrue(self.exact())
+
+    def test_without_images_run_and_check_refuse_to_start_and_say_how_to_fix_it(self):
+        self.create(images=False)
+        rc, out, err = self.cmd("check")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn(self.dbname + ".logmsgs does not keep pre- and post-images", err)
+        self.assertIn("hosts-log-count", err)
+        self.assertIn('collMod: "logmsgs", changeStreamPreAndPostImages: {enabled: true}', err)
+        rc, out, err = self.cmd("run", "--metrics-addr", "127.0.0.1:0", timeout=60)
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("cannot apply a change without them", out + err)
+        self.db.command({"collMod": "logmsgs", "changeStreamPreAndPostImages": {"enabled": True}})
+        rc, out, err = self.cmd("check")
+        self.assertEqual(rc, 0, out + err)
+
+    def test_verify_finds_drift_and_repair_and_backfill_fix_it(self):
+        verify_finds_drift_and_repair_fixes_it(self, self.insert_logs, self.db.hosts, "logs")
+        # Repaired hosts carry a position again: deltas after it apply once.
+        d = self.start()
+        for _ in range(60):
+            self.change()
+        self.converge()
+        self.assertEqual(d.stop(), 0)
+        backfill_restores_every_parent(self, self.db.hosts, "logs")

@@ -31,6 +31,24 @@ bool indexable(const bson::value& v) {
   return !v.is_null() && !v.is<bson::regex>() && !v.is<bson::undefined_t>();
 }
 
+// The `{path: {$in: [...]}}` lists of a filter, at the top level or inside $and, whose every
+// value an index lookup can serve: like MongoDB's planner, one seek per value.
+void collect_in_lists(const bson::document& filter,
+                      std::vector<std::pair<std::string, const bson::array*>>& out) {
+  for (const auto& f : filter) {
+    if (f.name == "$and" && f.val.is_array()) {
+      for (const auto& item : f.val.as_array()) {
+        if (item.is_document()) collect_in_lists(item.as_document(), out);
+      }
+    } else if (!f.name.starts_with('$') && denormd::query::is_operator_document(f.val)) {
+      const bson::value* in = f.val.as_document().get("$in");
+      if (in == nullptr || !in->is_array()) continue;
+      const auto& list = in->as_array();
+      if (std::all_of(list.begin(), list.end(), indexable)) out.emplace_back(f.name, &list);
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -234,6 +252,25 @@ std::vector<std::uint64_t> collection::candidates(const denormd::query::matcher&
     }
   }
   if (best == nullptr) {
+    std::vector<std::pair<std::string, const bson::array*>> in_lists;
+    collect_in_lists(m.filter(), in_lists);
+    for (const auto& [path, list] : in_lists) {
+      const index* by = nullptr;
+      for (const auto& ix : indexes_) {
+        if (!ix.hidden() && !ix.fields().empty() && ix.fields().front() == path) by = &ix;
+      }
+      if (path != "_id" && by == nullptr) continue;
+      for (const auto& v : *list) {
+        if (path == "_id") {
+          if (auto record = find_id(v)) out.push_back(*record);
+        } else {
+          by->lookup(std::span(&v, 1), out);
+        }
+      }
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      return out;
+    }
     out.reserve(ids_.size());
     for (std::size_t i = 0; i < records_.size(); ++i) {
       if (records_[i] != nullptr) out.push_back(i + 1);

@@ -77,6 +77,21 @@ TEST_F(collection_test, compound_index_serves_its_prefix) {
   EXPECT_EQ(c.candidates(Q(R"({"n": 0})")).size(), 100U);  // not a prefix
 }
 
+TEST_F(collection_test, an_in_list_seeks_each_value) {
+  fill();
+  ASSERT_TRUE(c.create_index(spec(R"({"n": 1})", "n_1")));
+  // One seek per value, as MongoDB's planner does for $in (the aggregate kind's $match).
+  EXPECT_EQ(c.candidates(Q(R"({"n": {"$in": [0, 2]}})")).size(), 67U);
+  EXPECT_EQ(c.candidates(Q(R"({"n": {"$in": [1.0], "$gte": 0}})")).size(), 33U);
+  EXPECT_EQ(c.candidates(Q(R"({"$and": [{"n": {"$in": [1]}}, {"g": "rare"}]})")).size(), 33U);
+  EXPECT_EQ(c.candidates(Q(R"({"_id": {"$in": [3, 5, 1000]}})")),
+            (std::vector<std::uint64_t>{4, 6}));
+  EXPECT_TRUE(c.candidates(Q(R"({"n": {"$in": []}})")).empty());
+  // Values an index cannot serve exactly, and fields without an index, scan.
+  EXPECT_EQ(c.candidates(Q(R"({"n": {"$in": [0, null]}})")).size(), 100U);
+  EXPECT_EQ(c.candidates(Q(R"({"g": {"$in": ["rare"]}})")).size(), 100U);
+}
+
 TEST_F(collection_test, multikey_and_numeric_equality) {
   ASSERT_TRUE(c.create_index(spec(R"({"tags": 1})", "tags_1")));
   ASSERT_TRUE(c.create_index(spec(R"({"v": 1})", "v_1")));

@@ -19,6 +19,7 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   sink::applier_options ao = opts.applier;
   ao.source = source_;
   ao.initial_checkpoint_ms = from_.saved_ms;
+  if (from_.start_at) ao.start_at_ms = static_cast<std::int64_t>(from_.start_at->t) * 1000;
   applier_ = std::make_unique<sink::applier>(planner_, *writer_, parts.positions(), *queue_, m, ao);
   reader_ = parts.make_source(source_, from_, planner_->needs_images(source_), *queue_,
                               [this](std::stop_token stop) { return resync(stop); });

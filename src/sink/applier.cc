@@ -43,7 +43,9 @@ double applier::lag_seconds(std::int64_t now) const {
   std::int64_t oldest = in_flight_oldest_ms_.load();
   if (oldest == 0) oldest = queue_.oldest_event_ms().value_or(0);
   // Nothing read yet (a long catch-up's first read can take a while): not "caught up".
-  if (oldest == 0 && !read_any_.load()) oldest = opts_.initial_checkpoint_ms;
+  if (oldest == 0 && !read_any_.load()) {
+    oldest = opts_.initial_checkpoint_ms != 0 ? opts_.initial_checkpoint_ms : opts_.start_at_ms;
+  }
   if (oldest == 0) return 0;
   return static_cast<double>(std::max<std::int64_t>(0, now - oldest)) / 1000.0;
 }

@@ -31,6 +31,9 @@ struct applier_options {
   std::chrono::milliseconds max_backoff{10000};
   // When the stored checkpoint was saved: until the first item is read, lag is its age.
   std::int64_t initial_checkpoint_ms = 0;
+  // Without a checkpoint, the time the stream starts at (--start-at), if any: until the first
+  // item is read, lag is counted from it (a replay is not "caught up" before it reads).
+  std::int64_t start_at_ms = 0;
   // A batch smaller than max_batch waits this long for more events: fewer, larger writes
   // (and more coalescing) for a few milliseconds of latency. 0 writes at once.
   std::chrono::milliseconds linger{5};

@@ -278,6 +278,16 @@ TEST_F(applier_test, lag_is_the_stored_checkpoints_age_until_the_stream_is_read)
   stop();
 }
 
+TEST_F(applier_test, lag_counts_from_the_start_time_until_a_replay_reads) {
+  options_.start_at_ms = 80'000;  // --start-at, no checkpoint
+  applier& a = start();
+  EXPECT_DOUBLE_EQ(a.lag_seconds(110'000), 30.0);
+  ASSERT_TRUE(queue_.push(idle("t1")));
+  ASSERT_TRUE(saved("t1"));
+  EXPECT_DOUBLE_EQ(a.lag_seconds(110'000), 0.0);
+  stop();
+}
+
 TEST_F(applier_test, lag_while_a_write_fails_is_the_age_of_the_event_being_written) {
   writer_.fails = [](const auto&) { return true; };
   options_.initial_checkpoint_ms = 50'000;

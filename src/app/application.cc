@@ -258,8 +258,16 @@ int application::check() {
       err_ << "warning: " << w << "\n";
   }
   // With a server to ask: do the sources keep the document images the mappings need?
-  bool images_missing = false;
-  if (!opts_.uri.empty()) {
+  const mapping::planner planner(*mappings);
+  if (opts_.uri.empty()) {
+    for (const auto& source : planner.source_namespaces()) {
+      if (planner.needs_images(source).after) {
+        err_ << "note: " << source.full()
+             << " must keep pre- and post-images (an incremental mapping reads it); pass --uri "
+                "to check\n";
+      }
+    }
+  } else {
     const mongo::connect_options timeouts{opts_.timeout_s * 1000,
                                           std::min(opts_.timeout_s, 10) * 1000};
     auto conn = mongo::connection::open(opts_.uri, "denormd", timeouts);
@@ -268,13 +276,13 @@ int application::check() {
            << ")\n";
       return exit_usage;
     }
-    const mapping::planner planner(*mappings);
+    bool images_missing = false;
     for (const auto& problem : ops::check_images(**conn, planner)) {
       err_ << (problem.fatal ? "error: " : "warning: ") << problem.message << "\n";
       images_missing = images_missing || problem.fatal;
     }
+    if (images_missing) return exit_usage;
   }
-  if (images_missing) return exit_usage;
   out_ << mappings->size() << " mapping(s) OK\n";
   return exit_ok;
 }

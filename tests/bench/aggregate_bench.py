@@ -7,12 +7,14 @@ while the reader is stopped, then it starts from a stored position):
 
 - spread: review inserts (70%), star changes (20%) and deletes (10%) over many products;
 - hot: inserts for one product only (write commands per 1,000 events);
-- denormd (mode recompute) against the strongest simple script: one watch thread on the
-  reviews with pre-images, one `$inc` of count and sum per event (deltas from the pre-image
-  for updates and deletes), its resume token stored every 100 events;
+- denormd in both modes (recompute; incremental: guarded deltas) against the strongest simple
+  script: one watch thread on the reviews with pre-images, one `$inc` of count and sum per
+  event (deltas from the pre-image for updates and deletes), its resume token stored every 100
+  events;
 - the script after a crash: it stops between an `$inc` and its next token save, restarts from
   the stored token, and applies those events again (what an application's `$inc` does);
-- one parent with many children: the latency of one recompute over them.
+- one parent with many children: the latency of one change's write over them (a recompute, or
+  one delta).
 
     PYTHONPATH=. DENORMD_BIN=build/bin/denormd DENORMD_EMULATOR=build/tests/emulator/mongo-emulator \\
       /usr/bin/python3 -m tests.bench.aggregate_bench [--events N] [--children N] [--quick]
@@ -155,7 +157,7 @@ def cpu_seconds(pid):
     return (int(parts[11]) + int(parts[12])) / 100.0
 
 
-def catch_up_denormd(uri, dbname, mappings, make_backlog, count_of):
+def catch_up_denormd(uri, dbname, mappings, make_backlog, count_of, name="products-rating"):
     """Writes the backlog, then starts denormd from just before it: events/s."""
     began = datetime.datetime.utcnow().replace(microsecond=0)
     time.sleep(1.1)  # cluster times have second resolution
@@ -164,16 +166,80 @@ def catch_up_denormd(uri, dbname, mappings, make_backlog, count_of):
     updates0 = update_commands(client)
     t0 = time.time()
     d = Denormd(uri, dbname, mappings, "--start-at", began.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    wait_until(lambda: d.metric_sum("denormd_events_total") >= count_of and d.metric_sum("denormd_lag_seconds") == 0,
-               timeout=900, interval=0.05, message="denormd caught up")
+    # Read, applied (the lag gauge is refreshed periodically), and every product exact.
+    db = client[dbname]
+    wait_until(lambda: d.metric_sum("denormd_events_total") >= count_of and d.metric_sum("denormd_lag_seconds") == 0
+               and wrong(db) == 0, timeout=900, interval=0.05, message="denormd caught up")
     elapsed = time.time() - t0
     out = {"seconds": elapsed, "events_per_s": count_of / elapsed, "cpu_us_per_event": cpu_seconds(d.proc.pid) * 1e6 / count_of,
            "update_commands": update_commands(client) - updates0,
-           "recomputes": d.metric_sum("denormd_writes_total", mapping="products-rating"),
+           "recomputes": d.metric_sum("denormd_writes_total", mapping=name),
            "documents_modified": d.metric_sum("denormd_documents_modified_total"),
            "batches": d.metric_sum("denormd_batch_events_count")}
     d.stop()
     return out
+
+
+def measure_mode(uri, mode, args, rng):
+    """denormd in one mode on its own database: spread and hot catch-up, one parent with many
+    children, and a hot parent streamed one insert at a time."""
+    dbname = "agg_" + mode
+    results = {}
+    mapping = {"name": "products-rating", "kind": "aggregate", "mode": mode,
+               "source": {"db": dbname, "collection": "reviews", "parentKey": "productId"},
+               "target": {"db": dbname, "collection": "products"}, "into": "rating", "fields": FIELDS}
+    mappings = mapping_folder(mapping)
+    shop = Shop(uri, dbname, rng)
+    subprocess.run([DENORMD, "backfill", "--uri", uri, "--db", dbname, "--mappings", mappings],
+                   check=True, capture_output=True)
+    say("%s, spread: %d events" % (mode, args.events))
+    results["spread"] = catch_up_denormd(uri, dbname, mappings, lambda: shop.spread(args.events), args.events)
+    results["spread"]["wrong_products"] = wrong(shop.db)
+    say("%s, hot parent: %d events" % (mode, args.events))
+    results["hot"] = catch_up_denormd(uri, dbname, mappings, lambda: shop.hot(args.events), args.events)
+    results["hot"]["recomputes_per_1000_events"] = results["hot"]["recomputes"] * 1000 / args.events
+    results["hot"]["update_commands_per_1000_events"] = results["hot"]["update_commands"] * 1000 / args.events
+    results["hot"]["wrong_products"] = wrong(shop.db)
+
+    say("%s, one parent with %d children" % (mode, args.children))
+    d = Denormd(uri, dbname, mappings)
+    wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="denormd ready")
+    shop.hot(args.children, product=2)
+    wait_until(lambda: d.metric_sum("denormd_lag_seconds") == 0 and
+               (shop.db.products.find_one({"_id": 2}).get("rating") or {}).get("count", 0) >= args.children,
+               timeout=900, interval=0.05, message="many children applied")
+    lat = []
+    one = shop.db.reviews.find_one({"productId": 2}, {"_id": 1})["_id"]
+    for i in range(5):
+        was = shop.db.products.find_one({"_id": 2})["rating"]["sum"]
+        t0 = time.time()
+        shop.db.reviews.update_one({"_id": one}, {"$inc": {"stars": 1}})
+        wait_until(lambda: shop.db.products.find_one({"_id": 2})["rating"]["sum"] == was + 1,
+                   timeout=120, interval=0.002, message="the big parent's change applied")
+        lat.append(time.time() - t0)
+    say("%s, hot parent, streaming" % mode)
+    client = pymongo.MongoClient(uri)
+    u0, b0 = update_commands(client), d.metric_sum("denormd_batch_events_count")
+    r0 = d.metric_sum("denormd_writes_total", mapping="products-rating")
+    m0 = d.metric_sum("denormd_documents_modified_total")
+    n = min(args.events, 5000)
+    t0 = time.time()
+    for _ in range(n):
+        shop.db.reviews.insert_one(shop.review(3))
+    wait_until(lambda: d.metric_sum("denormd_lag_seconds") == 0 and wrong(shop.db) == 0,
+               timeout=300, interval=0.05, message="streamed hot parent applied")
+    results["hot_streaming"] = {"events": n, "seconds": time.time() - t0,
+                                "update_commands": update_commands(client) - u0,
+                                "recomputes": d.metric_sum("denormd_writes_total", mapping="products-rating") - r0,
+                                "documents_modified": d.metric_sum("denormd_documents_modified_total") - m0,
+                                "batches": d.metric_sum("denormd_batch_events_count") - b0}
+    d.stop()
+    t0 = time.time()
+    list(shop.db.reviews.aggregate([{"$match": {"productId": {"$in": [2]}}},
+                                    {"$group": {"_id": "$productId", "n": {"$sum": 1}, "s": {"$sum": "$stars"}}}]))
+    results["big_parent"] = {"children": args.children, "latency_s": sorted(lat)[len(lat) // 2],
+                             "aggregation_alone_s": time.time() - t0}
+    return results
 
 
 def main():
@@ -184,25 +250,12 @@ def main():
     args = ap.parse_args()
     if args.quick:
         args.events, args.children = 2000, 10000
-    rng = random.Random(7)
     emulator = Emulator()
     results = {"events": args.events}
     try:
         uri = emulator.uri
-        mapping = {"name": "products-rating", "kind": "aggregate",
-                   "source": {"db": "agg", "collection": "reviews", "parentKey": "productId"},
-                   "target": {"db": "agg", "collection": "products"}, "into": "rating", "fields": FIELDS}
-        mappings = mapping_folder(mapping)
-        shop = Shop(uri, "agg", rng)
-        subprocess.run([DENORMD, "backfill", "--uri", uri, "--db", "agg", "--mappings", mappings],
-                       check=True, capture_output=True)
-        say("spread: %d events" % args.events)
-        results["spread"] = catch_up_denormd(uri, "agg", mappings, lambda: shop.spread(args.events), args.events)
-        results["spread"]["wrong_products"] = wrong(shop.db)
-        say("hot parent: %d events" % args.events)
-        results["hot"] = catch_up_denormd(uri, "agg", mappings, lambda: shop.hot(args.events), args.events)
-        results["hot"]["recomputes_per_1000_events"] = results["hot"]["recomputes"] * 1000 / args.events
-        results["hot"]["wrong_products"] = wrong(shop.db)
+        for mode in ("recompute", "incremental"):
+            results[mode] = measure_mode(uri, mode, args, random.Random(7))
 
         say("the script")
         # The script, on its own copy of the data (same shape, same backlog size).
@@ -225,69 +278,34 @@ def main():
         script.run(crash_after=150)
         script.run(until=lambda: script.events >= before + 1000 + 50)  # 150 applied; 50 of them again
         results["script_after_crash"] = {"wrong_products": wrong(sdb), "events_applied_twice": 50}
-
-        say("one parent with %d children" % args.children)
-        # One parent with many children: how long one recompute of it takes.
-        d = Denormd(uri, "agg", mappings)
-        wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="denormd ready")
-        shop.hot(args.children, product=2)
-        wait_until(lambda: d.metric_sum("denormd_lag_seconds") == 0 and
-                   (shop.db.products.find_one({"_id": 2}).get("rating") or {}).get("count", 0) >= args.children,
-                   timeout=900, interval=0.05, message="many children applied")
-        lat = []
-        one = shop.db.reviews.find_one({"productId": 2}, {"_id": 1})["_id"]
-        for i in range(5):
-            was = shop.db.products.find_one({"_id": 2})["rating"]["sum"]
-            t0 = time.time()
-            shop.db.reviews.update_one({"_id": one}, {"$inc": {"stars": 1}})
-            wait_until(lambda: shop.db.products.find_one({"_id": 2})["rating"]["sum"] == was + 1,
-                       timeout=120, interval=0.002, message="recompute of the big parent")
-            lat.append(time.time() - t0)
-        # Streaming, one hot parent: reviews written one at a time while denormd runs.
-        say("hot parent, streaming")
-        client = pymongo.MongoClient(uri)
-        u0, b0 = update_commands(client), d.metric_sum("denormd_batch_events_count")
-        r0 = d.metric_sum("denormd_writes_total", mapping="products-rating")
-        m0 = d.metric_sum("denormd_documents_modified_total")
-        n = min(args.events, 5000)
-        t0 = time.time()
-        for _ in range(n):
-            shop.db.reviews.insert_one(shop.review(3))
-        wait_until(lambda: d.metric_sum("denormd_lag_seconds") == 0 and wrong(shop.db) == 0,
-                   timeout=300, interval=0.05, message="streamed hot parent applied")
-        results["hot_streaming"] = {"events": n, "seconds": time.time() - t0,
-                                    "update_commands": update_commands(client) - u0,
-                                    "recomputes": d.metric_sum("denormd_writes_total", mapping="products-rating") - r0,
-                                    "documents_modified": d.metric_sum("denormd_documents_modified_total") - m0,
-                                    "batches": d.metric_sum("denormd_batch_events_count") - b0}
-        d.stop()
-        t0 = time.time()
-        list(shop.db.reviews.aggregate([{"$match": {"productId": {"$in": [2]}}},
-                                        {"$group": {"_id": "$productId", "n": {"$sum": 1}, "s": {"$sum": "$stars"}}}]))
-        results["big_parent"] = {"children": args.children, "recompute_latency_s": sorted(lat)[len(lat) // 2],
-                                 "aggregation_alone_s": time.time() - t0}
     finally:
         emulator.stop()
 
-    s, h, n = results["spread"], results["hot"], results["script_spread"]
-    print("| workload | denormd (recompute) | one watch thread, $inc per event |")
-    print("|---|---|---|")
-    print("| spread catch-up, source events/s | %.0f | %.0f |" % (s["events_per_s"], n["events_per_s"]))
-    print("| CPU per event, µs (denormd process / script process) | %.0f | %.0f |" %
-          (s["cpu_us_per_event"], n["cpu_us_per_event"]))
-    print("| %d events: recompute ops (denormd) or \\$inc commands (script); documents modified | %d; %d | %d; %d |" %
-          (args.events, s["recomputes"], s["documents_modified"], n["write_commands"], n["write_commands"]))
-    print("| products wrong afterwards | %d | %d |" % (s["wrong_products"], n["wrong_products"]))
-    print("| products wrong after a crash and restart | 0 (replay recomputes) | %d |" %
+    r, i, n = results["recompute"], results["incremental"], results["script_spread"]
+    print("| workload | denormd, recompute | denormd, incremental | one watch thread, $inc per event |")
+    print("|---|---|---|---|")
+    print("| spread catch-up, source events/s | %.0f | %.0f | %.0f |" %
+          (r["spread"]["events_per_s"], i["spread"]["events_per_s"], n["events_per_s"]))
+    print("| CPU per event, µs (denormd process / script process) | %.0f | %.0f | %.0f |" %
+          (r["spread"]["cpu_us_per_event"], i["spread"]["cpu_us_per_event"], n["cpu_us_per_event"]))
+    print("| %d events: update commands; documents modified | %d; %d | %d; %d | %d; %d |" %
+          (args.events, r["spread"]["update_commands"], r["spread"]["documents_modified"],
+           i["spread"]["update_commands"], i["spread"]["documents_modified"], n["write_commands"], n["write_commands"]))
+    print("| products wrong afterwards | %d | %d | %d |" %
+          (r["spread"]["wrong_products"], i["spread"]["wrong_products"], n["wrong_products"]))
+    print("| products wrong after a crash and restart | 0 (replay recomputes) | 0 (guarded deltas) | %d |" %
           results["script_after_crash"]["wrong_products"])
-    print("| hot parent catch-up, events/s | %.0f | |" % h["events_per_s"])
-    print("| hot parent catch-up: recompute ops per 1,000 events | %.1f | 1,000 \\$inc |" % h["recomputes_per_1000_events"])
-    hs = results["hot_streaming"]
-    print("| hot parent, streamed one insert at a time: events; batches; recomputes; parent updates | %d; %d; %d; %d | %d; -; -; %d |" %
-          (hs["events"], hs["batches"], hs["recomputes"], hs["documents_modified"], hs["events"], hs["events"]))
-    b = results["big_parent"]
-    print("| one recompute of a parent with %d children, s (median of 5; the aggregation alone) | %.3f (%.3f) | |" %
-          (b["children"], b["recompute_latency_s"], b["aggregation_alone_s"]))
+    print("| hot parent catch-up, events/s | %.0f | %.0f | |" % (r["hot"]["events_per_s"], i["hot"]["events_per_s"]))
+    print("| hot parent catch-up: write ops per 1,000 events (update commands) | %.1f (%.1f) | %.1f (%.1f) | 1,000 \\$inc |" %
+          (r["hot"]["recomputes_per_1000_events"], r["hot"]["update_commands_per_1000_events"],
+           i["hot"]["recomputes_per_1000_events"], i["hot"]["update_commands_per_1000_events"]))
+    rs, is_ = r["hot_streaming"], i["hot_streaming"]
+    print("| hot parent, streamed one insert at a time: events; batches; parent updates | %d; %d; %d | %d; %d; %d | %d; -; %d |" %
+          (rs["events"], rs["batches"], rs["documents_modified"], is_["events"], is_["batches"], is_["documents_modified"],
+           rs["events"], rs["events"]))
+    print("| one change under a parent with %d children, s (median of 5; a fresh aggregation of it) | %.3f (%.3f) | %.3f | |" %
+          (r["big_parent"]["children"], r["big_parent"]["latency_s"], r["big_parent"]["aggregation_alone_s"],
+           i["big_parent"]["latency_s"]))
     print(json.dumps(results))
 
 

@@ -494,6 +494,25 @@ write_op aggregate_kind::deltas(const mapping& m, delta_items d) const {
   return op;
 }
 
+namespace {
+
+// Builders that move their parts: a statement holds a term per event and value, and nested
+// initializer lists would copy each subtree once per level.
+bson::document one(std::string name, bson::value v) {
+  bson::document d;
+  d.append(std::move(name), std::move(v));
+  return d;
+}
+template <class... V>
+bson::array list(V&&... v) {
+  bson::array a;
+  a.reserve(sizeof...(v));
+  (a.emplace_back(std::forward<V>(v)), ...);
+  return a;
+}
+
+}  // namespace
+
 bson::array aggregate_kind::delta_pipeline(const mapping& m, const delta_items& d) const {
   // 1. The index of the first event the parent has not seen (its position is before it);
   //    the events are in stream order. A parent without a position has seen none.
@@ -501,42 +520,35 @@ bson::array aggregate_kind::delta_pipeline(const mapping& m, const delta_items& 
   const std::string first = "$" + std::string(index_field);
   const auto n = static_cast<std::int32_t>(d.events.size());
   bson::array branches;
+  branches.reserve(d.events.size());
   for (std::int32_t j = 0; j < n; ++j) {
     const bson::value& pos = d.events[static_cast<std::size_t>(j)].at;
-    branches.push_back(bson::document{
-        {"case", bson::document{{"$lt", bson::array{at, bson::document{{"$literal", pos}}}}}},
-        {"then", j}});
+    bson::document branch = one("case", one("$lt", list(at, one("$literal", pos))));
+    branch.append("then", j);
+    branches.emplace_back(std::move(branch));
   }
-  bson::document index{{std::string(index_field),
-                        bson::document{{"$switch", bson::document{{"branches", std::move(branches)},
-                                                                  {"default", n}}}}}};
+  bson::document cases = one("branches", std::move(branches));
+  cases.append("default", n);
+  bson::document index = one(std::string(index_field), one("$switch", std::move(cases)));
   // 2. Each running value plus the deltas of the events from that index on, and the position
   //    of the last event. Values are literals: a child's value never acts as an expression.
   std::vector<bson::array> sums(slots.size());
+  for (std::size_t s = 0; s < slots.size(); ++s)
+    sums[s].push_back(one("$ifNull", list("$" + slots[s].path, 0)));
   for (std::int32_t j = 0; j < n; ++j) {
     for (const auto& t : d.events[static_cast<std::size_t>(j)].terms) {
-      bson::value v = bson::document{{"$literal", t.value}};
-      if (t.subtract) v = bson::document{{"$subtract", bson::array{0, std::move(v)}}};
-      sums[t.slot].push_back(
-          bson::document{{"$cond", bson::array{bson::document{{"$lte", bson::array{first, j}}},
-                                               std::move(v), 0}}});
+      bson::value v = one("$literal", t.value);
+      if (t.subtract) v = one("$subtract", list(0, std::move(v)));
+      sums[t.slot].emplace_back(one("$cond", list(one("$lte", list(first, j)), std::move(v), 0)));
     }
   }
   bson::document values;
   for (std::size_t s = 0; s < slots.size(); ++s) {
-    if (sums[s].empty()) continue;
-    const std::string path = "$" + slots[s].path;
-    bson::array terms{bson::document{{"$ifNull", bson::array{path, 0}}}};
-    for (auto& t : sums[s])
-      terms.push_back(std::move(t));
-    values.append(slots[s].path, bson::document{{"$add", std::move(terms)}});
+    if (sums[s].size() > 1) values.append(slots[s].path, one("$add", std::move(sums[s])));
   }
-  values.append(
-      position_path(),
-      bson::document{{"$cond", bson::array{bson::document{{"$lt", bson::array{first, n}}},
-                                           bson::document{{"$literal", d.events.back().at}}, at}}});
-  bson::array stages{bson::document{{"$set", std::move(index)}},
-                     bson::document{{"$set", std::move(values)}}};
+  values.append(position_path(), one("$cond", list(one("$lt", list(first, n)),
+                                                   one("$literal", d.events.back().at), at)));
+  bson::array stages = list(one("$set", std::move(index)), one("$set", std::move(values)));
   // 3. Each average from its running sum and count ($avg's type: double, or decimal).
   bson::document averages;
   for (std::size_t s = 0; s + 1 < slots.size(); ++s) {
@@ -544,14 +556,12 @@ bson::array aggregate_kind::delta_pipeline(const mapping& m, const delta_items& 
     const accumulator& a = accumulators[slots[s].accumulator];
     const std::string sum = "$" + slots[s].path;
     const std::string count = "$" + slots[s + 1].path;
-    averages.append(
-        target_path(m, a.name),
-        bson::document{{"$cond", bson::array{bson::document{{"$gt", bson::array{count, 0}}},
-                                             bson::document{{"$divide", bson::array{sum, count}}},
-                                             "$$REMOVE"}}});
+    averages.append(target_path(m, a.name),
+                    one("$cond", list(one("$gt", list(count, 0)), one("$divide", list(sum, count)),
+                                      "$$REMOVE")));
   }
-  if (!averages.empty()) stages.push_back(bson::document{{"$set", std::move(averages)}});
-  stages.push_back(bson::document{{"$unset", std::string(index_field)}});
+  if (!averages.empty()) stages.emplace_back(one("$set", std::move(averages)));
+  stages.emplace_back(one("$unset", std::string(index_field)));
   return stages;
 }
 

@@ -21,6 +21,7 @@
 #include "mongo/uri_redaction.h"
 #include "ops/backfiller.h"
 #include "ops/image_check.h"
+#include "ops/mapping_versions.h"
 #include "ops/status_probe.h"
 #include "ops/verifier.h"
 
@@ -243,8 +244,19 @@ int application::status() {
          << sources.error().to_string() << "\n";
     return exit_failure;
   }
-  out_ << (opts_.json ? ops::to_json(*sources, wall_ms()) + "\n"
-                      : ops::to_text(*sources, wall_ms()));
+  auto versions = ops::read_versions(*ctx.conn, ctx.meta_db);
+  if (!versions) {
+    err_ << "error: cannot read the mappings in " << ctx.meta_db << "." << ops::mappings_collection
+         << ": " << versions.error().to_string() << "\n";
+    return exit_failure;
+  }
+  if (opts_.json) {
+    bson::document out = ops::to_document(*sources, wall_ms());
+    out.append("mappings", ops::to_bson_array(*versions));
+    out_ << bson::to_json(out) << "\n";
+  } else {
+    out_ << ops::to_text(*sources, wall_ms()) << ops::to_text(*versions);
+  }
   return exit_ok;
 }
 

@@ -172,6 +172,16 @@ struct metrics::impl {
               "Source documents processed by a backfill (denormd backfill, fillNewTargets or a "
               "history-lost re-sync)."),
       {"mapping"}};
+  labelled<prometheus::Gauge, 1> backfill_progress{
+      gauge(*registry, "denormd_backfill_progress",
+            "Share of its documents the automatic backfill of a new or changed mapping has walked, "
+            "from 0 to 1 (1 once done)."),
+      {"mapping"}};
+  labelled<prometheus::Gauge, 2> mapping_info{
+      gauge(*registry, "denormd_mapping_info",
+            "Always 1; the labels carry a mapping's name and the fingerprint of the definition it "
+            "runs (denormd status lists the same)."),
+      {"mapping", "fingerprint"}};
   prometheus::Family<prometheus::Gauge>& build_info = gauge(
       *registry, "denormd_build_info", "Always 1; the label carries the running denormd version.");
 };
@@ -246,6 +256,14 @@ void metrics::declare_source(std::string_view source) {
   impl_->history_lost.get({source});
   impl_->watcher_ready.get({source});
   impl_->errors.get({"stream", "network"});
+}
+
+void metrics::set_backfill_progress(std::string_view mapping, double share) {
+  impl_->backfill_progress.get({mapping}).Set(share);
+}
+
+void metrics::set_mapping_info(std::string_view mapping, std::string_view fingerprint) {
+  impl_->mapping_info.get({mapping, fingerprint}).Set(1);
 }
 
 void metrics::declare_mapping(std::string_view mapping) {

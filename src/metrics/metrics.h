@@ -44,6 +44,10 @@ class metrics {
   void set_watcher_ready(std::string_view source, bool ready);
   // denormd_backfill_documents_total{mapping}
   void count_backfill(std::string_view mapping, std::uint64_t n);
+  // denormd_backfill_progress{mapping}: share of the documents the backfill has walked
+  void set_backfill_progress(std::string_view mapping, double share);
+  // denormd_mapping_info{mapping, fingerprint} = 1: the definition each mapping runs
+  void set_mapping_info(std::string_view mapping, std::string_view fingerprint);
 
   // Creates the zero-valued series of a source or a mapping, so every family is visible from
   // start-up (dashboards and rate()/increase() alerts need a series before its first event).

@@ -74,9 +74,9 @@ class progress_reporter {
     progress_.run_documents = out.run_documents;
     progress_.elapsed_seconds = seconds_since(began_);
     progress_.done = done;
-    if (opts_.on_progress) {
-      opts_.on_progress(progress_);
-    } else if (done || clock::now() - last_log_ >= opts_.log_interval) {
+    if (opts_.on_progress) opts_.on_progress(progress_);
+    if (opts_.on_progress && !opts_.log_progress) return;
+    if (done || clock::now() - last_log_ >= opts_.log_interval) {
       last_log_ = clock::now();
       log::info("backfill", progress_line(progress_),
                 {{"mapping", progress_.mapping},

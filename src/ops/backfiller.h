@@ -41,9 +41,10 @@ struct backfill_options {
   // How long transient failures (network, election) may go on before run() gives up with
   // the last one; zero retries for as long as it takes.
   std::chrono::milliseconds give_up_after{std::chrono::minutes(5)};
-  // Called after every batch and when a mapping is done, on run()'s thread. Without it,
-  // run() logs a progress line every `log_interval`.
+  // Called after every batch and when a mapping is done, on run()'s thread. Without it (or
+  // with log_progress), run() logs a progress line every `log_interval`.
   std::function<void(const backfill_progress&)> on_progress;
+  bool log_progress = false;
   std::chrono::milliseconds log_interval{std::chrono::seconds(5)};
 };
 

@@ -123,7 +123,7 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) 
   return out;
 }
 
-std::string to_json(const std::vector<source_status>& all, std::int64_t now_ms) {
+bson::document to_document(const std::vector<source_status>& all, std::int64_t now_ms) {
   bson::array sources;
   for (const auto& s : all) {
     bson::document d{{"source", s.source.full()}, {"checkpoint", s.has_checkpoint}};
@@ -142,7 +142,11 @@ std::string to_json(const std::vector<source_status>& all, std::int64_t now_ms) 
     if (!s.detail.empty()) d.append("detail", s.detail);
     sources.push_back(std::move(d));
   }
-  return bson::to_json(bson::document{{"sources", std::move(sources)}});
+  return bson::document{{"sources", std::move(sources)}};
+}
+
+std::string to_json(const std::vector<source_status>& all, std::int64_t now_ms) {
+  return bson::to_json(to_document(all, now_ms));
 }
 
 }  // namespace denormd::ops

@@ -48,5 +48,7 @@ std::optional<bson::timestamp> token_cluster_time(const bson::document& token);
 
 std::string to_text(const std::vector<source_status>& s, std::int64_t now_ms);
 std::string to_json(const std::vector<source_status>& s, std::int64_t now_ms);
+// The same as a document ({sources: [...]}), for a caller that adds to it.
+bson::document to_document(const std::vector<source_status>& s, std::int64_t now_ms);
 
 }  // namespace denormd::ops

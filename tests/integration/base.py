@@ -39,9 +39,9 @@ class DaemonTestCase(unittest.TestCase):
         """What a subclass leaves on the server, undone once its daemons are gone and before the
         test server stops."""
 
-    def daemon(self, uri, *extra, mappings=None, ready=True):
+    def daemon(self, uri, *extra, mappings=None, ready=True, auto_backfill=False):
         """`denormd run` against `uri` and this test's database; once ready unless told not to wait."""
-        d = Denormd(uri, self.dbname, mappings or self.mappings, *extra)
+        d = Denormd(uri, self.dbname, mappings or self.mappings, *extra, auto_backfill=auto_backfill)
         self.daemons.append(d)
         if ready:
             wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="denormd ready")
@@ -74,8 +74,8 @@ class ShopTestCase(DaemonTestCase):
         self.client.drop_database(self.dbname)
         self.client.close()
 
-    def start(self, *extra, mappings=None):
-        return self.daemon(self.uri, *extra, mappings=mappings)
+    def start(self, *extra, mappings=None, auto_backfill=False):
+        return self.daemon(self.uri, *extra, mappings=mappings, auto_backfill=auto_backfill)
 
     def cmd(self, command, *args, timeout=180):
         """Runs `denormd COMMAND` against this test's database; returns (exit code, stdout, stderr)."""

@@ -91,6 +91,8 @@ void use_every_family(metrics& m) {
   m.count_deadletter("orders-customer");
   m.set_watcher_ready("shop.customers", true);
   m.count_backfill("orders-customer", 100);
+  m.set_mapping_info("orders-customer", "0123456789abcdef");
+  m.set_backfill_progress("orders-customer", 0.5);
 }
 
 struct family_spec {
@@ -115,6 +117,10 @@ const std::vector<family_spec>& design_families() {
       {"denormd_watcher_ready", "gauge", {{"source", "shop.customers"}}},
       {"denormd_backfill_documents_total", "counter", {{"mapping", "orders-customer"}}},
       {"denormd_build_info", "gauge", {{"version", "1.2.3"}}},
+      {"denormd_backfill_progress", "gauge", {{"mapping", "orders-customer"}}},
+      {"denormd_mapping_info",
+       "gauge",
+       {{"mapping", "orders-customer"}, {"fingerprint", "0123456789abcdef"}}},
   };
   return specs;
 }

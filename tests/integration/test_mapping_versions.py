@@ -1,0 +1,159 @@
+"""Mapping versions: the daemon records which definition of each mapping it runs
+(denormd_mappings), and status lists them with the state of their backfill, so a changed
+mapping whose documents still have the old shape shows as stale until it is backfilled."""
+import json
+import os
+import re
+import shutil
+import threading
+import time
+
+from tests.integration.base import ShopTestCase
+from tests.integration.harness import wait_until
+
+OPEN = {"status": {"$nin": ["DELIVERED", "CANCELLED"]}}
+
+
+class MappingVersionsTest(ShopTestCase):
+    def add_mail_to_orders_customer(self):
+        path = os.path.join(self.mappings, "orders-customer.json")
+        with open(path) as f:
+            m = json.load(f)
+        m["fields"]["mail"] = "email"
+        with open(path, "w") as f:
+            json.dump(m, f)
+
+    def differences_with_mail(self):
+        """The shop's differences, counting an open order's customer copy right when it also
+        holds the new field `mail` (the shop's own check knows the sample definition only)."""
+        out = []
+        for d in self.shop.check():
+            if d[0] == "orders-customer" and d[2] == dict(d[3], mail=d[3]["email"]):
+                continue
+            out.append(d)
+        return out + ([("orders without customer.mail", self.orders_missing_mail())]
+                      if self.orders_missing_mail() else [])
+
+    def orders_missing_mail(self):
+        """Open orders whose customer copy lacks the customer's current email as `mail`."""
+        emails = {c["_id"]: c.get("email") for c in self.db.customers.find({}, {"email": 1})}
+        return sum(1 for o in self.db.orders.find(OPEN, {"customerId": 1, "customer": 1})
+                   if o.get("customerId") in emails and (o.get("customer") or {}).get("mail") != emails[o["customerId"]])
+
+    def versions(self):
+        rc, out, err = self.cmd("status", "--json")
+        self.assertEqual(rc, 0, out + err)
+        return {m["mapping"]: m for m in json.loads(out)["mappings"]}
+
+    def run_once(self):
+        """Starts denormd (it records its mappings at start) and stops it; returns its metrics."""
+        d = self.start()
+        metrics = d.metrics()
+        self.assertEqual(d.stop(), 0)
+        return metrics
+
+    def test_status_shows_each_definition_and_whether_its_documents_are_stale(self):
+        self.shop.seed()
+        rc, out, err = self.cmd("status", "--json")
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(json.loads(out)["mappings"], [])  # nothing recorded before a run
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        metrics = self.run_once()
+        first = self.versions()
+        names = sorted(f[:-5] for f in os.listdir(self.mappings))
+        self.assertEqual(sorted(first), names)
+        for name, v in first.items():
+            self.assertRegex(v["fingerprint"], r"^[0-9a-f]{16}$")
+            self.assertEqual((v["removed"], v["backfill"]), (False, "done"), name)
+            labels = frozenset({("mapping", name), ("fingerprint", v["fingerprint"])})
+            self.assertEqual(metrics.get(("denormd_mapping_info", labels)), 1.0, name)
+
+        # A changed definition: active from the next start, its documents stale until backfilled
+        # (this daemon runs with --no-auto-backfill, as the harness starts it by default).
+        self.add_mail_to_orders_customer()
+        self.run_once()
+        second = self.versions()
+        changed = second["orders-customer"]
+        self.assertNotEqual(changed["fingerprint"], first["orders-customer"]["fingerprint"])
+        self.assertGreater(changed["activeSince"], first["orders-customer"]["activeSince"])
+        self.assertEqual(changed["backfill"], "pending")
+        for name in names:
+            if name != "orders-customer":
+                self.assertEqual(second[name], first[name], name)  # untouched
+        rc, out, err = self.cmd("status")
+        self.assertEqual(rc, 0, out + err)
+        self.assertRegex(out, r"orders-customer: fingerprint [0-9a-f]{16}, active since .*, backfill pending "
+                              r"\(.*run denormd backfill --mapping orders-customer\)")
+        self.assertEqual(self.cmd("backfill", "--mapping", "orders-customer")[0], 0)
+        self.assertEqual(self.versions()["orders-customer"]["backfill"], "done")
+
+        # A removed mapping keeps its record; back with the same definition, it is still backfilled.
+        kept = os.path.join(self.mappings, "products-recent-reviews.json")
+        aside = kept + ".aside"
+        shutil.move(kept, aside)
+        self.run_once()
+        self.assertTrue(self.versions()["products-recent-reviews"]["removed"])
+        rc, out, err = self.cmd("status")
+        self.assertIn("products-recent-reviews: fingerprint %s, removed" %
+                      first["products-recent-reviews"]["fingerprint"], out)
+        shutil.move(aside, kept)
+        self.run_once()
+        back = self.versions()["products-recent-reviews"]
+        self.assertEqual((back["removed"], back["backfill"]), (False, "done"))
+        self.assertEqual(back["fingerprint"], first["products-recent-reviews"]["fingerprint"])
+        self.assertGreater(back["activeSince"], first["products-recent-reviews"]["activeSince"])
+        self.assertTrue(re.match(r"^\d{4}-\d\d-\d\dT", back["activeSince"]))
+
+    def test_a_changed_mapping_is_backfilled_at_start_while_a_workload_runs(self):
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        self.run_once()
+        self.add_mail_to_orders_customer()
+        self.assertGreater(self.orders_missing_mail(), 0)
+        d = self.start(auto_backfill=True)
+        stop = threading.Event()
+
+        def work():
+            while not stop.is_set():
+                self.shop.random_change()
+
+        t = threading.Thread(target=work)
+        t.start()
+        try:
+            wait_until(lambda: d.metric_sum("denormd_backfill_progress", mapping="orders-customer") == 1,
+                       timeout=60, message="the automatic backfill done")
+            time.sleep(0.5)
+        finally:
+            stop.set()
+            t.join()
+        # Every mapping kept up meanwhile, and every open order has customer.mail.
+        wait_until(lambda: not self.differences_with_mail(), timeout=60, interval=0.25,
+                   message="dependents in line, with customer.mail")
+        self.assertIn("new or changed mappings are backfilled while the streams run", d.log())
+        self.assertIn("orders-customer", d.log())
+        self.assertEqual(self.versions()["orders-customer"]["backfill"], "done")
+        # Nothing else was backfilled: the other definitions were done already.
+        self.assertNotIn("backfill: starting mapping=orders-items-product", d.log())
+        self.assertEqual(d.stop(), 0)
+
+    def test_kill9_during_an_automatic_backfill_resumes_where_it_stopped(self):
+        self.shop.seed(customers=20000, orders=3000)
+        self.assertEqual(self.cmd("backfill", "--mapping", "orders-items-product", "--mapping",
+                                  "logmsgs-host", "--mapping", "products-recent-reviews", "--mapping",
+                                  "hosts-recent-logs", "--mapping", "customers-recent-orders")[0], 0)
+        # orders-customer was never backfilled: the first start backfills it.
+        d = self.start(auto_backfill=True)
+        wait_until(lambda: 0 < d.metric_sum("denormd_backfill_progress", mapping="orders-customer") < 0.9,
+                   timeout=60, interval=0.01, message="the automatic backfill under way")
+        d.kill9()
+        stored = self.db.denormd_backfill.find_one({"_id": "orders-customer"})
+        self.assertFalse(stored["done"])
+        self.assertIn("lastKey", stored)
+        self.assertEqual(self.versions()["orders-customer"]["backfill"], "running")
+        d2 = self.start(auto_backfill=True)
+        wait_until(lambda: d2.metric_sum("denormd_backfill_progress", mapping="orders-customer") == 1,
+                   timeout=120, message="the automatic backfill done after the restart")
+        self.assertIn("continuing an unfinished backfill", d2.log())
+        self.assertEqual(self.versions()["orders-customer"]["backfill"], "done")
+        self.converge()
+        self.assertEqual(d2.stop(), 0)

@@ -182,43 +182,6 @@ void start_pipelines(pipeline::supervisor& pipelines,
   }
 }
 
-// The mappings whose documents were not backfilled under the definition now running (new or
-// changed since the last start): backfilled in the background, or only named with
-// --no-auto-backfill (status lists them as pending).
-void start_auto_backfill(ops::auto_backfill& backfill, const options& o, mongo::connection& conn,
-                         const mapping::planner& planner, const std::string& meta_db,
-                         std::stop_token stop) {
-  if (stop.stop_requested()) return;
-  auto versions = ops::read_versions(conn, meta_db);
-  if (!versions) {
-    log::warn("daemon", "cannot tell which mappings need a backfill; none is started",
-              {{"error", versions.error().to_string()}});
-    return;
-  }
-  std::vector<const mapping::mapping*> stale;
-  std::string names;
-  for (const auto& m : planner.mappings()) {
-    const auto v = std::find_if(versions->begin(), versions->end(),
-                                [&](const ops::mapping_version& x) { return x.name == m.name; });
-    if (v != versions->end() && v->fingerprint == m.fingerprint() &&
-        v->backfill == ops::backfill_state::done) {
-      continue;
-    }
-    stale.push_back(&m);
-    names += (names.empty() ? "" : ", ") + m.name;
-  }
-  if (stale.empty()) return;
-  if (o.no_auto_backfill || o.dry_run) {
-    log::warn("daemon",
-              "new or changed mappings are not backfilled (--no-auto-backfill or --dry-run): "
-              "documents written before they became active may have the old shape until "
-              "denormd backfill runs",
-              {{"mappings", names}});
-    return;
-  }
-  backfill.start(std::move(stale));
-}
-
 // Stops the pipelines (within the stop deadline), then the endpoint.
 void shut_down(pipeline::supervisor& pipelines, http::endpoint& endpoint) {
   // Reverse order: stop reading (a watcher ends within one await), close the hand-overs, let
@@ -281,13 +244,6 @@ int daemon::run() {
   }
   if (images_missing) return 2;
   const std::string meta_db = meta_database(opts_, (*conn)->default_database());
-  // Which definitions run from now on (status shows them, and which are stale); a server
-  // that cannot be reached yet is waited for by the pipelines, not here.
-  if (auto st = ops::record_mappings(**conn, meta_db, planner->mappings(), wall_ms()); !st) {
-    log::warn("daemon", "cannot record the running mappings",
-              {{"collection", meta_db + "." + ops::mappings_collection},
-               {"error", st.error().to_string()}});
-  }
   for (const auto& mp : planner->mappings())
     m.set_mapping_info(mp.name, mp.fingerprint());
   checkpoint::checkpoint_store checkpoints(**conn, meta_db);
@@ -313,7 +269,7 @@ int daemon::run() {
   start_pipelines(pipelines, planner, watched, *replay, checkpoints, m, stop_.get_token());
   // Started after the streams, stopped before them.
   ops::auto_backfill backfill(**conn, *planner, m, meta_db);
-  start_auto_backfill(backfill, opts_, **conn, *planner, meta_db, stop_.get_token());
+  if (!stop_.stop_requested()) backfill.start(wall_ms(), !opts_.no_auto_backfill && !opts_.dry_run);
   while (sleep_unless_stopped(stop_.get_token(), std::chrono::hours(1))) {
   }
   backfill.stop();

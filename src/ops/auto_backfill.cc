@@ -1,10 +1,24 @@
 #include "ops/auto_backfill.h"
 
+#include <algorithm>
+
 #include "common/backoff.h"
 #include "common/log.h"
 #include "ops/backfiller.h"
+#include "ops/mapping_versions.h"
 
 namespace denormd::ops {
+
+namespace {
+
+std::string joined_names(const std::vector<const mapping::mapping*>& which) {
+  std::string out;
+  for (const auto* m : which)
+    out += (out.empty() ? "" : ", ") + m->name;
+  return out;
+}
+
+}  // namespace
 
 auto_backfill::auto_backfill(mongo::connection& conn, const mapping::planner& planner,
                              metrics::metrics& m, std::string meta_db)
@@ -14,12 +28,9 @@ auto_backfill::~auto_backfill() {
   stop();
 }
 
-void auto_backfill::start(std::vector<const mapping::mapping*> which) {
-  if (which.empty()) return;
-  for (const auto* m : which)
-    metrics_.set_backfill_progress(m->name, 0);
+void auto_backfill::start(std::int64_t now_ms, bool backfill) {
   thread_ = std::jthread(
-      [this, which = std::move(which)](std::stop_token stop) { run(which, std::move(stop)); });
+      [this, now_ms, backfill](std::stop_token stop) { run(now_ms, backfill, std::move(stop)); });
 }
 
 void auto_backfill::stop() {
@@ -28,12 +39,56 @@ void auto_backfill::stop() {
   thread_.join();
 }
 
-void auto_backfill::run(const std::vector<const mapping::mapping*>& which, std::stop_token stop) {
-  std::string names;
-  for (const auto* m : which)
-    names += (names.empty() ? "" : ", ") + m->name;
+std::optional<std::vector<const mapping::mapping*>> auto_backfill::stale(std::int64_t now_ms,
+                                                                         std::stop_token& stop) {
+  backoff retry(std::chrono::seconds(1), std::chrono::seconds(30));
+  while (true) {
+    auto st = record_mappings(conn_, meta_db_, planner_.mappings(), now_ms);
+    if (st) {
+      auto versions = read_versions(conn_, meta_db_);
+      if (versions) {
+        std::vector<const mapping::mapping*> out;
+        for (const auto& m : planner_.mappings()) {
+          const auto v = std::find_if(versions->begin(), versions->end(),
+                                      [&](const mapping_version& x) { return x.name == m.name; });
+          const bool current = v != versions->end() && v->fingerprint == m.fingerprint() &&
+                               v->backfill == backfill_state::done;
+          if (!current) out.push_back(&m);
+        }
+        return out;
+      }
+      st = mongo::status(versions.error());
+    }
+    metrics_.count_error("backfill", st.error().metric_code());
+    log::warn("backfill", "cannot record the running mappings; retrying",
+              {{"collection", meta_db_ + "." + mappings_collection},
+               {"error", st.error().to_string()},
+               {"retry_in_ms", static_cast<std::int64_t>(retry.next().count())}});
+    if (!retry.wait(stop)) return std::nullopt;
+  }
+}
+
+void auto_backfill::run(std::int64_t now_ms, bool enabled, std::stop_token stop) {
+  auto which = stale(now_ms, stop);
+  if (!which || which->empty()) return;
+  const std::string names = joined_names(*which);
+  if (!enabled) {
+    log::warn("daemon",
+              "new or changed mappings are not backfilled (--no-auto-backfill or --dry-run): "
+              "documents written before they became active may have the old shape until "
+              "denormd backfill runs",
+              {{"mappings", names}});
+    return;
+  }
+  for (const auto* m : *which)
+    metrics_.set_backfill_progress(m->name, 0);
   log::info("backfill", "new or changed mappings are backfilled while the streams run",
             {{"mappings", names}});
+  backfill(std::move(*which), stop);
+}
+
+void auto_backfill::backfill(std::vector<const mapping::mapping*> left, std::stop_token& stop) {
+  const std::string names = joined_names(left);
   backfill_options opts;
   opts.log_progress = true;
   opts.on_progress = [this](const backfill_progress& p) {
@@ -43,10 +98,9 @@ void auto_backfill::run(const std::vector<const mapping::mapping*>& which, std::
     metrics_.set_backfill_progress(p.mapping, share);
   };
   backoff retry(std::chrono::seconds(1), std::chrono::seconds(30));
-  std::vector<const mapping::mapping*> left = which;
   while (!stop.stop_requested() && !left.empty()) {
-    backfiller backfill(conn_, planner_, metrics_, meta_db_);
-    auto outcome = backfill.run(left, opts, stop);
+    backfiller runner(conn_, planner_, metrics_, meta_db_);
+    auto outcome = runner.run(left, opts, stop);
     if (outcome) {
       // The finished ones are done for good; a stop leaves the rest to the next start.
       for (const auto& mb : outcome->mappings) {

@@ -1,13 +1,16 @@
 #pragma once
-// The automatic backfill of `denormd run`: the mappings whose documents were not backfilled
-// under their running definition (new, or changed since the last start; README, "Changing
-// mappings") are backfilled in the background while the streams run. It starts after the
-// pipelines, whose streams go on from their checkpoints, so a write made while it runs reaches
-// the new definition through the stream either way; the backfiller stores each mapping's
-// progress, so a stop or a kill -9 continues where it was; failures are retried with a
+// The automatic backfill of `denormd run`: it records the mappings the daemon runs
+// (mapping_versions.h), then backfills in the background, while the streams run, those whose
+// documents were not backfilled under their running definition (new, or changed since the
+// last start; README, "Changing mappings"). It starts after the pipelines, whose streams go on
+// from their checkpoints, so a write made while it runs reaches the new definition through the
+// stream either way; the backfiller stores each mapping's progress, so a stop or a kill -9
+// continues where it was; a server that does not answer, and failures, are retried with a
 // back-off until it is stopped. Lifecycle: start() once, stop() (or the destructor) joins.
 // The connection, planner and metrics must outlive it.
 
+#include <cstdint>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -27,13 +30,18 @@ class auto_backfill {
   auto_backfill(const auto_backfill&) = delete;
   auto_backfill& operator=(const auto_backfill&) = delete;
 
-  // Backfills `which` (mappings of the planner), one after the other, on a thread of its own.
-  void start(std::vector<const mapping::mapping*> which);
+  // On a thread of its own: records the planner's mappings as running since `now_ms`, then,
+  // with `backfill`, backfills the stale ones one after the other (without, it names them).
+  void start(std::int64_t now_ms, bool backfill);
   // Stops between two batches (progress is stored) and joins.
   void stop();
 
  private:
-  void run(const std::vector<const mapping::mapping*>& which, std::stop_token stop);
+  void run(std::int64_t now_ms, bool backfill, std::stop_token stop);
+  // The mappings not backfilled under their running definition; nullopt when stopped first.
+  std::optional<std::vector<const mapping::mapping*>> stale(std::int64_t now_ms,
+                                                            std::stop_token& stop);
+  void backfill(std::vector<const mapping::mapping*> which, std::stop_token& stop);
 
   mongo::connection& conn_;
   const mapping::planner& planner_;

@@ -79,6 +79,43 @@ class recompute_merger {
   std::unordered_map<const mapping*, open> open_;
 };
 
+// Incremental deltas commute (each parent applies each event once, whatever the order), so
+// all of one parent's in a batch make one statement, rebuilt from their merged events.
+class delta_merger {
+ public:
+  // True when `op` was merged into its parent's earlier delta (and is to be dropped).
+  bool merge(write_op& op, std::vector<std::optional<write_op>>& slots) {
+    auto [it, fresh] = open_.try_emplace(merge_id(op), slots.size());
+    if (fresh) return false;
+    write_op& into = *slots[it->second];
+    absorb_times(into, op);
+    auto& events = into.as<update_write>()->delta->events;
+    for (auto& e : op.as<update_write>()->delta->events)
+      events.push_back(std::move(e));
+    merged_.insert(it->second);
+    return true;
+  }
+  // Rebuilds the statement of every delta that absorbed others.
+  void rebuild(std::vector<std::optional<write_op>>& slots) const {
+    for (const std::size_t i : merged_) {
+      write_op& op = *slots[i];
+      const mapping& m = *op.source_mapping;
+      m.visit(overloaded{[&](const aggregate_kind& k) {
+                           write_op rebuilt = k.deltas(m, std::move(*op.as<update_write>()->delta));
+                           rebuilt.event = op.event;
+                           rebuilt.event_ms = op.event_ms;
+                           op = std::move(rebuilt);
+                         },
+                         // A kind that plans merge_rule::delta must say how deltas merge.
+                         [](const auto&) { assert(false && "only aggregate plans deltas"); }});
+    }
+  }
+
+ private:
+  std::unordered_map<std::string, std::size_t> open_;  // merge_id -> slot
+  std::unordered_set<std::size_t> merged_;             // slots to rebuild
+};
+
 }  // namespace
 
 std::vector<write_op> coalesce(std::vector<write_op> ops) {
@@ -87,8 +124,7 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
   std::unordered_map<std::string, std::size_t> last_copy;
   std::unordered_map<std::string, std::size_t> open_push;
   recompute_merger recomputes;
-  std::unordered_map<std::string, std::size_t> open_delta;
-  std::unordered_set<std::size_t> merged_delta;  // slots whose statement is to be rebuilt
+  delta_merger deltas;
 
   for (auto& op : ops) {
     switch (op.merge) {
@@ -129,39 +165,16 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
       case merge_rule::recompute:
         if (recomputes.merge(op, slots)) continue;
         break;
-      case merge_rule::delta: {
-        // Deltas commute (each parent applies each event once, whatever the order), so all of
-        // one parent's in a batch make one statement.
-        auto [it, fresh] = open_delta.try_emplace(merge_id(op), slots.size());
-        if (!fresh) {
-          write_op& into = *slots[it->second];
-          absorb_times(into, op);
-          auto& events = into.as<update_write>()->delta->events;
-          for (auto& e : op.as<update_write>()->delta->events)
-            events.push_back(std::move(e));
-          merged_delta.insert(it->second);
-          continue;
-        }
+      case merge_rule::delta:
+        if (deltas.merge(op, slots)) continue;
         break;
-      }
       case merge_rule::none:
         break;
     }
     slots.push_back(std::move(op));
   }
 
-  for (const std::size_t i : merged_delta) {
-    write_op& op = *slots[i];
-    const mapping& m = *op.source_mapping;
-    m.visit(overloaded{[&](const aggregate_kind& k) {
-                         write_op rebuilt = k.deltas(m, std::move(*op.as<update_write>()->delta));
-                         rebuilt.event = op.event;
-                         rebuilt.event_ms = op.event_ms;
-                         op = std::move(rebuilt);
-                       },
-                       // A kind that plans merge_rule::delta must say how deltas merge.
-                       [](const auto&) { assert(false && "only aggregate plans deltas"); }});
-  }
+  deltas.rebuild(slots);
 
   std::vector<write_op> out;
   out.reserve(slots.size());

@@ -22,7 +22,6 @@
 #include "ops/auto_backfill.h"
 #include "ops/backfiller.h"
 #include "ops/image_check.h"
-#include "ops/mapping_versions.h"
 #include "pipeline/supervisor.h"
 #include "sink/writer.h"
 #include "source/watcher.h"

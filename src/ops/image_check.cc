@@ -29,7 +29,7 @@ std::vector<image_problem> check_images(mongo::connection& conn, const mapping::
     if (!need.before && !need.after) continue;
     std::string users;
     for (const auto& m : planner.mappings()) {
-      if (m.source == source && m.kind_name() == "aggregate")
+      if (m.source == source && m.as<mapping::aggregate_kind>() != nullptr)
         users += (users.empty() ? "" : ", ") + m.name;
     }
     auto enabled = images_enabled(conn, source);

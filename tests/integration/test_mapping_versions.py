@@ -31,8 +31,8 @@ class MappingVersionsTest(ShopTestCase):
             if d[0] == "orders-customer" and d[2] == dict(d[3], mail=d[3]["email"]):
                 continue
             out.append(d)
-        return out + ([("orders without customer.mail", self.orders_missing_mail())]
-                      if self.orders_missing_mail() else [])
+        missing = self.orders_missing_mail()
+        return out + ([("orders without customer.mail", missing)] if missing else [])
 
     def orders_missing_mail(self):
         """Open orders whose customer copy lacks the customer's current email as `mail`."""

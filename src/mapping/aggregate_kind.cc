@@ -109,10 +109,7 @@ std::optional<child_share> share_of(const mapping& m, const aggregate_kind& k,
 // resume token's _data, which MongoDB encodes so that tokens compare in event order (events of
 // one transaction share a cluster time).
 bson::document position_of(const change_event& ev) {
-  const bson::value* data = ev.token.get("_data");
-  bson::value k =
-      data != nullptr && data->is_string() ? *data : bson::value(bson::to_json(ev.token));
-  return bson::document{{"t", ev.cluster_time}, {"k", std::move(k)}};
+  return bson::document{{"t", ev.cluster_time}, {"k", token_position(ev.token)}};
 }
 
 // The position of a snapshot read at `at`: after every event at or before that time.

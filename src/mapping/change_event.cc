@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "bson/convert.h"
+#include "bson/json.h"
 #include "query/matcher.h"
 
 namespace denormd::mapping {
@@ -184,6 +185,12 @@ bool touches(const std::vector<std::string>& touched, const std::vector<std::str
     return std::any_of(paths.begin(), paths.end(),
                        [&](const std::string& p) { return query::paths_overlap(t, p); });
   });
+}
+
+std::string token_position(const bson::document& token) {
+  const bson::value* data = token.get("_data");
+  if (data != nullptr && data->is_string()) return data->as_string();
+  return bson::to_json(token);
 }
 
 }  // namespace denormd::mapping

@@ -56,4 +56,8 @@ struct change_event {
 // True when any touched path overlaps any of `paths` ("address" touches "address.city").
 bool touches(const std::vector<std::string>& touched, const std::vector<std::string>& paths);
 
+// An event's position in its stream: the resume token's `_data`, which MongoDB encodes so that
+// tokens compare in event order (a token without one: its JSON, which is at least stable).
+std::string token_position(const bson::document& token);
+
 }  // namespace denormd::mapping

@@ -4,6 +4,17 @@
 
 namespace denormd::mapping {
 
+bool replay_gate::admits(std::string_view name, std::string_view position) const {
+  const auto it = from.find(name);
+  return position > (it == from.end() ? std::string_view(others_after) : it->second);
+}
+
+bool replay_gate::passed(std::string_view position) const {
+  if (position <= others_after) return false;
+  return std::all_of(from.begin(), from.end(),
+                     [&](const auto& f) { return position > std::string_view(f.second); });
+}
+
 planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings)) {
   auto add_field = [](source_plan& plan, const std::string& path) {
     const std::string top = path.substr(0, path.find('.'));
@@ -76,15 +87,50 @@ stream_images planner::needs_images(const ns& source) const {
   return out;
 }
 
+std::string planner::stream_signature(const ns& source) const {
+  auto it = by_source_.find(source);
+  if (it == by_source_.end()) return {};
+  std::vector<std::string> parts;
+  for (const compiled& c : it->second.mappings)
+    parts.push_back("source " + c.m->name + " " + c.m->fingerprint());
+  for (const compiled& c : it->second.fills)
+    parts.push_back("fills " + c.m->name + " " + c.m->fingerprint());
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (const auto& p : parts)
+    out += p + "\n";
+  return out;
+}
+
+std::vector<std::string> planner::mappings_reading(const ns& source) const {
+  std::vector<std::string> out;
+  auto it = by_source_.find(source);
+  if (it == by_source_.end()) return out;
+  for (const compiled& c : it->second.mappings)
+    out.push_back(c.m->name);
+  for (const compiled& c : it->second.fills) {
+    if (std::find(out.begin(), out.end(), c.m->name) == out.end()) out.push_back(c.m->name);
+  }
+  return out;
+}
+
 void planner::plan(const change_event& ev, std::vector<write_op>& out,
-                   std::vector<std::string>* notes) const {
+                   std::vector<std::string>* notes, const replay_gate* gate) const {
   if (!ev.is_document_event()) return;
   auto it = by_source_.find(ev.source);
   if (it == by_source_.end()) return;
-  for (const compiled& c : it->second.mappings)
-    c.m->visit([&](const auto& k) { k.plan(*c.m, c.watched, ev, out, notes); });
-  for (const compiled& c : it->second.fills)
-    c.m->visit([&](const auto& k) { k.plan_new_target(*c.m, c.watched, ev, out); });
+  std::string position;
+  if (gate != nullptr) position = token_position(ev.token);
+  auto admitted = [&](const compiled& c) {
+    return gate == nullptr || gate->admits(c.m->name, position);
+  };
+  for (const compiled& c : it->second.mappings) {
+    if (admitted(c)) c.m->visit([&](const auto& k) { k.plan(*c.m, c.watched, ev, out, notes); });
+  }
+  for (const compiled& c : it->second.fills) {
+    if (admitted(c))
+      c.m->visit([&](const auto& k) { k.plan_new_target(*c.m, c.watched, ev, out); });
+  }
 }
 
 bson::array& pushed_elements(write_op& push) {

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mapping/change_event.h"
@@ -11,6 +12,22 @@
 #include "mapping/write_op.h"
 
 namespace denormd::mapping {
+
+// Which mappings an event is for while a stream replays history that only some of them need:
+// a mapping put back after it was removed catches up from where it stopped while the others,
+// already past that history, skip it (docs/architecture.md, "Changing mappings"). Positions
+// are resume tokens' `_data`, which order like the events they name.
+struct replay_gate {
+  // Mappings not named in `from` take events after this position.
+  std::string others_after;
+  // Mapping name -> the position after which that mapping takes events.
+  std::map<std::string, std::string, std::less<>> from;
+
+  // Whether mapping `name` takes the event at `position`.
+  bool admits(std::string_view name, std::string_view position) const;
+  // Whether every mapping takes the event at `position` and every later one.
+  bool passed(std::string_view position) const;
+};
 
 class planner {
  public:
@@ -29,11 +46,18 @@ class planner {
   const std::vector<std::string>& document_fields(const ns& source) const;
   // The document states some mapping reading `source` needs with each change.
   stream_images needs_images(const ns& source) const;
+  // What decides how `source`'s events are planned: every mapping that reads it as a source
+  // or fills it as a target, with its fingerprint. Two planners with the same signature for a
+  // namespace plan its events alike, so a reload keeps that namespace's pipeline running.
+  std::string stream_signature(const ns& source) const;
+  // The names of the mappings whose plans read `source` (as a source or a filled target).
+  std::vector<std::string> mappings_reading(const ns& source) const;
 
   // Appends the writes one event needs. `notes` (optional) receives the reason an event
   // produced nothing where that is surprising (a key that cannot be known, for example).
+  // With `gate`, only the mappings it admits at the event's position plan it.
   void plan(const change_event& ev, std::vector<write_op>& out,
-            std::vector<std::string>* notes = nullptr) const;
+            std::vector<std::string>* notes = nullptr, const replay_gate* gate = nullptr) const;
 
  private:
   // What the planner derives from a mapping once instead of per event.

@@ -22,11 +22,13 @@
 namespace denormd::pipeline {
 
 // Where a pipeline's source starts reading: after a resume token, else at an operation time,
-// else now. `saved_ms`: when the position was stored (the lag until the first read).
+// else now. `saved_ms`: when the position was stored (the lag until the first read). `gate`:
+// while replaying history some mappings have applied already, which mapping takes which event.
 struct start_position {
   std::optional<bson::document> resume_after;
   std::optional<bson::timestamp> start_at;
   std::int64_t saved_ms = 0;
+  std::optional<mapping::replay_gate> gate;
 };
 
 class parts_factory {

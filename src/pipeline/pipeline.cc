@@ -19,6 +19,7 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   sink::applier_options ao = opts.applier;
   ao.source = source_;
   ao.initial_checkpoint_ms = from_.saved_ms;
+  ao.gate = from_.gate;
   if (from_.start_at) ao.start_at_ms = static_cast<std::int64_t>(from_.start_at->t) * 1000;
   applier_ = std::make_unique<sink::applier>(planner_, *writer_, parts.positions(), *queue_, m, ao);
   reader_ = parts.make_source(source_, from_, planner_->needs_images(source_), *queue_,
@@ -64,7 +65,11 @@ start_position pipeline::resume_position() const {
   if (resync_unfinished_) return from_;
   const auto& applied = applier_->applied_position();
   if (!applied) return from_;  // nothing applied: the old start is still where to begin
-  return start_position{applied->token, std::nullopt, applier_->checkpoint_ms()};
+  start_position next{applied->token, std::nullopt, applier_->checkpoint_ms(), std::nullopt};
+  // A replay that has not reached the end of what it holds back goes on holding it back.
+  if (from_.gate && !from_.gate->passed(mapping::token_position(applied->token)))
+    next.gate = from_.gate;
+  return next;
 }
 
 mongo::result<std::optional<source::resync_started>> pipeline::resync(std::stop_token source_stop) {

@@ -80,12 +80,18 @@ std::uint64_t supervisor::stop(const mapping::ns& source) {
   return p->applied_events();
 }
 
+std::optional<start_position> supervisor::hand_over(const mapping::ns& source) {
+  auto old = take(source);
+  if (!old) return std::nullopt;
+  stop_in_order({old.get()});
+  return old->resume_position();
+}
+
 bool supervisor::replace(const mapping::ns& source,
                          std::shared_ptr<const mapping::planner> planner) {
-  auto old = take(source);
-  if (!old) return false;
-  stop_in_order({old.get()});
-  start(source, std::move(planner), old->resume_position());
+  auto from = hand_over(source);
+  if (!from) return false;
+  start(source, std::move(planner), std::move(*from));
   return true;
 }
 

@@ -42,8 +42,11 @@ class supervisor {
   // in flight and stores the checkpoint) and removes it. Returns the events it applied; 0
   // when none is listed.
   std::uint64_t stop(const mapping::ns& source);
-  // Stops the pipeline of `source` and starts one planning with `planner` where it stopped:
-  // after the last item it applied. False when none is listed.
+  // Stops the pipeline of `source` as stop() does and returns where one taking over starts:
+  // after the last item it applied. nullopt when none is listed.
+  std::optional<start_position> hand_over(const mapping::ns& source);
+  // Stops the pipeline of `source` and starts one planning with `planner` where it stopped.
+  // False when none is listed.
   bool replace(const mapping::ns& source, std::shared_ptr<const mapping::planner> planner);
   // Stops every pipeline, the last started first: every source stops and is joined before
   // any queue closes, so an applier stopping on an empty queue stores the newest position.

@@ -111,7 +111,8 @@ std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) 
     metrics_.count_events(name_, ev->op_name);
     const std::size_t first = ops_.size();
     std::vector<std::string> notes;
-    planner_->plan(*ev, ops_, &notes);
+    if (opts_.gate && opts_.gate->passed(mapping::token_position(ev->token))) opts_.gate.reset();
+    planner_->plan(*ev, ops_, &notes, opts_.gate ? &*opts_.gate : nullptr);
     for (const auto& n : notes)
       log::warn("planner", n, {{"source", name_}});
     for (std::size_t i = first; i < ops_.size(); ++i) {

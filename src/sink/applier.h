@@ -41,6 +41,9 @@ struct applier_options {
   // or the applier stops. A crash replays at most this much, which is safe (ops are
   // idempotent) and spares one write command per batch. 0 stores after every batch.
   std::chrono::milliseconds checkpoint_interval{1000};
+  // While replaying history that only some mappings need, which mapping takes which event;
+  // dropped once the stream is past every position it holds back.
+  std::optional<mapping::replay_gate> gate;
 };
 
 class applier {

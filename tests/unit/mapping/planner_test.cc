@@ -43,6 +43,66 @@ TEST(planner_test, events_of_other_namespaces_plan_nothing) {
   EXPECT_TRUE(ops.empty());
 }
 
+// Two mappings reading customers: oc (copy into orders) and x (copy into invoices).
+std::vector<mapping> two_customer_mappings(const std::string& x_field = "name") {
+  auto ms = load(testing::customer_mapping);
+  auto more = load(R"({"name":"x","kind":"copy","source":{"collection":"customers"},
+    "target":{"collection":"invoices","key":"c"},"fields":{"n":")" +
+                   x_field + R"("}})");
+  ms.push_back(std::move(more.front()));
+  return ms;
+}
+
+change_event rename_at(const std::string& data) {
+  return event(R"({"_id":{"_data":")" + data +
+               R"("},"operationType":"update","ns":{"db":"shop","coll":"customers"},
+    "documentKey":{"_id":1},"updateDescription":{"updatedFields":{"name":"N"},"removedFields":[]},
+    "fullDocument":{"_id":1,"name":"N"}})");
+}
+
+TEST(planner_test, a_namespace_signature_changes_with_its_mappings_only) {
+  const planner both(two_customer_mappings());
+  const planner same(two_customer_mappings());
+  const planner changed(two_customer_mappings("email"));
+  const planner one(load(testing::customer_mapping));
+  const ns customers{"shop", "customers"};
+  EXPECT_EQ(both.stream_signature(customers), same.stream_signature(customers));
+  EXPECT_NE(both.stream_signature(customers), changed.stream_signature(customers));
+  EXPECT_NE(both.stream_signature(customers), one.stream_signature(customers));
+  EXPECT_EQ(both.stream_signature({"shop", "orders"}), "");  // not watched
+  EXPECT_EQ(both.mappings_reading(customers), (std::vector<std::string>{"oc", "x"}));
+  // A fillNewTargets mapping reads its target too.
+  const planner fills(load(R"({"name":"f","kind":"copy","source":{"collection":"customers"},
+    "target":{"collection":"orders","key":"customerId"},"into":"c","fields":{"n":"name"},
+    "fillNewTargets":true})"));
+  EXPECT_EQ(fills.mappings_reading({"shop", "orders"}), (std::vector<std::string>{"f"}));
+  EXPECT_NE(fills.stream_signature({"shop", "orders"}), "");
+}
+
+TEST(planner_test, a_replay_gate_lets_each_mapping_take_only_what_it_has_not_applied) {
+  const planner p(two_customer_mappings());
+  // x was put back after it stopped at "b"; oc has applied everything up to "d".
+  const replay_gate gate{"d", {{"x", "b"}}};
+  auto targets = [&](const std::string& at) {
+    std::vector<write_op> ops;
+    p.plan(rename_at(at), ops, nullptr, &gate);
+    std::vector<std::string> out;
+    for (const auto& op : ops)
+      out.push_back(op.source_mapping->name);
+    return out;
+  };
+  EXPECT_EQ(targets("c"), (std::vector<std::string>{"x"}));
+  EXPECT_EQ(targets("d"), (std::vector<std::string>{"x"}));
+  EXPECT_EQ(targets("e"), (std::vector<std::string>{"oc", "x"}));
+  EXPECT_FALSE(gate.passed("c"));
+  EXPECT_FALSE(gate.passed("d"));
+  EXPECT_TRUE(gate.passed("e"));
+  EXPECT_FALSE((replay_gate{"b", {{"x", "d"}}}.passed("c")));  // x still holds back
+  std::vector<write_op> all;
+  p.plan(rename_at("a"), all);  // no gate: every mapping
+  EXPECT_EQ(all.size(), 2u);
+}
+
 TEST(set_path_test, creates_and_replaces_intermediate_documents) {
   bson::document d{{"a", 1}};
   set_path(d, "b.c.d", 2);

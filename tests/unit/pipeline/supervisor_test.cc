@@ -387,6 +387,37 @@ TEST_F(supervisor_test, a_replacement_resumes_after_the_last_applied_item_with_i
   s.stop_all();
 }
 
+TEST_F(supervisor_test, a_gated_replay_plans_old_events_only_for_the_mapping_put_back) {
+  // customers-name has applied up to c3; customers-name2 was put back and stopped at c1.
+  auto two = planner_of({copy_mapping("customers", "name"),
+                         R"({"name":"customers-name2","kind":"copy","source":{"collection":
+    "customers"},"target":{"collection":"invoices","key":"customersId"},"into":"c",
+    "fields":{"name":"name"}})"});
+  supervisor s(parts_, metrics_, opts_);
+  start_position from;
+  from.resume_after = bson::document{{"_data", "c1"}};
+  from.gate = mapping::replay_gate{"c3", {{"customers-name2", "c1"}}};
+  s.start(customers, two, from);
+  parts_.latest(customers).feed(rename(customers, "c2"));
+  ASSERT_TRUE(parts_.log.wait_for("apply customers 1 c2"));  // the returning mapping only
+  parts_.latest(customers).feed(rename(customers, "c3"));
+  ASSERT_TRUE(parts_.log.wait_for("apply customers 1 c3"));
+  ASSERT_TRUE(parts_.log.wait_for("save customers c3"));
+  // Handed over before the replay is through: the next one goes on holding back.
+  auto mid = s.hand_over(customers);
+  ASSERT_TRUE(mid.has_value());
+  EXPECT_EQ(data_of(*mid->resume_after), "c3");
+  ASSERT_TRUE(mid->gate.has_value());
+  s.start(customers, two, std::move(*mid));
+  parts_.latest(customers).feed(rename(customers, "c4"));
+  ASSERT_TRUE(parts_.log.wait_for("apply customers 2 c4"));  // both, from here on
+  auto after = s.hand_over(customers);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(data_of(*after->resume_after), "c4");
+  EXPECT_FALSE(after->gate.has_value());             // through: nothing held back any more
+  EXPECT_FALSE(s.hand_over(customers).has_value());  // no longer listed
+}
+
 TEST_F(supervisor_test, a_replacement_of_a_pipeline_that_applied_nothing_starts_where_it_did) {
   supervisor s(parts_, metrics_, opts_);
   start_position from;

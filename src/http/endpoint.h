@@ -1,6 +1,6 @@
 #pragma once
-// The daemon's HTTP endpoint (GET /metrics, /healthz, /readyz) on a thread of its own: an
-// http_server over an io_context this owns, so nothing else the daemon does rides on it.
+// The daemon's HTTP endpoint (GET /metrics, /healthz, /readyz, POST /-/reload) on a thread of its
+// own: an http_server over an io_context this owns, so nothing else the daemon does rides on it.
 //
 // Lifecycle: start() binds and listens (a bad address or a port in use is an error value)
 // and starts the thread; stop() closes the listener and every connection and joins the
@@ -21,9 +21,11 @@ namespace denormd::http {
 
 class endpoint {
  public:
+  // `reload` (optional) serves POST /-/reload.
   static expected<std::unique_ptr<endpoint>> start(std::string_view address,
                                                    http_server::metrics_callback metrics,
-                                                   http_server::readiness_callback ready);
+                                                   http_server::readiness_callback ready,
+                                                   http_server::reload_callback reload = {});
   ~endpoint();
   endpoint(const endpoint&) = delete;
   endpoint& operator=(const endpoint&) = delete;

@@ -105,6 +105,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
   const options opts;
   const metrics_callback metrics;
   const readiness_callback ready;
+  reload_callback reload;  // set before start()
   std::uint16_t port = 0;
 
   struct entry {
@@ -205,7 +206,12 @@ class http_server::session : public std::enable_shared_from_this<session> {
     std::string_view target(req.target().data(), req.target().size());
     target = target.substr(0, target.find('?'));
 
-    if (req.method() != http::verb::get && !head) {
+    if (target == "/-/reload" && owner_->reload) {
+      if (req.method() == http::verb::post || req.method() == http::verb::put)
+        return start_reload();
+      set(http::status::method_not_allowed, text_content_type, "method not allowed\n");
+      res_.set(http::field::allow, "POST, PUT");
+    } else if (req.method() != http::verb::get && !head) {
       set(http::status::method_not_allowed, text_content_type, "method not allowed\n");
       res_.set(http::field::allow, "GET, HEAD");
     } else if (target == "/metrics") {
@@ -218,9 +224,7 @@ class http_server::session : public std::enable_shared_from_this<session> {
         if (r.ready) {
           set(http::status::ok, text_content_type, "ready\n");
         } else {
-          std::string body = "not ready\n" + r.detail;
-          if (body.back() != '\n') body += '\n';
-          set(http::status::service_unavailable, text_content_type, std::move(body));
+          set_lines(http::status::service_unavailable, "not ready\n" + r.detail);
         }
       });
     } else {
@@ -228,6 +232,31 @@ class http_server::session : public std::enable_shared_from_this<session> {
     }
     res_.prepare_payload();
     if (head) res_.body().clear();  // Content-Length stays that of the GET
+    write(false);
+  }
+
+  // The reload runs elsewhere; its outcome comes back to this connection's strand. Until then
+  // this connection reads nothing (it is busy) and the others are served as usual.
+  void start_reload() {
+    auto answer = [self = shared_from_this()](reload_outcome r) {
+      net::post(self->stream_.get_executor(), [self, r = std::move(r)] { self->finish_reload(r); });
+    };
+    try {
+      owner_->reload(std::move(answer));
+    } catch (const std::exception& e) {
+      finish_reload({false, e.what()});
+    }
+  }
+
+  void finish_reload(const reload_outcome& r) {
+    if (closed_) return;
+    if (r.ok) {
+      set(http::status::ok, text_content_type, "reloaded\n");
+    } else {
+      set_lines(http::status::internal_server_error,
+                "reload failed; the mappings running before still run\n" + r.message);
+    }
+    res_.prepare_payload();
     write(false);
   }
 
@@ -248,6 +277,12 @@ class http_server::session : public std::enable_shared_from_this<session> {
     res_.result(status);
     res_.set(http::field::content_type, content_type);
     res_.body() = std::move(body);
+  }
+
+  // A text body of lines, the last one ended too.
+  void set_lines(http::status status, std::string body) {
+    if (body.back() != '\n') body += '\n';
+    set(status, text_content_type, std::move(body));
   }
 
   void respond_error(http::status status, std::string body) {
@@ -450,6 +485,10 @@ http_server::http_server(std::shared_ptr<state> s) : state_(std::move(s)) {}
 
 http_server::~http_server() {
   stop();
+}
+
+void http_server::set_reload(reload_callback reload) {
+  state_->reload = std::move(reload);
 }
 
 void http_server::start() {

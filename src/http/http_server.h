@@ -1,5 +1,6 @@
 #pragma once
-// The HTTP endpoint beside the daemon: GET /metrics, /healthz and /readyz (docs/metrics.md), on
+// The HTTP endpoint beside the daemon: GET /metrics, /healthz and /readyz (docs/metrics.md), and
+// POST /-/reload when the owner serves reloads (README, "Changing mappings"), on
 // Boost.Beast over whatever threads run the given io_context.
 //
 // Lifecycle: create() parses the address and binds and listens (so a bad address or a port in
@@ -37,10 +38,19 @@ struct listen_address {
 };
 expected<listen_address> parse_listen_address(std::string_view text);
 
+// How a reload asked for over HTTP ended; `message` says what failed.
+struct reload_outcome {
+  bool ok = false;
+  std::string message;
+};
+
 class http_server {
  public:
   using metrics_callback = std::function<std::string()>;
   using readiness_callback = std::function<readiness()>;
+  // Asks for a reload and returns at once; `done` is called once, from any thread, when it
+  // has run (the request waits for it, the other connections do not).
+  using reload_callback = std::function<void(std::function<void(reload_outcome)> done)>;
 
   struct options {
     // Longest wait for a request's header: from the connection's start, or from the previous
@@ -74,6 +84,9 @@ class http_server {
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;
 
+  // Serves POST (or PUT) /-/reload with `reload`; without, that path is not served. Call
+  // before start().
+  void set_reload(reload_callback reload);
   // Begins accepting connections; has no effect after stop().
   void start();
   // Closes the listener and every connection; returns at once, the closes run on the

@@ -48,8 +48,8 @@ struct values_equal {
 
 // One family with a cache from label values to its child metric. prometheus-cpp's own
 // Family::Add builds a std::map of labels and hashes it on every call; hot paths (one call
-// per event or write) should pay a hash of two short strings instead. Children are never
-// removed, so the cached references stay valid for the registry's lifetime.
+// per event or write) should pay a hash of two short strings instead. A reference stays valid
+// until remove_if() removes its child, which only the families of things that go away use.
 template <class T, std::size_t N>
 class labelled {
  public:
@@ -73,6 +73,20 @@ class labelled {
       child = &family_.Add(labels);
     children_.emplace(std::move(key), child);
     return *child;
+  }
+
+  // Removes the children whose label values `pred` picks.
+  template <class Pred>
+  void remove_if(Pred pred) {
+    std::lock_guard lock(mutex_);
+    for (auto it = children_.begin(); it != children_.end();) {
+      if (!pred(it->first)) {
+        ++it;
+        continue;
+      }
+      family_.Remove(it->second);
+      it = children_.erase(it);
+    }
   }
 
  private:
@@ -182,12 +196,20 @@ struct metrics::impl {
             "Always 1; the labels carry a mapping's name and the fingerprint of the definition it "
             "runs (denormd status lists the same)."),
       {"mapping", "fingerprint"}};
+  labelled<prometheus::Counter, 1> reloads{
+      counter(*registry, "denormd_mapping_reloads_total",
+              "Mapping reloads (SIGHUP, POST /-/reload, or a changed file with --watch-mappings) "
+              "by result: ok (the new set runs), error (the files did not load; the old set runs "
+              "on)."),
+      {"result"}};
   prometheus::Family<prometheus::Gauge>& build_info = gauge(
       *registry, "denormd_build_info", "Always 1; the label carries the running denormd version.");
 };
 
 metrics::metrics(std::string_view version) : impl_(std::make_unique<impl>()) {
   impl_->build_info.Add({{"version", std::string(version)}}).Set(1);
+  for (const std::string_view result : {"ok", "error"})
+    impl_->reloads.get({result});
 }
 
 metrics::~metrics() = default;
@@ -258,11 +280,29 @@ void metrics::declare_source(std::string_view source) {
   impl_->errors.get({"stream", "network"});
 }
 
+void metrics::remove_mapping(std::string_view mapping) {
+  impl_->mapping_info.remove_if([&](const auto& labels) { return labels[0] == mapping; });
+  impl_->backfill_progress.remove_if([&](const auto& labels) { return labels[0] == mapping; });
+}
+
+void metrics::remove_source(std::string_view source) {
+  auto named = [&](const auto& labels) { return labels[0] == source; };
+  impl_->lag.remove_if(named);
+  impl_->checkpoint_age.remove_if(named);
+  impl_->watcher_ready.remove_if(named);
+}
+
+void metrics::count_reload(std::string_view result) {
+  impl_->reloads.get({result}).Increment();
+}
+
 void metrics::set_backfill_progress(std::string_view mapping, double share) {
   impl_->backfill_progress.get({mapping}).Set(share);
 }
 
 void metrics::set_mapping_info(std::string_view mapping, std::string_view fingerprint) {
+  impl_->mapping_info.remove_if(
+      [&](const auto& labels) { return labels[0] == mapping && labels[1] != fingerprint; });
   impl_->mapping_info.get({mapping, fingerprint}).Set(1);
 }
 

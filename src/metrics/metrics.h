@@ -46,8 +46,17 @@ class metrics {
   void count_backfill(std::string_view mapping, std::uint64_t n);
   // denormd_backfill_progress{mapping}: share of the documents the backfill has walked
   void set_backfill_progress(std::string_view mapping, double share);
-  // denormd_mapping_info{mapping, fingerprint} = 1: the definition each mapping runs
+  // denormd_mapping_info{mapping, fingerprint} = 1: the definition each mapping runs (the
+  // series of its earlier definitions go)
   void set_mapping_info(std::string_view mapping, std::string_view fingerprint);
+  // A mapping no longer runs: its info and backfill-progress series go (its counters stay).
+  // Nothing may be setting its backfill progress meanwhile.
+  void remove_mapping(std::string_view mapping);
+  // A namespace is no longer watched: its gauges go (its counters stay). Its pipeline must
+  // have stopped.
+  void remove_source(std::string_view source);
+  // denormd_mapping_reloads_total{result}: result is "ok" or "error"
+  void count_reload(std::string_view result);
 
   // Creates the zero-valued series of a source or a mapping, so every family is visible from
   // start-up (dashboards and rate()/increase() alerts need a series before its first event).

@@ -147,6 +147,7 @@ class http_server_test : public ::testing::Test {
     ASSERT_TRUE(created) << created.error().message;
     server_ = std::move(created).value();
     ASSERT_NE(server_->port(), 0);
+    if (reload_) server_->set_reload(reload_);
     server_->start();
     for (int i = 0; i < threads; ++i)
       threads_.emplace_back([this] { io_.run(); });
@@ -177,6 +178,7 @@ class http_server_test : public ::testing::Test {
   std::atomic<int> scrapes_{0};
   std::atomic<bool> ready_{true};
   std::atomic<bool> throw_{false};
+  http_server::reload_callback reload_;
 };
 
 TEST_F(http_server_test, metrics_returns_the_callback_text_in_the_prometheus_format) {
@@ -253,6 +255,63 @@ TEST_F(http_server_test, unknown_paths_are_404_and_other_methods_405) {
   ASSERT_FALSE(r.ec) << r.ec.message();
   EXPECT_EQ(r.res.result(), http::status::method_not_allowed);
   EXPECT_EQ(scrapes_, 0);
+}
+
+TEST_F(http_server_test,
+       post_reload_answers_once_the_reload_has_run_and_others_are_served_meanwhile) {
+  std::promise<std::function<void(reload_outcome)>> asked;
+  std::atomic<int> reloads{0};
+  reload_ = [&](std::function<void(reload_outcome)> done) {
+    if (++reloads == 1) {
+      asked.set_value(std::move(done));  // answered later, from the test's thread
+    } else {
+      done({false, "orders-customer.json: /fields: must be an object"});
+    }
+  };
+  start();
+  auto pending = std::async(std::launch::async, [&] {
+    client c(server_->port());
+    return c.request(http::verb::post, "/-/reload");
+  });
+  auto answer = asked.get_future();
+  ASSERT_EQ(answer.wait_for(client_limit), std::future_status::ready);
+  // While that reload runs, another connection is served.
+  client other(server_->port());
+  auto h = other.request(http::verb::get, "/healthz");
+  ASSERT_FALSE(h.ec) << h.ec.message();
+  EXPECT_EQ(h.res.result(), http::status::ok);
+  EXPECT_EQ(pending.wait_for(100ms), std::future_status::timeout);  // still waiting
+  std::thread([done = answer.get()] { done({true, ""}); }).join();
+  auto r = pending.get();
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+  EXPECT_EQ(r.res.body(), "reloaded\n");
+
+  // A failed reload is a 500 that says what failed; PUT works as POST does (as Prometheus).
+  client c(server_->port());
+  auto f = c.request(http::verb::put, "/-/reload");
+  ASSERT_FALSE(f.ec) << f.ec.message();
+  EXPECT_EQ(f.res.result(), http::status::internal_server_error);
+  EXPECT_EQ(f.res.body(),
+            "reload failed; the mappings running before still run\n"
+            "orders-customer.json: /fields: must be an object\n");
+  // Only POST and PUT reload.
+  auto g = c.request(http::verb::get, "/-/reload");
+  ASSERT_FALSE(g.ec) << g.ec.message();
+  EXPECT_EQ(g.res.result(), http::status::method_not_allowed);
+  EXPECT_EQ(g.res[http::field::allow], "POST, PUT");
+  EXPECT_EQ(reloads, 2);
+}
+
+TEST_F(http_server_test, without_a_reload_handler_there_is_no_reload_path) {
+  start();
+  client c(server_->port());
+  auto r = c.request(http::verb::get, "/-/reload");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::not_found);
+  r = c.request(http::verb::post, "/-/reload");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::method_not_allowed);
 }
 
 TEST_F(http_server_test, keep_alive_serves_several_requests_on_one_connection) {

@@ -93,6 +93,7 @@ void use_every_family(metrics& m) {
   m.count_backfill("orders-customer", 100);
   m.set_mapping_info("orders-customer", "0123456789abcdef");
   m.set_backfill_progress("orders-customer", 0.5);
+  m.count_reload("ok");
 }
 
 struct family_spec {
@@ -121,6 +122,7 @@ const std::vector<family_spec>& design_families() {
       {"denormd_mapping_info",
        "gauge",
        {{"mapping", "orders-customer"}, {"fingerprint", "0123456789abcdef"}}},
+      {"denormd_mapping_reloads_total", "counter", {{"result", "ok"}}},
   };
   return specs;
 }
@@ -216,6 +218,42 @@ TEST(metrics_test, counters_add_and_gauges_set) {
   EXPECT_EQ(value_of(text, "denormd_watcher_ready", {{"source", "s"}}), 1);
   EXPECT_EQ(value_of(text, "denormd_watcher_ready", {{"source", "t"}}), 0);
   EXPECT_EQ(value_of(text, "denormd_build_info", {{"version", "0.1.0"}}), 1);
+}
+
+TEST(metrics_test, a_reload_replaces_the_series_of_changed_removed_and_unwatched_things) {
+  metrics m("1.2.3");
+  m.set_mapping_info("a", "1111111111111111");
+  m.set_mapping_info("b", "2222222222222222");
+  m.set_backfill_progress("b", 0.5);
+  m.count_writes("b", "ok");
+  m.set_lag("shop.gone", 3);
+  m.set_watcher_ready("shop.gone", true);
+  m.count_events("shop.gone", "insert");
+  // a changed, b removed, shop.gone no longer watched.
+  m.set_mapping_info("a", "3333333333333333");
+  m.remove_mapping("b");
+  m.remove_source("shop.gone");
+  m.count_reload("ok");
+  const std::string text = m.serialize();
+  EXPECT_FALSE(value_of(text, "denormd_mapping_info",
+                        {{"mapping", "a"}, {"fingerprint", "1111111111111111"}}));
+  EXPECT_EQ(value_of(text, "denormd_mapping_info",
+                     {{"mapping", "a"}, {"fingerprint", "3333333333333333"}}),
+            1.0);
+  EXPECT_FALSE(value_of(text, "denormd_mapping_info",
+                        {{"mapping", "b"}, {"fingerprint", "2222222222222222"}}));
+  EXPECT_FALSE(value_of(text, "denormd_backfill_progress", {{"mapping", "b"}}));
+  EXPECT_FALSE(value_of(text, "denormd_lag_seconds", {{"source", "shop.gone"}}));
+  EXPECT_FALSE(value_of(text, "denormd_watcher_ready", {{"source", "shop.gone"}}));
+  // Counters stay: a rate over the reload must not see them vanish.
+  EXPECT_EQ(value_of(text, "denormd_writes_total", {{"mapping", "b"}, {"result", "ok"}}), 1.0);
+  EXPECT_EQ(value_of(text, "denormd_events_total", {{"source", "shop.gone"}, {"op", "insert"}}),
+            1.0);
+  EXPECT_EQ(value_of(text, "denormd_mapping_reloads_total", {{"result", "ok"}}), 1.0);
+  EXPECT_EQ(value_of(text, "denormd_mapping_reloads_total", {{"result", "error"}}), 0.0);
+  // Set again after removal, a series comes back.
+  m.set_backfill_progress("b", 1);
+  EXPECT_EQ(value_of(m.serialize(), "denormd_backfill_progress", {{"mapping", "b"}}), 1.0);
 }
 
 TEST(metrics_test, histograms_count_into_the_right_buckets) {

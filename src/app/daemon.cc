@@ -8,6 +8,9 @@
 #include <malloc.h>
 #endif
 
+#include "app/mapping_watch.h"
+#include "app/reload_requests.h"
+#include "app/reloader.h"
 #include "app/replay.h"
 #include "app/signals.h"
 #include "checkpoint/checkpoint_store.h"
@@ -19,7 +22,6 @@
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
 #include "mongo/uri_redaction.h"
-#include "ops/auto_backfill.h"
 #include "ops/backfiller.h"
 #include "ops/image_check.h"
 #include "pipeline/supervisor.h"
@@ -119,29 +121,6 @@ pipeline::pipeline_options pipeline_options_of(const options& o) {
   return po;
 }
 
-// Where `source` starts: --resume-after/--start-at, else its stored checkpoint, read again
-// after a back-off until the server answers. nullopt when stopped first.
-std::optional<pipeline::start_position> start_position_of(const mapping::ns& source,
-                                                          const replay_point& replay,
-                                                          checkpoint::position_store& checkpoints,
-                                                          metrics::metrics& m,
-                                                          std::stop_token stop) {
-  if (replay.resume_after || replay.start_at)
-    return pipeline::start_position{replay.resume_after, replay.start_at, 0};
-  backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
-  while (true) {
-    auto cp = checkpoints.load(source);
-    if (cp) {
-      if (!*cp) return pipeline::start_position{};
-      return pipeline::start_position{(*cp)->token, std::nullopt, (*cp)->saved_ms};
-    }
-    m.count_error("checkpoint", cp.error().metric_code());
-    log::warn("daemon", "cannot read the checkpoint; retrying",
-              {{"source", source.full()}, {"error", cp.error().to_string()}});
-    if (!retry.wait(stop)) return std::nullopt;
-  }
-}
-
 // What /readyz reports: every watched namespace streaming, else which are not and why.
 http::readiness readiness_of(const std::vector<mapping::ns>& watched,
                              const pipeline::supervisor& pipelines) {
@@ -165,20 +144,6 @@ std::jthread exit_at_deadline() {
               {{"deadline_s", static_cast<std::int64_t>(stop_deadline.count())}});
     std::_Exit(0);
   });
-}
-
-// A pipeline per watched namespace, each from its start position, until stopped.
-void start_pipelines(pipeline::supervisor& pipelines,
-                     const std::shared_ptr<const mapping::planner>& planner,
-                     const std::vector<mapping::ns>& watched, const replay_point& replay,
-                     checkpoint::position_store& checkpoints, metrics::metrics& m,
-                     std::stop_token stop) {
-  for (const auto& src : watched) {
-    if (stop.stop_requested()) return;  // stopped while starting
-    auto from = start_position_of(src, replay, checkpoints, m, stop);
-    if (!from) return;
-    pipelines.start(src, planner, std::move(*from));
-  }
 }
 
 // Stops the pipelines (within the stop deadline), then the endpoint.
@@ -217,14 +182,17 @@ int daemon::run() {
     return 2;
   }
   const auto planner = std::make_shared<const mapping::planner>(std::move(mappings_));
-  // fillNewTargets targets are watched too: their inserts are what fills new dependents.
-  const std::vector<mapping::ns> watched = planner->watched_namespaces();
   metrics::metrics m(denormd_version);
-  for (const auto& src : watched)
+  for (const auto& src : planner->watched_namespaces())
     m.declare_source(src.full());
   for (const auto& mp : planner->mappings())
     m.declare_mapping(mp.name);
-  const stop_on_signal on_signal(stop_, "daemon", "signal received; stopping");
+  // SIGHUP asks for a reload from here on; it is served once everything has started.
+  reload_requests reloads;
+  const stop_on_signal on_signal(stop_, "daemon", "signal received; stopping", [&reloads] {
+    log::info("reload", "SIGHUP received");
+    reloads.post({});
+  });
 
   auto conn = mongo::connection::open(opts_.uri, "denormd", daemon_timeouts);
   if (!conn) {
@@ -248,10 +216,15 @@ int daemon::run() {
   checkpoint::checkpoint_store checkpoints(**conn, meta_db);
   mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run);
   pipeline::supervisor pipelines(parts, m, pipeline_options_of(opts_));
+  reloader running(opts_, **conn, m, pipelines, checkpoints, meta_db, planner);
 
   auto endpoint = http::endpoint::start(
       opts_.metrics_addr, [&] { return m.serialize(); },
-      [&] { return readiness_of(watched, pipelines); });
+      [&] { return readiness_of(running.watched(), pipelines); },
+      [&reloads](std::function<void(http::reload_outcome)> done) {
+        log::info("reload", "reload asked for over HTTP");
+        reloads.post(std::move(done));
+      });
   if (!endpoint) {
     log::error("daemon", "cannot serve metrics: " + endpoint.error().message,
                {{"address", opts_.metrics_addr}});
@@ -262,16 +235,17 @@ int daemon::run() {
 
   log::info("daemon", "starting",
             {{"uri", mongo::redact_uri(opts_.uri)},
-             {"sources", static_cast<int>(watched.size())},
+             {"sources", static_cast<int>(planner->watched_namespaces().size())},
              {"checkpoints", meta_db + "." + checkpoint::collection_name},
              {"dry_run", opts_.dry_run}});
-  start_pipelines(pipelines, planner, watched, *replay, checkpoints, m, stop_.get_token());
-  // Started after the streams, stopped before them.
-  ops::auto_backfill backfill(**conn, *planner, m, meta_db);
-  if (!stop_.stop_requested()) backfill.start(wall_ms(), !opts_.no_auto_backfill && !opts_.dry_run);
-  while (sleep_unless_stopped(stop_.get_token(), std::chrono::hours(1))) {
+  // The pipelines, then the automatic backfill; stopped in reverse order.
+  running.start(*replay, stop_.get_token());
+  {
+    std::optional<mapping_watch> watch;
+    if (opts_.watch_mappings) watch.emplace(opts_.mappings_dir, [&reloads] { reloads.post({}); });
+    running.serve(reloads, stop_.get_token());
   }
-  backfill.stop();
+  running.stop();
   shut_down(pipelines, **endpoint);
   return 0;
 }

@@ -22,7 +22,7 @@ const std::map<std::string, command_info>& commands() {
        {command::run, "watch the sources and keep every copy true",
         "--uri URI --db NAME --mappings DIR --metrics-addr HOST:PORT [--resume-after TOKEN | "
         "--start-at TIME] [--linger-ms MS] [--checkpoint-interval-ms MS] [--no-auto-backfill] "
-        "[--dry-run] [--log-format text|json] [--log-level LEVEL]"}},
+        "[--watch-mappings] [--dry-run] [--log-format text|json] [--log-level LEVEL]"}},
       {"check",
        {command::check, "validate the mappings; print the writes and indexes each needs",
         "--mappings DIR [--db NAME]"}},
@@ -89,7 +89,8 @@ const po::options_description& flags() {
   static const po::options_description all = [] {
     po::options_description d;
     d.add_options()("help,h", "");
-    for (const char* name : {"dry-run", "repair", "json", "coalesce", "no-auto-backfill"})
+    for (const char* name :
+         {"dry-run", "repair", "json", "coalesce", "no-auto-backfill", "watch-mappings"})
       d.add_options()(name, "");
     for (const char* name :
          {"uri", "db", "mappings", "metrics-addr", "resume-after", "start-at", "events",
@@ -144,7 +145,8 @@ status apply_flag(const std::string& key, const std::string& v, const std::strin
       {"repair", &options::repair},
       {"json", &options::json},
       {"coalesce", &options::coalesce},
-      {"no-auto-backfill", &options::no_auto_backfill}};
+      {"no-auto-backfill", &options::no_auto_backfill},
+      {"watch-mappings", &options::watch_mappings}};
   if (auto s = strings.find(key); s != strings.end()) {
     o.*(s->second) = v;
   } else if (auto b = switches.find(key); b != switches.end()) {

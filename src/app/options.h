@@ -27,6 +27,7 @@ struct options {
   bool json = false;
   bool coalesce = false;              // plan: apply the batch step over all events
   bool no_auto_backfill = false;      // run: leave new and changed mappings to `backfill`
+  bool watch_mappings = false;        // run: reload when a mapping file changes
   int linger_ms = 5;                  // run: --linger-ms
   int checkpoint_interval_ms = 1000;  // run: --checkpoint-interval-ms
   int timeout_s = 30;  // backfill, verify, status: --timeout, how long the server may be away

@@ -20,17 +20,18 @@ std::string joined_names(const std::vector<const mapping::mapping*>& which) {
 
 }  // namespace
 
-auto_backfill::auto_backfill(mongo::connection& conn, const mapping::planner& planner,
-                             metrics::metrics& m, std::string meta_db)
-    : conn_(conn), planner_(planner), metrics_(m), meta_db_(std::move(meta_db)) {}
+auto_backfill::auto_backfill(mongo::connection& conn,
+                             std::shared_ptr<const mapping::planner> planner, metrics::metrics& m,
+                             std::string meta_db)
+    : conn_(conn), planner_(std::move(planner)), metrics_(m), meta_db_(std::move(meta_db)) {}
 
 auto_backfill::~auto_backfill() {
   stop();
 }
 
-void auto_backfill::start(std::int64_t now_ms, bool backfill) {
-  thread_ = std::jthread(
-      [this, now_ms, backfill](std::stop_token stop) { run(now_ms, backfill, std::move(stop)); });
+void auto_backfill::start(std::int64_t now_ms, bool backfill, removed_mappings removed) {
+  thread_ = std::jthread([this, now_ms, backfill, removed = std::move(removed)](
+                             std::stop_token stop) { run(now_ms, backfill, removed, stop); });
 }
 
 void auto_backfill::stop() {
@@ -39,16 +40,16 @@ void auto_backfill::stop() {
   thread_.join();
 }
 
-std::optional<std::vector<const mapping::mapping*>> auto_backfill::stale(std::int64_t now_ms,
-                                                                         std::stop_token& stop) {
+std::optional<std::vector<const mapping::mapping*>> auto_backfill::stale(
+    std::int64_t now_ms, bool backfill, const removed_mappings& removed, std::stop_token& stop) {
   backoff retry(std::chrono::seconds(1), std::chrono::seconds(30));
   while (true) {
-    auto st = record_mappings(conn_, meta_db_, planner_.mappings(), now_ms);
+    auto st = record_mappings(conn_, meta_db_, planner_->mappings(), now_ms, removed, backfill);
     if (st) {
       auto versions = read_versions(conn_, meta_db_);
       if (versions) {
         std::vector<const mapping::mapping*> out;
-        for (const auto& m : planner_.mappings()) {
+        for (const auto& m : planner_->mappings()) {
           const auto v = std::find_if(versions->begin(), versions->end(),
                                       [&](const mapping_version& x) { return x.name == m.name; });
           const bool current = v != versions->end() && v->fingerprint == m.fingerprint() &&
@@ -68,8 +69,9 @@ std::optional<std::vector<const mapping::mapping*>> auto_backfill::stale(std::in
   }
 }
 
-void auto_backfill::run(std::int64_t now_ms, bool enabled, std::stop_token stop) {
-  auto which = stale(now_ms, stop);
+void auto_backfill::run(std::int64_t now_ms, bool enabled, const removed_mappings& removed,
+                        std::stop_token stop) {
+  auto which = stale(now_ms, enabled, removed, stop);
   if (!which || which->empty()) return;
   const std::string names = joined_names(*which);
   if (!enabled) {
@@ -99,7 +101,7 @@ void auto_backfill::backfill(std::vector<const mapping::mapping*> left, std::sto
   };
   backoff retry(std::chrono::seconds(1), std::chrono::seconds(30));
   while (!stop.stop_requested() && !left.empty()) {
-    backfiller runner(conn_, planner_, metrics_, meta_db_);
+    backfiller runner(conn_, *planner_, metrics_, meta_db_);
     auto outcome = runner.run(left, opts, stop);
     if (outcome) {
       // The finished ones are done for good; a stop leaves the rest to the next start.

@@ -306,14 +306,15 @@ mongo::result<backfiller::position> backfiller::resume_point(const mapping::mapp
 
 mongo::status backfiller::save_progress(const mapping::mapping& m, const std::string& fingerprint,
                                         const mapping::ns& walked, const position& at, bool done,
-                                        std::uint64_t documents, const backfill_options& opts) {
+                                        walked_count walked_so_far, const backfill_options& opts) {
   if (opts.dry_run) return {};
   bson::document doc{{"_id", m.name}};
   if (at.last_key) doc.append("lastKey", *at.last_key);
   doc.append("done", done);
   doc.append("startedAt", bson::date_time{at.started_ms});
   doc.append("updatedAt", bson::date_time{wall_ms()});
-  doc.append("documents", static_cast<std::int64_t>(documents));
+  doc.append("documents", static_cast<std::int64_t>(walked_so_far.documents));
+  if (walked_so_far.total) doc.append("total", static_cast<std::int64_t>(*walked_so_far.total));
   doc.append("fingerprint", fingerprint);
   doc.append("kind", std::string(m.kind_name()));
   doc.append("collection", walked.full());
@@ -344,8 +345,10 @@ mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill
   auto resumed = resume_point(m, fingerprint, opts, first_attempt, out);
   if (!resumed) return resumed.error();
   position at = *resumed;
+  // Known before the first save, so that status can tell how far a backfill has come.
+  const std::optional<std::uint64_t> total = count_documents(conn_, ns);
   auto save = [&](bool done) {
-    return save_progress(m, fingerprint, ns, at, done, out.documents, opts);
+    return save_progress(m, fingerprint, ns, at, done, {out.documents, total}, opts);
   };
 
   if (first_attempt) announce(m, ns, at.last_key, out);
@@ -355,7 +358,7 @@ mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill
     if (auto st = save(false); !st) return st;
   }
 
-  progress_reporter progress(m.name, began, opts, count_documents(conn_, ns));
+  progress_reporter progress(m.name, began, opts, total);
   auto report = [&](bool done) { progress.report(out, done); };
 
   mongo::find_options find;

@@ -81,9 +81,14 @@ class backfiller {
   mongo::result<position> resume_point(const mapping::mapping& m, const std::string& fingerprint,
                                        const backfill_options& opts, bool first_attempt,
                                        mapping_backfill& out);
+  // The documents walked so far, of how many the walked collection held at the start.
+  struct walked_count {
+    std::uint64_t documents = 0;
+    std::optional<std::uint64_t> total;
+  };
   mongo::status save_progress(const mapping::mapping& m, const std::string& fingerprint,
                               const mapping::ns& walked, const position& at, bool done,
-                              std::uint64_t documents, const backfill_options& opts);
+                              walked_count walked_so_far, const backfill_options& opts);
   // One attempt: from the stored progress to the end, or to the first failure.
   mongo::status backfill_one(const mapping::mapping& m, const backfill_options& opts,
                              bool first_attempt, std::chrono::steady_clock::time_point began,

@@ -39,10 +39,25 @@ std::string string_field(const bson::document& d, const char* field) {
   return v != nullptr && v->is_string() ? v->as_string() : std::string();
 }
 
+const bson::array& array_field(const bson::document& d, const char* field) {
+  static const bson::array none;
+  const bson::value* v = d.get(field);
+  return v != nullptr && v->is_array() ? v->as_array() : none;
+}
+
+mapping::ns ns_of(const bson::document& d) {
+  return mapping::ns{string_field(d, "db"), string_field(d, "collection")};
+}
+
+bson::document ns_document(const mapping::ns& n) {
+  return bson::document{{"db", n.db}, {"collection", n.coll}};
+}
+
 }  // namespace
 
 mongo::status record_mappings(mongo::connection& conn, const std::string& meta_db,
-                              const std::vector<mapping::mapping>& mappings, std::int64_t now_ms) {
+                              const std::vector<mapping::mapping>& mappings, std::int64_t now_ms,
+                              const removed_mappings& removed, bool auto_backfill) {
   auto stored = conn.find(meta_db, mappings_collection, bson::document{}, mongo::find_options{});
   if (!stored) return stored.error();
   std::map<std::string, const bson::document*> by_name;
@@ -63,7 +78,11 @@ mongo::status record_mappings(mongo::connection& conn, const std::string& meta_d
                        {"kind", std::string(m.kind_name())},
                        {"file", m.file},
                        {"activeSince", bson::date_time{since}},
-                       {"removed", false}};
+                       {"removed", false},
+                       {"autoBackfill", auto_backfill}};
+    bson::array reads{ns_document(m.source)};
+    if (m.fill_new_targets) reads.push_back(ns_document(m.target));
+    doc.append("reads", std::move(reads));
     if (auto def = definition_of(m)) doc.append("definition", std::move(*def));
     if (auto st = conn.replace_one(meta_db, mappings_collection, bson::document{{"_id", m.name}},
                                    doc, true);
@@ -73,7 +92,17 @@ mongo::status record_mappings(mongo::connection& conn, const std::string& meta_d
   }
   for (const auto& [name, old] : by_name) {
     bson::document doc = *old;
+    if (bool_field(doc, "removed")) continue;  // recorded when it went
     doc.set("removed", true);
+    if (auto r = removed.find(name); r != removed.end()) {
+      bson::array points;
+      for (const auto& p : r->second.stopped_at) {
+        bson::document point = ns_document(p.source);
+        point.append("token", p.token);
+        points.push_back(std::move(point));
+      }
+      doc.set("stoppedAt", std::move(points));
+    }
     if (auto st = conn.replace_one(meta_db, mappings_collection, bson::document{{"_id", name}}, doc,
                                    true);
         !st) {
@@ -81,6 +110,28 @@ mongo::status record_mappings(mongo::connection& conn, const std::string& meta_d
     }
   }
   return {};
+}
+
+mongo::result<std::vector<recorded_mapping>> read_recorded(mongo::connection& conn,
+                                                           const std::string& meta_db) {
+  auto stored = conn.find(meta_db, mappings_collection, bson::document{}, mongo::find_options{});
+  if (!stored) return stored.error();
+  std::vector<recorded_mapping> out;
+  for (const auto& d : *stored) {
+    recorded_mapping r{
+        string_field(d, "_id"), string_field(d, "fingerprint"), bool_field(d, "removed"), {}, {}};
+    for (const auto& n : array_field(d, "reads")) {
+      if (n.is_document()) r.reads.push_back(ns_of(n.as_document()));
+    }
+    for (const auto& p : array_field(d, "stoppedAt")) {
+      if (!p.is_document()) continue;
+      const bson::value* token = p.as_document().get("token");
+      if (token != nullptr && token->is_document())
+        r.stopped_at.push_back(stop_point{ns_of(p.as_document()), token->as_document()});
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 mongo::result<std::vector<mapping_version>> read_versions(mongo::connection& conn,
@@ -105,7 +156,14 @@ mongo::result<std::vector<mapping_version>> read_versions(mongo::connection& con
       const bson::value* n = b.get("documents");
       if (n != nullptr && n->is_number())
         v.backfill_documents = static_cast<std::int64_t>(n->to_double());
+      const bson::value* t = b.get("total");
+      if (t != nullptr && t->is_number())
+        v.backfill_total = static_cast<std::int64_t>(t->to_double());
     }
+    const bson::value* automatic = d.get("autoBackfill");
+    if (v.backfill == backfill_state::pending && automatic != nullptr && automatic->is<bool>() &&
+        !automatic->as<bool>())
+      v.backfill = backfill_state::disabled;
     out.push_back(std::move(v));
   }
   return out;
@@ -119,6 +177,8 @@ std::string_view backfill_state_name(backfill_state s) {
       return "running";
     case backfill_state::pending:
       return "pending";
+    case backfill_state::disabled:
+      return "disabled";
   }
   return "?";
 }
@@ -134,9 +194,15 @@ std::string to_text(const std::vector<mapping_version>& versions) {
     }
     out += ", active since " + iso8601(v.active_since_ms) + ", backfill " +
            std::string(backfill_state_name(v.backfill));
-    if (v.backfill == backfill_state::running)
+    if (v.backfill == backfill_state::running && v.backfill_total > 0) {
+      const auto percent =
+          std::min<std::int64_t>(100, v.backfill_documents * 100 / v.backfill_total);
+      out += " " + std::to_string(percent) + "% (" + std::to_string(v.backfill_documents) + " of " +
+             std::to_string(v.backfill_total) + " documents)";
+    } else if (v.backfill == backfill_state::running) {
       out += " (" + std::to_string(v.backfill_documents) + " documents so far)";
-    if (v.backfill == backfill_state::pending)
+    }
+    if (v.backfill == backfill_state::pending || v.backfill == backfill_state::disabled)
       out +=
           " (documents written before it became active may have the old shape: run denormd "
           "backfill --mapping " +
@@ -154,7 +220,10 @@ bson::array to_bson_array(const std::vector<mapping_version>& versions) {
                      {"activeSince", iso8601(v.active_since_ms)},
                      {"removed", v.removed},
                      {"backfill", std::string(backfill_state_name(v.backfill))}};
-    if (v.backfill == backfill_state::running) d.append("backfillDocuments", v.backfill_documents);
+    if (v.backfill == backfill_state::running) {
+      d.append("backfillDocuments", v.backfill_documents);
+      if (v.backfill_total > 0) d.append("backfillTotal", v.backfill_total);
+    }
     out.push_back(std::move(d));
   }
   return out;

@@ -1,14 +1,15 @@
 #pragma once
 // Mapping versions: which definition of each mapping denormd runs, kept in the state database
 // as `<meta_db>.denormd_mappings` ({_id: name, fingerprint, definition (the file as loaded),
-// file, activeSince, removed}). The daemon records its mappings at start: a new or changed
-// fingerprint becomes active then, an unchanged one keeps its time, and a stored mapping that
-// is no longer loaded is marked removed (its record is kept). `status` lists them with the
-// state of their backfill for the running definition (from denormd_backfill), so a changed
-// mapping whose documents still have the old shape shows as stale. Stateless functions; the
+// file, reads, activeSince, removed, stoppedAt, autoBackfill}). The daemon records its mappings at
+// start: a new or changed fingerprint becomes active then, an unchanged one keeps its time, and a
+// stored mapping that is no longer loaded is marked removed (its record is kept). `status` lists
+// them with the state of their backfill for the running definition (from denormd_backfill), so a
+// changed mapping whose documents still have the old shape shows as stale. Stateless functions; the
 // connection is the caller's.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,24 @@ inline constexpr const char* mappings_collection = "denormd_mappings";
 enum class backfill_state {
   done,     // a backfill of this definition finished
   running,  // a backfill of this definition started and has not finished (or was stopped)
-  pending   // never backfilled, or backfilled under another definition: documents may be stale
+  pending,  // never backfilled, or backfilled under another definition: documents may be stale
+  disabled  // pending, and the daemon runs with --no-auto-backfill: `denormd backfill` must
 };
+
+// Where a removed mapping stopped reading one namespace: everything up to `token` was applied
+// for it. Put back with the same definition, it replays the namespace's changes from there
+// instead of being backfilled (README, "Changing mappings").
+struct stop_point {
+  mapping::ns source;
+  bson::document token;
+};
+
+// A removed mapping's definition and where it stopped, by mapping name.
+struct removed_mapping {
+  std::string fingerprint;
+  std::vector<stop_point> stopped_at;
+};
+using removed_mappings = std::map<std::string, removed_mapping, std::less<>>;
 
 struct mapping_version {
   std::string name;
@@ -33,11 +50,28 @@ struct mapping_version {
   bool removed = false;
   backfill_state backfill = backfill_state::pending;
   std::int64_t backfill_documents = 0;  // walked so far by the backfill of this definition
+  std::int64_t backfill_total = 0;      // documents its collection held when it began (0: unknown)
 };
 
-// Records `mappings` as the ones running since `now_ms`, and marks the others removed.
+// Records `mappings` as the ones running since `now_ms`, and marks the others removed: one
+// removed now keeps where it stopped from `removed` (stoppedAt). `auto_backfill`: whether the
+// daemon backfills them (status says "disabled" for a stale one otherwise).
 mongo::status record_mappings(mongo::connection& conn, const std::string& meta_db,
-                              const std::vector<mapping::mapping>& mappings, std::int64_t now_ms);
+                              const std::vector<mapping::mapping>& mappings, std::int64_t now_ms,
+                              const removed_mappings& removed, bool auto_backfill);
+
+// One stored record, as much as the daemon needs at start to know which mappings went away
+// and where they stopped.
+struct recorded_mapping {
+  std::string name;
+  std::string fingerprint;
+  bool removed = false;
+  std::vector<mapping::ns> reads;      // the namespaces it read (source; filled target)
+  std::vector<stop_point> stopped_at;  // removed ones: where they stopped
+};
+
+mongo::result<std::vector<recorded_mapping>> read_recorded(mongo::connection& conn,
+                                                           const std::string& meta_db);
 
 // The recorded mappings, by name, with the state of their backfill.
 mongo::result<std::vector<mapping_version>> read_versions(mongo::connection& conn,

@@ -19,6 +19,12 @@ TEST(options_test, parses_flags_in_both_forms) {
   EXPECT_EQ(o->log_format, "json");
   EXPECT_EQ(o->linger_ms, 5);
   EXPECT_EQ(o->checkpoint_interval_ms, 1000);
+  EXPECT_FALSE(o->watch_mappings);
+  o = parse_options({"run", "--watch-mappings", "--no-auto-backfill"}, "");
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_TRUE(o->watch_mappings);
+  EXPECT_TRUE(o->no_auto_backfill);
+  EXPECT_NE(help_text("run").find("[--watch-mappings]"), std::string::npos);
   o = parse_options({"run", "--linger-ms", "0", "--checkpoint-interval-ms=250"}, "");
   ASSERT_TRUE(o.has_value()) << o.error().message;
   EXPECT_EQ(o->linger_ms, 0);

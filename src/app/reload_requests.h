@@ -1,0 +1,40 @@
+#pragma once
+// The reloads asked for (SIGHUP, POST /-/reload, a changed file with --watch-mappings) until the
+// daemon's main thread takes them: every request waiting when it looks is answered by one
+// reload. Lifecycle: created before anything can ask; close() answers what waits and every later
+// request with a refusal. Thread-safety: all methods from any thread.
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <stop_token>
+#include <vector>
+
+#include "http/http_server.h"
+
+namespace denormd::app {
+
+class reload_requests {
+ public:
+  // Called with the reload's outcome; may be empty (nobody waits for the answer).
+  using answer = std::function<void(http::reload_outcome)>;
+
+  void post(answer done);
+  // Waits until a reload is asked for (true, `out` holds whom to answer) or `stop` is requested
+  // (false).
+  bool take(std::stop_token stop, std::vector<answer>& out);
+  // Refuses what waits and whatever comes later.
+  void close();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable_any changed_;
+  std::vector<answer> waiting_;
+  bool asked_ = false;  // a request without an answer counts too
+  bool closed_ = false;
+};
+
+// Calls every answer in `to` with `outcome`.
+void answer_all(std::vector<reload_requests::answer>& to, const http::reload_outcome& outcome);
+
+}  // namespace denormd::app

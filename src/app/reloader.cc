@@ -1,0 +1,337 @@
+#include "app/reloader.h"
+
+#include <algorithm>
+
+#include "common/backoff.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "config/mapping_loader.h"
+#include "ops/image_check.h"
+
+namespace denormd::app {
+
+namespace {
+
+// Where `source` starts: --resume-after/--start-at, else its stored checkpoint, read again
+// after a back-off until the server answers. nullopt when stopped first.
+std::optional<pipeline::start_position> start_position_of(const mapping::ns& source,
+                                                          const replay_point& replay,
+                                                          checkpoint::position_store& checkpoints,
+                                                          metrics::metrics& m,
+                                                          std::stop_token stop) {
+  if (replay.resume_after || replay.start_at)
+    return pipeline::start_position{replay.resume_after, replay.start_at, 0, std::nullopt};
+  backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
+  while (true) {
+    auto cp = checkpoints.load(source);
+    if (cp) {
+      if (!*cp) return pipeline::start_position{};
+      return pipeline::start_position{(*cp)->token, std::nullopt, (*cp)->saved_ms, std::nullopt};
+    }
+    m.count_error("checkpoint", cp.error().metric_code());
+    log::warn("daemon", "cannot read the checkpoint; retrying",
+              {{"source", source.full()}, {"error", cp.error().to_string()}});
+    if (!retry.wait(stop)) return std::nullopt;
+  }
+}
+
+bool contains(const std::vector<mapping::ns>& in, const mapping::ns& n) {
+  return std::find(in.begin(), in.end(), n) != in.end();
+}
+
+const mapping::mapping* find_mapping(const mapping::planner& p, std::string_view name) {
+  for (const auto& m : p.mappings()) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+reloader::reloader(const options& opts, mongo::connection& conn, metrics::metrics& m,
+                   pipeline::supervisor& pipelines, checkpoint::position_store& checkpoints,
+                   std::string meta_db, std::shared_ptr<const mapping::planner> planner)
+    : opts_(opts),
+      conn_(conn),
+      metrics_(m),
+      pipelines_(pipelines),
+      checkpoints_(checkpoints),
+      meta_db_(std::move(meta_db)),
+      planner_(std::move(planner)),
+      watched_(planner_->watched_namespaces()) {}
+
+reloader::~reloader() {
+  stop();
+}
+
+void reloader::start(const replay_point& replay, std::stop_token stop) {
+  const bool replaying = replay.resume_after || replay.start_at;
+  // A replay asked for on the command line replays every mapping from there already.
+  if (!replaying && !note_removed_at_start(stop)) return;
+  for (const auto& src : watched_) {
+    if (stop.stop_requested()) return;  // stopped while starting
+    auto from = start_position_of(src, replay, checkpoints_, metrics_, stop);
+    if (!from) return;
+    if (!replaying) from = with_returning(std::move(*from), src, *planner_, stop);
+    pipelines_.start(src, planner_, std::move(*from));
+  }
+  for (const auto& m : planner_->mappings())
+    removed_.erase(m.name);  // back (replayed above) or back changed (backfilled)
+  if (!stop.stop_requested()) start_backfill();
+}
+
+bool reloader::note_removed_at_start(std::stop_token stop) {
+  backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
+  std::vector<ops::recorded_mapping> recorded;
+  while (true) {
+    auto r = ops::read_recorded(conn_, meta_db_);
+    if (r) {
+      recorded = std::move(r).value();
+      break;
+    }
+    metrics_.count_error("checkpoint", r.error().metric_code());
+    log::warn("daemon", "cannot read the recorded mappings; retrying",
+              {{"collection", meta_db_ + "." + ops::mappings_collection},
+               {"error", r.error().to_string()}});
+    if (!retry.wait(stop)) return false;
+  }
+  for (auto& r : recorded) {
+    if (r.removed) {
+      if (!r.stopped_at.empty()) removed_[r.name] = {r.fingerprint, std::move(r.stopped_at)};
+      continue;
+    }
+    if (find_mapping(*planner_, r.name) != nullptr) continue;
+    // Ran last time, gone now: it applied everything up to each namespace's checkpoint, which
+    // nothing has moved since.
+    ops::removed_mapping gone{r.fingerprint, {}};
+    for (const auto& src : r.reads) {
+      auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
+      if (!from) return false;
+      if (from->resume_after) gone.stopped_at.push_back(ops::stop_point{src, *from->resume_after});
+    }
+    removed_[r.name] = std::move(gone);
+  }
+  return true;
+}
+
+void reloader::serve(reload_requests& requests, std::stop_token stop) {
+  std::vector<reload_requests::answer> waiting;
+  while (requests.take(stop, waiting)) {
+    const http::reload_outcome outcome = reload(stop);
+    answer_all(waiting, outcome);
+  }
+  requests.close();
+}
+
+void reloader::stop() {
+  if (backfill_) backfill_->stop();
+}
+
+std::vector<mapping::ns> reloader::watched() const {
+  std::lock_guard lock(watched_mutex_);
+  return watched_;
+}
+
+void reloader::start_backfill() {
+  backfill_ = std::make_unique<ops::auto_backfill>(conn_, planner_, metrics_, meta_db_);
+  backfill_->start(wall_ms(), !opts_.no_auto_backfill && !opts_.dry_run, removed_);
+}
+
+http::reload_outcome reloader::reload(std::stop_token stop) {
+  log::info("reload", "reloading the mappings", {{"path", opts_.mappings_dir}});
+  auto failed = [&](const std::string& what, const std::string& detail) {
+    metrics_.count_reload("error");
+    log::error("reload", what + "; the running mappings run on unchanged",
+               {{"path", opts_.mappings_dir}});
+    return http::reload_outcome{false, detail};
+  };
+  auto loaded = config::load_mappings(opts_.mappings_dir, opts_.db);
+  if (!loaded) {
+    std::string detail;
+    for (const auto& e : loaded.error()) {
+      log::error("reload", e.to_string());
+      detail += e.to_string() + "\n";
+    }
+    return failed(std::to_string(loaded.error().size()) + " error(s) in the mapping files", detail);
+  }
+  auto next = std::make_shared<const mapping::planner>(std::move(loaded).value());
+  std::string fatal;
+  for (const auto& problem : ops::check_images(conn_, *next)) {
+    if (problem.fatal) {
+      log::error("reload", problem.message);
+      fatal += problem.message + "\n";
+    } else {
+      log::warn("reload", problem.message);
+    }
+  }
+  if (!fatal.empty()) return failed("a source lacks the document images a mapping needs", fatal);
+  move_to(std::move(next), stop);
+  metrics_.count_reload("ok");
+  return {true, ""};
+}
+
+void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_token stop) {
+  std::vector<std::string> added, changed, removed;
+  for (const auto& m : next->mappings()) {
+    const mapping::mapping* was = find_mapping(*planner_, m.name);
+    if (was == nullptr)
+      added.push_back(m.name);
+    else if (was->fingerprint() != m.fingerprint())
+      changed.push_back(m.name);
+  }
+  for (const auto& m : planner_->mappings()) {
+    if (find_mapping(*next, m.name) == nullptr) removed.push_back(m.name);
+  }
+  if (added.empty() && changed.empty() && removed.empty()) {
+    log::info("reload", "the mappings are unchanged; nothing to do");
+    return;
+  }
+  if (backfill_) backfill_->stop();  // it walks with the running set; it starts again below
+
+  const std::vector<mapping::ns> was_watched = watched();
+  const std::vector<mapping::ns> now_watched = next->watched_namespaces();
+  int kept = 0, handed_over = 0, started = 0, stopped = 0;
+  for (const auto& src : was_watched) {
+    if (contains(now_watched, src)) continue;
+    if (auto at = pipelines_.hand_over(src)) note_removed(src, *at, *next);
+    metrics_.remove_source(src.full());
+    ++stopped;
+  }
+  for (const auto& src : now_watched) {
+    if (stop.stop_requested()) break;
+    if (contains(was_watched, src)) {
+      if (planner_->stream_signature(src) == next->stream_signature(src)) {
+        ++kept;
+        continue;
+      }
+      auto at = pipelines_.hand_over(src);
+      if (!at) continue;  // never started: the daemon was stopped while starting
+      note_removed(src, *at, *next);
+      pipelines_.start(src, next, with_returning(std::move(*at), src, *next, stop));
+      ++handed_over;
+    } else {
+      metrics_.declare_source(src.full());
+      auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
+      if (!from) break;
+      pipelines_.start(src, next, with_returning(std::move(*from), src, *next, stop));
+      ++started;
+    }
+  }
+  for (const auto& name : removed)
+    metrics_.remove_mapping(name);
+  for (const auto& m : next->mappings()) {
+    if (std::find(added.begin(), added.end(), m.name) != added.end())
+      metrics_.declare_mapping(m.name);
+    metrics_.set_mapping_info(m.name, m.fingerprint());
+    removed_.erase(m.name);
+  }
+  planner_ = std::move(next);
+  {
+    std::lock_guard lock(watched_mutex_);
+    watched_ = now_watched;
+  }
+  log::info("reload", "the new mappings run",
+            {{"added", joined(added)},
+             {"changed", joined(changed)},
+             {"removed", joined(removed)},
+             {"pipelines_kept", kept},
+             {"pipelines_handed_over", handed_over},
+             {"pipelines_started", started},
+             {"pipelines_stopped", stopped}});
+  if (!stop.stop_requested()) start_backfill();
+}
+
+void reloader::note_removed(const mapping::ns& source, const pipeline::start_position& at,
+                            const mapping::planner& next) {
+  // Without a token the old pipeline applied nothing and stored nothing: there is no position
+  // to replay from (a mapping put back is then not caught up; the log says so).
+  for (const auto& name : planner_->mappings_reading(source)) {
+    if (find_mapping(next, name) != nullptr) continue;  // still runs (maybe changed)
+    if (!at.resume_after) {
+      log::warn("reload", "a removed mapping's position is unknown; put back, it is not replayed",
+                {{"mapping", name}, {"source", source.full()}});
+      continue;
+    }
+    auto& r = removed_[name];
+    r.fingerprint = find_mapping(*planner_, name)->fingerprint();
+    r.stopped_at.push_back(ops::stop_point{source, *at.resume_after});
+  }
+}
+
+pipeline::start_position reloader::with_returning(pipeline::start_position base,
+                                                  const mapping::ns& source,
+                                                  const mapping::planner& next,
+                                                  std::stop_token stop) {
+  // The mappings of `source` that come back with the definition they had when they left.
+  std::map<std::string, bson::document, std::less<>> back;
+  for (const auto& name : next.mappings_reading(source)) {
+    auto r = removed_.find(name);
+    if (r == removed_.end() || find_mapping(next, name)->fingerprint() != r->second.fingerprint)
+      continue;
+    for (const auto& p : r->second.stopped_at) {
+      if (p.source == source) back.emplace(name, p.token);
+    }
+  }
+  if (back.empty()) return base;
+
+  const auto earliest =
+      std::min_element(back.begin(), back.end(), [](const auto& a, const auto& b) {
+        return mapping::token_position(a.second) < mapping::token_position(b.second);
+      });
+  const std::string earliest_key = mapping::token_position(earliest->second);
+  std::vector<std::string> names;
+  for (const auto& [name, token] : back)
+    names.push_back(name);
+
+  pipeline::start_position out = base;
+  const bool rewound =
+      !base.resume_after || earliest_key < mapping::token_position(*base.resume_after);
+  if (!base.resume_after) {
+    // Nothing applied before here: no position for the others to skip to. They see the
+    // missed changes again too, which writes nothing new (every write is idempotent).
+    out.resume_after = earliest->second;
+    out.start_at.reset();
+  } else {
+    const std::string base_key = mapping::token_position(*base.resume_after);
+    mapping::replay_gate gate = base.gate ? *base.gate : mapping::replay_gate{base_key, {}};
+    for (const auto& [name, token] : back) {
+      const std::string key = mapping::token_position(token);
+      auto [it, fresh] = gate.from.emplace(name, key);
+      if (!fresh && key < it->second) it->second = key;
+    }
+    out.gate = std::move(gate);
+    if (earliest_key < base_key) out.resume_after = earliest->second;
+  }
+  log::info("reload", "mappings put back replay the changes they missed",
+            {{"mappings", joined(names)},
+             {"source", source.full()},
+             {"from", mapping::token_position(*out.resume_after)}});
+  // The checkpoint goes back to where the replay starts before anything is recorded as back:
+  // a crash meanwhile replays from there (the others' writes repeat, harmlessly).
+  if (rewound && !opts_.dry_run) {
+    backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
+    while (true) {
+      auto st = checkpoints_.save(source, checkpoint::checkpoint{*out.resume_after, 0, wall_ms()});
+      if (st) break;
+      metrics_.count_error("checkpoint", st.error().metric_code());
+      log::warn("reload", "cannot move the checkpoint back for the replay; retrying",
+                {{"source", source.full()}, {"error", st.error().to_string()}});
+      if (!retry.wait(stop)) break;
+    }
+  }
+  for (auto& [name, r] : removed_) {
+    std::erase_if(r.stopped_at, [&](const ops::stop_point& p) {
+      return p.source == source && back.contains(name);
+    });
+  }
+  return out;
+}
+
+}  // namespace denormd::app

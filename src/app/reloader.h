@@ -1,0 +1,91 @@
+#pragma once
+// The mapping set `denormd run` runs, and how it changes while running (README, "Changing
+// mappings"; docs/architecture.md, "Reload"). start() starts a pipeline per watched namespace
+// and then the automatic backfill. A reload loads the mapping files again and validates them
+// completely; on any error nothing changes. Then it moves, one namespace at a time:
+// - a namespace whose mappings are the same (same names and fingerprints) keeps its pipeline
+//   untouched, still planning with the snapshot it started with;
+// - one whose mappings changed is handed over to a pipeline planning with the new set, from
+//   just after the last event the old one applied (nothing dropped, nothing repeated);
+// - one no longer watched stops, its checkpoint kept; a newly watched one starts from its
+//   checkpoint (or now);
+// - a mapping put back with the definition it had when it was removed replays that namespace's
+//   changes from where it stopped, while the others skip what they applied already.
+// Then the automatic backfill starts again over the new set (it backfills what is new or
+// changed).
+//
+// Lifecycle: start() once, serve() on the main thread until stopped, then stop() (the
+// automatic backfill; the pipelines are the supervisor's, stopped after). Thread-safety:
+// watched() from any thread; the rest from the main thread.
+
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "app/options.h"
+#include "app/reload_requests.h"
+#include "app/replay.h"
+#include "checkpoint/position_store.h"
+#include "http/http_server.h"
+#include "mapping/planner.h"
+#include "metrics/metrics.h"
+#include "mongo/connection.h"
+#include "ops/auto_backfill.h"
+#include "ops/mapping_versions.h"
+#include "pipeline/supervisor.h"
+
+namespace denormd::app {
+
+class reloader {
+ public:
+  reloader(const options& opts, mongo::connection& conn, metrics::metrics& m,
+           pipeline::supervisor& pipelines, checkpoint::position_store& checkpoints,
+           std::string meta_db, std::shared_ptr<const mapping::planner> planner);
+  ~reloader();
+  reloader(const reloader&) = delete;
+  reloader& operator=(const reloader&) = delete;
+
+  // Starts the pipelines from `replay` or their checkpoints, then the automatic backfill.
+  // Returns early when stopped.
+  void start(const replay_point& replay, std::stop_token stop);
+  // Runs the reloads `requests` asks for until `stop` is requested, then closes it.
+  void serve(reload_requests& requests, std::stop_token stop);
+  // Stops the automatic backfill between two of its batches.
+  void stop();
+
+  // The namespaces the running set watches.
+  std::vector<mapping::ns> watched() const;
+
+ private:
+  // Reads which mappings went away and where they stopped (also those gone since the last
+  // run: at their namespaces' checkpoints). False when stopped first.
+  bool note_removed_at_start(std::stop_token stop);
+  http::reload_outcome reload(std::stop_token stop);
+  // Moves from the running set to `next`; stopped midway, what has moved runs with `next`.
+  void move_to(std::shared_ptr<const mapping::planner> next, std::stop_token stop);
+  // Where the pipeline of `source` starts when it would start at `base`: earlier, when a
+  // mapping put back must catch up (with a gate so that the others skip what they applied).
+  pipeline::start_position with_returning(pipeline::start_position base, const mapping::ns& source,
+                                          const mapping::planner& next, std::stop_token stop);
+  // Notes where the mappings of `source` that `next` no longer has stopped: at `at`.
+  void note_removed(const mapping::ns& source, const pipeline::start_position& at,
+                    const mapping::planner& next);
+  void start_backfill();
+
+  const options& opts_;
+  mongo::connection& conn_;
+  metrics::metrics& metrics_;
+  pipeline::supervisor& pipelines_;
+  checkpoint::position_store& checkpoints_;
+  const std::string meta_db_;
+  std::shared_ptr<const mapping::planner> planner_;
+  // Removed mappings and where they stopped, by name; kept in denormd_mappings too.
+  ops::removed_mappings removed_;
+  std::unique_ptr<ops::auto_backfill> backfill_;
+  mutable std::mutex watched_mutex_;  // guards watched_
+  std::vector<mapping::ns> watched_;
+};
+
+}  // namespace denormd::app

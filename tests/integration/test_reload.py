@@ -1,0 +1,192 @@
+"""Changing mappings while denormd runs: SIGHUP, POST /-/reload and --watch-mappings load the
+files again; a broken set changes nothing; a changed mapping is backfilled while the others
+stream on; a removed mapping stops at once and, put back with the same definition, replays
+what it missed (across a restart too) instead of being backfilled."""
+import json
+import os
+import shutil
+import signal
+import time
+import urllib.request
+
+from tests.integration.harness import wait_until
+from tests.integration.mapping_changes import MappingChangeCase
+
+REVIEWS = "products-recent-reviews"
+TWIN = "products-recent-reviews-twin"
+
+
+class ReloadTest(MappingChangeCase):
+    def reloads(self, d, result):
+        return d.metric_sum("denormd_mapping_reloads_total", result=result)
+
+    def post_reload(self, d):
+        req = urllib.request.Request("http://127.0.0.1:%d/-/reload" % d.port, method="POST", data=b"")
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def add_twin_of_recent_reviews(self):
+        """A second mapping reading reviews (into recentReviewsTwin), so that the reviews stream
+        keeps running while products-recent-reviews is away."""
+        with open(os.path.join(self.mappings, REVIEWS + ".json")) as f:
+            m = json.load(f)
+        m["name"] = TWIN
+        m["into"] = "recentReviewsTwin"
+        with open(os.path.join(self.mappings, TWIN + ".json"), "w") as f:
+            json.dump(m, f)
+
+    def twin_differences(self):
+        return [p["_id"] for p in self.db.products.find({}, {"recentReviews": 1, "recentReviewsTwin": 1})
+                if p.get("recentReviews", []) != p.get("recentReviewsTwin", [])]
+
+    def new_review(self, product_id):
+        rid = self.shop._id()
+        self.db.reviews.insert_one({"_id": rid, "productId": product_id, "stars": 5, "text": "while away",
+                                    "createdAt": self.shop._tick()})
+        return rid
+
+    def recent_ids(self, product_id, field):
+        p = self.db.products.find_one({"_id": product_id}, {field: 1})
+        return [r["reviewId"] for r in p.get(field, [])]
+
+    def test_sighup_adds_a_field_to_every_open_order_without_a_restart_while_a_workload_runs(self):
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start(auto_backfill=True)
+        pid = d.proc.pid
+        stop = self.workload()
+        time.sleep(0.5)
+        self.add_mail_to_orders_customer()
+        d.proc.send_signal(signal.SIGHUP)
+        self.mail_converges(d, stop)
+        self.assertEqual(self.reloads(d, "ok"), 1)
+        self.assertIsNone(d.proc.poll())
+        self.assertEqual(d.proc.pid, pid)
+        self.assertEqual(self.reloads(d, "error"), 0)
+        log = d.log()
+        self.assertIn("SIGHUP received", log)
+        self.assertRegex(log, r"the new mappings run .*changed=orders-customer")
+        # Only the streams that read orders-customer moved; the others ran on untouched.
+        self.assertRegex(log, r"pipelines_kept=[1-9]")
+        self.assertIn("backfill: starting mapping=orders-customer", log)
+        self.assertNotIn("backfill: starting mapping=orders-items-product", log)
+        # The info metric names the new definition only; status agrees.
+        v = self.versions()["orders-customer"]
+        self.assertEqual(v["backfill"], "done")
+        info = [labels for (name, labels), _ in d.metrics().items()
+                if name == "denormd_mapping_info" and ("mapping", "orders-customer") in labels]
+        self.assertEqual(info, [frozenset({("mapping", "orders-customer"), ("fingerprint", v["fingerprint"])})])
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_broken_set_changes_nothing_and_counts_an_error(self):
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start()
+        path = os.path.join(self.mappings, "orders-customer.json")
+        with open(path) as f:
+            good = f.read()
+        m = json.loads(good)
+        m["fields"]["mail"] = 7  # a field's source must be a path
+        with open(path, "w") as f:
+            json.dump(m, f)
+        d.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: self.reloads(d, "error") == 1, timeout=30, message="the failed reload counted")
+        self.assertIn("orders-customer.json: /fields/mail", d.log())
+        self.assertIn("the running mappings run on unchanged", d.log())
+        self.assertEqual(d.get("/readyz")[0], 200)
+        # The old set still runs: changes keep converging, nobody got `mail`.
+        for _ in range(200):
+            self.shop.random_change()
+        self.converge()
+        self.assertEqual(self.db.orders.count_documents({"customer.mail": {"$exists": True}}), 0)
+        # Over HTTP, the answer says what is wrong; fixed, the reload goes through.
+        status, body = self.post_reload(d)
+        self.assertEqual(status, 500)
+        self.assertIn("orders-customer.json: /fields/mail", body)
+        with open(path, "w") as f:
+            f.write(good)
+        self.assertEqual(self.post_reload(d), (200, "reloaded\n"))
+        self.assertEqual((self.reloads(d, "error"), self.reloads(d, "ok")), (2, 1))
+        self.assertIn("the mappings are unchanged; nothing to do", d.log())
+        self.assertIsNone(d.proc.poll())
+        self.assertEqual(d.stop(), 0)
+
+    def test_removed_then_put_back_replays_what_it_missed_without_a_backfill(self):
+        self.add_twin_of_recent_reviews()
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start(auto_backfill=True)
+        aside = os.path.join(self.mappings, REVIEWS + ".json.aside")
+        shutil.move(os.path.join(self.mappings, REVIEWS + ".json"), aside)
+        self.assertEqual(self.post_reload(d), (200, "reloaded\n"))
+        self.assertRegex(d.log(), r"the new mappings run .*removed=%s" % REVIEWS)
+        self.assertEqual(d.metric_sum("denormd_mapping_info", mapping=REVIEWS), 0)
+        wait_until(lambda: self.versions()[REVIEWS]["removed"], message="recorded as removed")
+
+        # Away: a new review reaches the twin (the stream runs) but not recentReviews.
+        rid = self.new_review(3)
+        wait_until(lambda: rid in self.recent_ids(3, "recentReviewsTwin"), message="the twin pushed it")
+        self.assertNotIn(rid, self.recent_ids(3, "recentReviews"))
+        stop = self.workload()
+        time.sleep(1.0)
+        stop()
+        missed = [self.new_review(p) for p in (4, 5, 6)]
+
+        # Back with the same definition: it replays what it missed; nothing is backfilled.
+        shutil.move(aside, os.path.join(self.mappings, REVIEWS + ".json"))
+        d.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: self.reloads(d, "ok") == 2, timeout=30, message="the second reload done")
+        self.converge()
+        wait_until(lambda: not self.twin_differences(), message="both review arrays alike")
+        for p, r in zip((4, 5, 6), missed):
+            self.assertIn(r, self.recent_ids(p, "recentReviews"))
+        self.assertIn(rid, self.recent_ids(3, "recentReviews"))
+        log = d.log()
+        self.assertIn("mappings put back replay the changes they missed", log)
+        self.assertNotIn("backfill: starting mapping=%s" % REVIEWS, log)
+        back = self.versions()[REVIEWS]
+        self.assertEqual((back["removed"], back["backfill"]), (False, "done"))
+        self.assertEqual(d.metric_sum("denormd_mapping_info", mapping=REVIEWS), 1)
+        # New reviews are pushed again.
+        later = self.new_review(7)
+        wait_until(lambda: later in self.recent_ids(7, "recentReviews"), message="pushed again")
+        self.assertEqual(d.stop(), 0)
+
+    def test_removed_across_a_restart_and_put_back_replays_what_it_missed(self):
+        self.add_twin_of_recent_reviews()
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        self.assertEqual(self.start(auto_backfill=True).stop(), 0)
+        aside = os.path.join(self.mappings, REVIEWS + ".json.aside")
+        shutil.move(os.path.join(self.mappings, REVIEWS + ".json"), aside)
+        d = self.start(auto_backfill=True)
+        missed = [self.new_review(p) for p in (4, 5, 6)]
+        wait_until(lambda: all(r in self.recent_ids(p, "recentReviewsTwin") for p, r in zip((4, 5, 6), missed)),
+                   message="the twin pushed them")
+        self.assertEqual(d.stop(), 0)
+        self.assertTrue(self.versions()[REVIEWS]["removed"])
+        shutil.move(aside, os.path.join(self.mappings, REVIEWS + ".json"))
+        d = self.start(auto_backfill=True)
+        self.converge()
+        for p, r in zip((4, 5, 6), missed):
+            self.assertIn(r, self.recent_ids(p, "recentReviews"))
+        self.assertIn("mappings put back replay the changes they missed", d.log())
+        self.assertNotIn("backfill: starting mapping=%s" % REVIEWS, d.log())
+        self.assertEqual(d.stop(), 0)
+
+    def test_watch_mappings_reloads_when_a_file_changes(self):
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start("--watch-mappings", auto_backfill=True)
+        time.sleep(1.5)
+        self.assertEqual(self.reloads(d, "ok"), 0)  # nothing changed: no reload
+        self.add_mail_to_orders_customer()
+        wait_until(lambda: self.reloads(d, "ok") == 1, timeout=30, message="the watched change reloaded")
+        wait_until(lambda: not self.differences_with_mail(), timeout=60, interval=0.25,
+                   message="open orders with customer.mail")
+        self.assertIn("the mapping files changed", d.log())
+        self.assertEqual(self.reloads(d, "ok"), 1)  # once, however many looks saw it
+        self.assertEqual(d.stop(), 0)

@@ -8,7 +8,8 @@ namespace mongo_emulator {
 
 namespace {
 
-constexpr std::size_t data_length = 18;  // 8 hex t, 8 hex i, 2 hex kind
+// As MongoDB's KeyString starts: "82" (the timestamp type), 8 hex t, 8 hex i; then 2 hex kind.
+constexpr std::size_t data_length = 20;
 
 bool parse_hex(std::string_view s, std::uint32_t& out) {
   out = 0;
@@ -46,9 +47,10 @@ denormd::expected<resume_token> resume_token::parse(const bson::value& token) {
   std::uint32_t t = 0;
   std::uint32_t i = 0;
   std::uint32_t k = 0;
-  if (s.size() != data_length || !parse_hex(std::string_view(s).substr(0, 8), t) ||
-      !parse_hex(std::string_view(s).substr(8, 8), i) ||
-      !parse_hex(std::string_view(s).substr(16, 2), k) || k > 2) {
+  if (s.size() != data_length || !s.starts_with("82") ||
+      !parse_hex(std::string_view(s).substr(2, 8), t) ||
+      !parse_hex(std::string_view(s).substr(10, 8), i) ||
+      !parse_hex(std::string_view(s).substr(18, 2), k) || k > 2) {
     return bad("'_data' is not a token issued by this server: '" + s + "'");
   }
   return resume_token(bson::timestamp{t, i}, static_cast<kind>(k));
@@ -56,7 +58,7 @@ denormd::expected<resume_token> resume_token::parse(const bson::value& token) {
 
 std::string resume_token::data() const {
   char buf[data_length + 1];
-  std::snprintf(buf, sizeof buf, "%08X%08X%02X", ts_.t, ts_.i, static_cast<unsigned>(kind_));
+  std::snprintf(buf, sizeof buf, "82%08X%08X%02X", ts_.t, ts_.i, static_cast<unsigned>(kind_));
   return std::string(buf, data_length);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Change-stream resume tokens. `_data` is an opaque upper-case hex string encoding
-// (clusterTime, kind) so that tokens compare in event order as strings and as values.
+// Change-stream resume tokens. `_data` is an upper-case hex string encoding (clusterTime, kind)
+// so that tokens compare in event order as strings and as values; like MongoDB's, it starts
+// with "82" and the cluster time.
 // Value type; thread-compatible.
 
 #include <compare>

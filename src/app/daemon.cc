@@ -67,12 +67,14 @@ class mongo_parts final : public pipeline::parts_factory {
   std::unique_ptr<source::change_source> make_source(const mapping::ns& source,
                                                      const pipeline::start_position& from,
                                                      mapping::stream_images images,
+                                                     const bson::array& filter,
                                                      source::event_queue& queue,
                                                      source::resync_hook resync) override {
     source::watcher_options wo;
     wo.source = source;
     wo.pre_images = images.before;
     wo.post_images = images.after;
+    wo.pipeline = filter;
     wo.resume_after = from.resume_after;
     wo.start_at = from.start_at;
     wo.resync = std::move(resync);

@@ -20,13 +20,20 @@ std::optional<pipeline::start_position> start_position_of(const mapping::ns& sou
                                                           metrics::metrics& m,
                                                           std::stop_token stop) {
   if (replay.resume_after || replay.start_at)
-    return pipeline::start_position{replay.resume_after, replay.start_at, 0, std::nullopt};
+    return pipeline::start_position{replay.resume_after, replay.start_at, 0,
+                                    std::nullopt,        std::nullopt,    ""};
   backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
   while (true) {
     auto cp = checkpoints.load(source);
     if (cp) {
       if (!*cp) return pipeline::start_position{};
-      return pipeline::start_position{(*cp)->token, std::nullopt, (*cp)->saved_ms, std::nullopt};
+      const auto& c = **cp;
+      // A checkpoint stored by a denormd without stream filters has neither its event's time
+      // nor a filter: the token's own encoding tells the time.
+      const auto time =
+          c.event_time || !c.filter.empty() ? c.event_time : mapping::token_time(c.token);
+      return pipeline::start_position{c.token,      std::nullopt, c.saved_ms,
+                                      std::nullopt, time,         c.filter};
     }
     m.count_error("checkpoint", cp.error().metric_code());
     log::warn("daemon", "cannot read the checkpoint; retrying",
@@ -114,7 +121,9 @@ bool reloader::note_removed_at_start(std::stop_token stop) {
     for (const auto& src : r.reads) {
       auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
       if (!from) return false;
-      if (from->resume_after) gone.stopped_at.push_back(ops::stop_point{src, *from->resume_after});
+      if (from->resume_after)
+        gone.stopped_at.push_back(
+            ops::stop_point{src, *from->resume_after, from->token_time, from->filter});
     }
     removed_[r.name] = std::move(gone);
   }
@@ -261,7 +270,7 @@ void reloader::note_removed(const mapping::ns& source, const pipeline::start_pos
     }
     auto& r = removed_[name];
     r.fingerprint = find_mapping(*planner_, name)->fingerprint();
-    r.stopped_at.push_back(ops::stop_point{source, *at.resume_after});
+    r.stopped_at.push_back(ops::stop_point{source, *at.resume_after, at.token_time, at.filter});
   }
 }
 
@@ -270,24 +279,25 @@ pipeline::start_position reloader::with_returning(pipeline::start_position base,
                                                   const mapping::planner& next,
                                                   std::stop_token stop) {
   // The mappings of `source` that come back with the definition they had when they left.
-  std::map<std::string, bson::document, std::less<>> back;
+  std::map<std::string, ops::stop_point, std::less<>> back;
   for (const auto& name : next.mappings_reading(source)) {
     auto r = removed_.find(name);
     if (r == removed_.end() || find_mapping(next, name)->fingerprint() != r->second.fingerprint)
       continue;
     for (const auto& p : r->second.stopped_at) {
-      if (p.source == source) back.emplace(name, p.token);
+      if (p.source == source) back.emplace(name, p);
     }
   }
   if (back.empty()) return base;
 
   const auto earliest =
       std::min_element(back.begin(), back.end(), [](const auto& a, const auto& b) {
-        return mapping::token_position(a.second) < mapping::token_position(b.second);
+        return mapping::token_position(a.second.token) < mapping::token_position(b.second.token);
       });
-  const std::string earliest_key = mapping::token_position(earliest->second);
+  const ops::stop_point& first = earliest->second;
+  const std::string earliest_key = mapping::token_position(first.token);
   std::vector<std::string> names;
-  for (const auto& [name, token] : back)
+  for (const auto& [name, point] : back)
     names.push_back(name);
 
   pipeline::start_position out = base;
@@ -296,18 +306,24 @@ pipeline::start_position reloader::with_returning(pipeline::start_position base,
   if (!base.resume_after) {
     // Nothing applied before here: no position for the others to skip to. They see the
     // missed changes again too, which writes nothing new (every write is idempotent).
-    out.resume_after = earliest->second;
+    out.resume_after = first.token;
+    out.token_time = first.token_time;
+    out.filter = first.filter;
     out.start_at.reset();
   } else {
     const std::string base_key = mapping::token_position(*base.resume_after);
     mapping::replay_gate gate = base.gate ? *base.gate : mapping::replay_gate{base_key, {}};
-    for (const auto& [name, token] : back) {
-      const std::string key = mapping::token_position(token);
+    for (const auto& [name, point] : back) {
+      const std::string key = mapping::token_position(point.token);
       auto [it, fresh] = gate.from.emplace(name, key);
       if (!fresh && key < it->second) it->second = key;
     }
     out.gate = std::move(gate);
-    if (earliest_key < base_key) out.resume_after = earliest->second;
+    if (earliest_key < base_key) {
+      out.resume_after = first.token;
+      out.token_time = first.token_time;
+      out.filter = first.filter;
+    }
   }
   log::info("reload", "mappings put back replay the changes they missed",
             {{"mappings", joined(names)},
@@ -318,7 +334,8 @@ pipeline::start_position reloader::with_returning(pipeline::start_position base,
   if (rewound && !opts_.dry_run) {
     backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
     while (true) {
-      auto st = checkpoints_.save(source, checkpoint::checkpoint{*out.resume_after, 0, wall_ms()});
+      auto st = checkpoints_.save(source, checkpoint::checkpoint{*out.resume_after, 0, wall_ms(),
+                                                                 out.token_time, out.filter});
       if (st) break;
       metrics_.count_error("checkpoint", st.error().metric_code());
       log::warn("reload", "cannot move the checkpoint back for the replay; retrying",

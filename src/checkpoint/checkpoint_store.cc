@@ -8,7 +8,19 @@ bson::document save_update(const checkpoint& cp, std::int64_t now_ms) {
   bson::document set{{"token", cp.token},
                      {"savedAt", bson::date_time{cp.saved_ms != 0 ? cp.saved_ms : now_ms}}};
   if (cp.event_ms != 0) set.append("wallTime", bson::date_time{cp.event_ms});
-  return bson::document{{"$set", std::move(set)}};
+  // Set or removed with every save, so that they always describe the token beside them.
+  bson::document unset;
+  if (cp.event_time)
+    set.append("clusterTime", *cp.event_time);
+  else
+    unset.append("clusterTime", "");
+  if (!cp.filter.empty())
+    set.append("filter", cp.filter);
+  else
+    unset.append("filter", "");
+  bson::document update{{"$set", std::move(set)}};
+  if (!unset.empty()) update.append("$unset", std::move(unset));
+  return update;
 }
 
 std::optional<checkpoint> parse_checkpoint(const bson::document& doc) {
@@ -22,6 +34,10 @@ std::optional<checkpoint> parse_checkpoint(const bson::document& doc) {
   if (const bson::value* s = doc.get("savedAt"); s != nullptr && s->is<bson::date_time>()) {
     cp.saved_ms = s->as<bson::date_time>().millis;
   }
+  if (const bson::value* t = doc.get("clusterTime"); t != nullptr && t->is<bson::timestamp>())
+    cp.event_time = t->as<bson::timestamp>();
+  if (const bson::value* f = doc.get("filter"); f != nullptr && f->is_string())
+    cp.filter = f->as_string();
   return cp;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "bson/value.h"
 #include "mapping/mapping.h"
@@ -16,6 +17,12 @@ struct checkpoint {
   bson::document token;
   std::int64_t event_ms = 0;  // wall time of the last applied event (0 when unknown)
   std::int64_t saved_ms = 0;  // when it was stored
+  // The cluster time of the event the token names; none for a high-water-mark token (which
+  // names no event) or when unknown.
+  std::optional<bson::timestamp> event_time;
+  // The server-side filter of the stream the token came from, as JSON ("" for none). A stream
+  // with another filter cannot resume from an event token its filter drops.
+  std::string filter;
 };
 
 class position_store {

@@ -193,4 +193,32 @@ std::string token_position(const bson::document& token) {
   return bson::to_json(token);
 }
 
+std::optional<bson::timestamp> token_time(const bson::document& token) {
+  const bson::value* data = token.get("_data");
+  if (data == nullptr || !data->is_string()) return std::nullopt;
+  const std::string& d = data->as_string();
+  if (d.size() < 18 || !d.starts_with("82")) return std::nullopt;
+  auto hex = [&](std::size_t from) -> std::optional<std::uint32_t> {
+    std::uint32_t v = 0;
+    for (std::size_t k = from; k < from + 8; ++k) {
+      const char c = d[k];
+      std::uint32_t digit = 0;
+      if (c >= '0' && c <= '9')
+        digit = static_cast<std::uint32_t>(c - '0');
+      else if (c >= 'A' && c <= 'F')
+        digit = static_cast<std::uint32_t>(c - 'A' + 10);
+      else if (c >= 'a' && c <= 'f')
+        digit = static_cast<std::uint32_t>(c - 'a' + 10);
+      else
+        return std::nullopt;
+      v = (v << 4) | digit;
+    }
+    return v;
+  };
+  const auto t = hex(2);
+  const auto i = hex(10);
+  if (!t || !i) return std::nullopt;
+  return bson::timestamp{*t, *i};
+}
+
 }  // namespace denormd::mapping

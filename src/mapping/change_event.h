@@ -60,4 +60,9 @@ bool touches(const std::vector<std::string>& touched, const std::vector<std::str
 // tokens compare in event order (a token without one: its JSON, which is at least stable).
 std::string token_position(const bson::document& token);
 
+// The cluster time a resume token is at, read from its `_data` as MongoDB encodes it (a
+// KeyString that starts with the timestamp: "82", then 8 hex digits of t and 8 of i). nullopt
+// for any other form. Only for tokens stored without their time (by an older denormd).
+std::optional<bson::timestamp> token_time(const bson::document& token);
+
 }  // namespace denormd::mapping

@@ -102,6 +102,80 @@ std::string planner::stream_signature(const ns& source) const {
   return out;
 }
 
+namespace {
+
+bson::document expr(const char* op, bson::value arg) {
+  return bson::document{{op, std::move(arg)}};
+}
+
+// Whether `field` (an expression for a dotted path that an update changed) overlaps `path`,
+// as query::paths_overlap has it: equal, or one a dotted prefix of the other.
+bson::document overlaps(const char* field, const std::string& path) {
+  auto starts = [](bson::value text, bson::value prefix) {
+    return expr("$eq",
+                bson::array{expr("$indexOfCP", bson::array{std::move(text), std::move(prefix)}),
+                            std::int32_t{0}});
+  };
+  const bson::document literal_path = expr("$literal", path);
+  return expr("$or",
+              bson::array{
+                  expr("$eq", bson::array{field, literal_path}),
+                  starts(field, expr("$literal", path + ".")),
+                  starts(literal_path, expr("$concat", bson::array{field, expr("$literal", ".")})),
+              });
+}
+
+// True when an update event touches any of `paths`: the updated, removed and truncated fields,
+// as change_event reads them, against each path.
+bson::document update_touches(const std::vector<std::string>& paths) {
+  auto map = [](bson::value input, const char* as, bson::value in) {
+    return expr("$map",
+                bson::document{{"input", std::move(input)}, {"as", as}, {"in", std::move(in)}});
+  };
+  auto or_empty = [](const char* field, bson::value empty) {
+    return expr("$ifNull", bson::array{field, std::move(empty)});
+  };
+  const bson::document fields =
+      expr("$concatArrays",
+           bson::array{
+               map(expr("$objectToArray",
+                        or_empty("$updateDescription.updatedFields", bson::document{})),
+                   "u", "$$u.k"),
+               or_empty("$updateDescription.removedFields", bson::array{}),
+               map(or_empty("$updateDescription.truncatedArrays", bson::array{}), "t", "$$t.field"),
+           });
+  bson::array any;
+  for (const auto& p : paths)
+    any.push_back(overlaps("$$f", p));
+  return expr("$anyElementTrue", bson::array{map(fields, "f", expr("$or", std::move(any)))});
+}
+
+}  // namespace
+
+bson::array planner::stream_filter(const ns& source) const {
+  auto it = by_source_.find(source);
+  if (it == by_source_.end()) return {};
+  std::vector<std::string> paths;
+  auto add = [&](const std::vector<compiled>& list) {
+    for (const compiled& c : list) {
+      for (const auto& p : c.watched) {
+        if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);
+      }
+    }
+  };
+  add(it->second.mappings);
+  add(it->second.fills);
+  std::sort(paths.begin(), paths.end());
+  // Every kind skips an update that touches none of its watched paths, and a fill skips a
+  // delete (the dependent is gone); every other event, whatever its type, passes.
+  bson::array skipped{"update"};
+  if (it->second.mappings.empty()) skipped.push_back("delete");
+  bson::array kept{bson::document{{"operationType", bson::document{{"$nin", std::move(skipped)}}}}};
+  if (!paths.empty())
+    kept.push_back(bson::document{{"operationType", "update"}, {"$expr", update_touches(paths)}});
+  return bson::array{bson::document{{"$match", bson::document{{"$or", std::move(kept)}}}}};
+}
+
 std::vector<std::string> planner::mappings_reading(const ns& source) const {
   std::vector<std::string> out;
   auto it = by_source_.find(source);

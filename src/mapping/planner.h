@@ -50,6 +50,11 @@ class planner {
   // or fills it as a target, with its fingerprint. Two planners with the same signature for a
   // namespace plan its events alike, so a reload keeps that namespace's pipeline running.
   std::string stream_signature(const ns& source) const;
+  // The stages after $changeStream that drop on the server what no mapping of `source` would
+  // plan anything for (docs/architecture.md, "Server-side filtering"): updates that touch none
+  // of the paths its mappings watch, and deletes where only fills read it. Empty when no mapping
+  // reads `source`. The planner skips the same events itself, so the filter only saves work.
+  bson::array stream_filter(const ns& source) const;
   // The names of the mappings whose plans read `source` (as a source or a filled target).
   std::vector<std::string> mappings_reading(const ns& source) const;
 

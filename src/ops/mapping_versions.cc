@@ -99,6 +99,8 @@ mongo::status record_mappings(mongo::connection& conn, const std::string& meta_d
       for (const auto& p : r->second.stopped_at) {
         bson::document point = ns_document(p.source);
         point.append("token", p.token);
+        if (p.token_time) point.append("clusterTime", *p.token_time);
+        if (!p.filter.empty()) point.append("filter", p.filter);
         points.push_back(std::move(point));
       }
       doc.set("stoppedAt", std::move(points));
@@ -125,9 +127,13 @@ mongo::result<std::vector<recorded_mapping>> read_recorded(mongo::connection& co
     }
     for (const auto& p : array_field(d, "stoppedAt")) {
       if (!p.is_document()) continue;
-      const bson::value* token = p.as_document().get("token");
-      if (token != nullptr && token->is_document())
-        r.stopped_at.push_back(stop_point{ns_of(p.as_document()), token->as_document()});
+      const bson::document& pd = p.as_document();
+      const bson::value* token = pd.get("token");
+      if (token == nullptr || !token->is_document()) continue;
+      stop_point point{ns_of(pd), token->as_document(), std::nullopt, string_field(pd, "filter")};
+      if (const bson::value* t = pd.get("clusterTime"); t != nullptr && t->is<bson::timestamp>())
+        point.token_time = t->as<bson::timestamp>();
+      r.stopped_at.push_back(std::move(point));
     }
     out.push_back(std::move(r));
   }

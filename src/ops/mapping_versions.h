@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ enum class backfill_state {
 struct stop_point {
   mapping::ns source;
   bson::document token;
+  std::optional<bson::timestamp> token_time;  // of the event it names (none: unknown)
+  std::string filter;                         // of the stream it came from
 };
 
 // A removed mapping's definition and where it stopped, by mapping name.

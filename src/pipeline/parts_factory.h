@@ -24,11 +24,18 @@ namespace denormd::pipeline {
 // Where a pipeline's source starts reading: after a resume token, else at an operation time,
 // else now. `saved_ms`: when the position was stored (the lag until the first read). `gate`:
 // while replaying history some mappings have applied already, which mapping takes which event.
+// A pipeline whose filter differs from the one the token came from starts at the token's
+// cluster time instead, behind a gate (MongoDB cannot resume from an event token that the new
+// filter drops).
 struct start_position {
   std::optional<bson::document> resume_after;
   std::optional<bson::timestamp> start_at;
   std::int64_t saved_ms = 0;
   std::optional<mapping::replay_gate> gate;
+  // What `resume_after` came from: the cluster time of the event it names (none for a
+  // high-water mark or when unknown) and the server-side filter of that stream ("" for none).
+  std::optional<bson::timestamp> token_time;
+  std::string filter;
 };
 
 class parts_factory {
@@ -37,12 +44,11 @@ class parts_factory {
 
   // The reader of `source`'s changes into `queue` from `from`; it calls `resync` when the
   // history it needs is lost. `images` says which document states the events carry where the
-  // collection keeps them (fullDocumentBeforeChange, and fullDocument as of the change).
-  virtual std::unique_ptr<source::change_source> make_source(const mapping::ns& source,
-                                                             const start_position& from,
-                                                             mapping::stream_images images,
-                                                             source::event_queue& queue,
-                                                             source::resync_hook resync) = 0;
+  // collection keeps them (fullDocumentBeforeChange, and fullDocument as of the change);
+  // `filter`, the stages after $changeStream.
+  virtual std::unique_ptr<source::change_source> make_source(
+      const mapping::ns& source, const start_position& from, mapping::stream_images images,
+      const bson::array& filter, source::event_queue& queue, source::resync_hook resync) = 0;
   virtual std::unique_ptr<sink::batch_writer> make_writer() = 0;
   // Shared by every pipeline; each applier calls it from its own thread.
   virtual checkpoint::position_store& positions() = 0;

@@ -1,16 +1,47 @@
 #include "pipeline/pipeline.h"
 
+#include "bson/json.h"
 #include "common/backoff.h"
 #include "common/log.h"
 
 namespace denormd::pipeline {
+
+namespace {
+
+// `from` for a stream whose server-side filter is `filter`. A token from a stream with another
+// filter may name an event this one drops, and MongoDB cannot resume from that (error 280,
+// which would re-sync): start at that event's cluster time instead (at, not after it), and let
+// a gate skip what the token covered, so nothing is applied twice.
+start_position for_filter(start_position from, const std::string& filter, const std::string& name) {
+  if (!from.resume_after || from.filter == filter || !from.token_time) return from;
+  if (!from.gate) from.gate = mapping::replay_gate{mapping::token_position(*from.resume_after), {}};
+  from.start_at = from.token_time;
+  log::info("pipeline",
+            "the stream's server-side filter changed; starting at the cluster time of its last "
+            "event instead of its resume token",
+            {{"source", name},
+             {"cluster_time",
+              std::to_string(from.start_at->t) + ":" + std::to_string(from.start_at->i)}});
+  from.resume_after.reset();
+  from.token_time.reset();
+  from.filter = filter;
+  return from;
+}
+
+}  // namespace
+
+std::string filter_text(const bson::array& filter) {
+  return filter.empty() ? std::string() : bson::to_json(bson::document{{"f", filter}});
+}
 
 pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> planner,
                    start_position from, parts_factory& parts, metrics::metrics& m,
                    const pipeline_options& opts)
     : source_(std::move(source)),
       planner_(std::move(planner)),
-      from_(std::move(from)),
+      filter_(planner_->stream_filter(source_)),
+      filter_text_(filter_text(filter_)),
+      from_(for_filter(std::move(from), filter_text_, source_.full())),
       parts_(parts),
       metrics_(m),
       name_(source_.full()),
@@ -20,9 +51,10 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   ao.source = source_;
   ao.initial_checkpoint_ms = from_.saved_ms;
   ao.gate = from_.gate;
+  ao.filter = filter_text_;
   if (from_.start_at) ao.start_at_ms = static_cast<std::int64_t>(from_.start_at->t) * 1000;
   applier_ = std::make_unique<sink::applier>(planner_, *writer_, parts.positions(), *queue_, m, ao);
-  reader_ = parts.make_source(source_, from_, planner_->needs_images(source_), *queue_,
+  reader_ = parts.make_source(source_, from_, planner_->needs_images(source_), filter_, *queue_,
                               [this](std::stop_token stop) { return resync(stop); });
 }
 
@@ -65,7 +97,8 @@ start_position pipeline::resume_position() const {
   if (resync_unfinished_) return from_;
   const auto& applied = applier_->applied_position();
   if (!applied) return from_;  // nothing applied: the old start is still where to begin
-  start_position next{applied->token, std::nullopt, applier_->checkpoint_ms(), std::nullopt};
+  start_position next{applied->token, std::nullopt,        applier_->checkpoint_ms(),
+                      std::nullopt,   applied->event_time, applied->filter};
   // A replay that has not reached the end of what it holds back goes on holding it back.
   if (from_.gate && !from_.gate->passed(mapping::token_position(applied->token)))
     next.gate = from_.gate;

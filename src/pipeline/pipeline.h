@@ -35,6 +35,9 @@ struct pipeline_options {
   sink::applier_options applier;
 };
 
+// A stream filter as checkpoints keep it: JSON, "" for none.
+std::string filter_text(const bson::array& filter);
+
 class pipeline {
  public:
   pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> planner, start_position from,
@@ -70,6 +73,8 @@ class pipeline {
 
   const mapping::ns source_;
   const std::shared_ptr<const mapping::planner> planner_;
+  const bson::array filter_;       // the stream's stages after $changeStream
+  const std::string filter_text_;  // as kept with checkpoints ("" for none)
   const start_position from_;
   parts_factory& parts_;
   metrics::metrics& metrics_;

@@ -97,7 +97,9 @@ std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) 
   tokens_.clear();
   ops_.clear();
   std::int64_t last_event_ms = 0;
+  last_item_time_.reset();
   for (const auto& item : items) {
+    last_item_time_.reset();  // set below when this item is an event
     if (item.event.empty()) continue;
     if (in_flight_oldest_ms_.load() == 0) in_flight_oldest_ms_ = item.event_ms;
     last_event_ms = item.event_ms;
@@ -120,6 +122,7 @@ std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) 
       ops_[i].event_ms = item.event_ms;
     }
     tokens_.push_back(item.token);
+    last_item_time_ = ev->cluster_time;
     events_.push_back(std::move(ev).value());
   }
   if (!events_.empty()) metrics_.observe_batch(name_, events_.size());
@@ -154,7 +157,8 @@ void applier::run(std::stop_token stop) {
     }
     applied_ += events_.size();
     if (last_event_ms != 0) last_event_ms_ = last_event_ms;
-    advance(checkpoint::checkpoint{items.back().token, last_event_ms_, 0});
+    advance(checkpoint::checkpoint{items.back().token, last_event_ms_, 0, last_item_time_,
+                                   opts_.filter});
     in_flight_oldest_ms_ = 0;
     {
       std::lock_guard lock(completed_mutex_);
@@ -170,7 +174,8 @@ void applier::run(std::stop_token stop) {
   if (queue_.closed() && !in_flight_oldest_ms_.load()) {
     for (auto& item : queue_.pop_batch(opts_.max_batch, std::chrono::milliseconds(0))) {
       if (!item.event.empty()) break;
-      advance(checkpoint::checkpoint{std::move(item.token), last_event_ms_, 0});
+      advance(checkpoint::checkpoint{std::move(item.token), last_event_ms_, 0, std::nullopt,
+                                     opts_.filter});
     }
   }
   if (pending_ && held_) {

@@ -41,6 +41,8 @@ struct applier_options {
   // or the applier stops. A crash replays at most this much, which is safe (ops are
   // idempotent) and spares one write command per batch. 0 stores after every batch.
   std::chrono::milliseconds checkpoint_interval{1000};
+  // The stream's server-side filter as JSON, kept with each checkpoint.
+  std::string filter;
   // While replaying history that only some mappings need, which mapping takes which event;
   // dropped once the stream is past every position it holds back.
   std::optional<mapping::replay_gate> gate;
@@ -109,6 +111,8 @@ class applier {
   bool pending_ = false;
   // Wall time of the newest applied event: token-only checkpoints carry it (applier thread).
   std::int64_t last_event_ms_ = 0;
+  // The cluster time of the last item planned when it is an event (its token names it).
+  std::optional<bson::timestamp> last_item_time_;
   std::chrono::steady_clock::time_point stored_at_{};
   std::atomic<std::int64_t> in_flight_oldest_ms_{0};
   std::atomic<std::int64_t> checkpoint_ms_{0};

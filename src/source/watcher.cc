@@ -217,6 +217,7 @@ void watcher::run(std::stop_token stop) {
     w.max_await_ms = opts_.max_await_ms;
     w.pre_images = opts_.pre_images;
     w.post_images = opts_.post_images;
+    w.pipeline = opts_.pipeline;
     // A getMore reply is held in memory whole: 1,000 events (about 1 MB) instead of the
     // server's 16 MB keeps memory bounded while catching up, at no cost in round trips.
     w.batch_size = 1000;

@@ -33,6 +33,7 @@ struct watcher_options {
   std::int32_t max_await_ms = 1000;
   bool pre_images = false;   // ask for fullDocumentBeforeChange (whenAvailable)
   bool post_images = false;  // ask for fullDocument as of each change, not updateLookup
+  bson::array pipeline;      // the stages after $changeStream (the server-side filter)
   std::chrono::milliseconds max_backoff{10000};
   // Between re-syncs of one lost-history episode: when the stream loses its place again
   // (the oplog rolled past it before it was read), the next re-sync waits, from the first

@@ -11,6 +11,7 @@ import uuid
 import zlib
 
 import pymongo
+from bson import Timestamp, json_util
 
 from tests.integration.harness import DENORMD, Denormd, Emulator, REAL_URI, case_failed, wait_until, write_mappings
 from tests.integration.shop import Shop
@@ -83,6 +84,20 @@ class ShopTestCase(DaemonTestCase):
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         self.outputs.append((argv[1:], p.returncode, p.stdout, p.stderr))
         return p.returncode, p.stdout, p.stderr
+
+    def events_kept_since(self, since):
+        """How many change events from `since` (UNIX seconds, as --start-at takes them) to now
+        denormd's streams keep, each through the server-side filter its last run stored with
+        its checkpoint: what a replay from `since` reads at least."""
+        total = 0
+        for cp in self.db.denormd_checkpoints.find():
+            db, coll = cp["_id"].split(".", 1)
+            pipeline = json_util.loads(cp["filter"])["f"] if cp.get("filter") else []
+            with self.client[db][coll].watch(pipeline, start_at_operation_time=Timestamp(int(since), 0),
+                                             max_await_time_ms=200) as stream:
+                while stream.try_next() is not None:
+                    total += 1
+        return total
 
     def converge(self, timeout=60):
         wait_until(self.shop.check, timeout=timeout, interval=0.25, message="dependents in line with sources")

@@ -190,3 +190,29 @@ class ReloadTest(MappingChangeCase):
         self.assertIn("the mapping files changed", d.log())
         self.assertEqual(self.reloads(d, "ok"), 1)  # once, however many looks saw it
         self.assertEqual(d.stop(), 0)
+
+    def test_a_token_the_new_filter_drops_resumes_from_its_time_without_a_resync(self):
+        """A checkpoint from a stream without the current filter (an older denormd, or mappings
+        changed while stopped) may name an event the filter now drops; MongoDB cannot resume
+        from such a token. denormd starts at its cluster time instead and re-syncs nothing."""
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        self.assertEqual(self.start().stop(), 0)
+        # The newest customers event is one no mapping needs; store its token as an older
+        # denormd would have (no filter, no cluster time beside it).
+        with self.db.customers.watch() as stream:
+            self.db.customers.update_one({"_id": 1}, {"$set": {"lastLogin": self.shop._tick()}})
+            event = stream.try_next()
+            while event is None:
+                event = stream.try_next()
+        key = "%s.customers" % self.dbname
+        self.db.denormd_checkpoints.update_one({"_id": key}, {"$set": {"token": event["_id"]},
+                                                             "$unset": {"clusterTime": "", "filter": ""}})
+        d = self.start()
+        self.db.customers.update_one({"_id": 2}, {"$set": {"name": "After The Restart"}})
+        self.converge()
+        self.assertIn("the stream's server-side filter changed", d.log())
+        self.assertEqual(d.metric_sum("denormd_history_lost_total"), 0)
+        stored = self.db.denormd_checkpoints.find_one({"_id": key})
+        self.assertIn("$match", stored["filter"])  # kept with every checkpoint from now on
+        self.assertEqual(d.stop(), 0)

@@ -19,16 +19,35 @@ bson::document parse(const std::string& json) {
   return doc ? std::move(doc).value() : bson::document{};
 }
 
-// The document an upsert with `update` makes of an empty one (only $set is used).
+// The document an upsert with `update` makes of an empty one ($set, and $unset, which removes
+// nothing from an empty one).
 bson::document stored(const bson::document& update) {
   const bson::value* set = update.get("$set");
   EXPECT_TRUE(set != nullptr && set->is_document()) << bson::to_json(update);
-  EXPECT_EQ(update.size(), 1U) << bson::to_json(update);
+  EXPECT_EQ(update.size(), update.contains("$unset") ? 2U : 1U) << bson::to_json(update);
   return set != nullptr && set->is_document() ? set->as_document() : bson::document{};
 }
 
+TEST(checkpoint_store_test, the_event_time_and_filter_are_kept_or_removed_with_each_token) {
+  const checkpoint cp{parse(R"({"_data":"8263"})"), 0, 0, bson::timestamp{42, 7},
+                      R"({"f":[{"$match":{}}]})"};
+  const bson::document update = save_update(cp, 1);
+  EXPECT_FALSE(update.contains("$unset")) << bson::to_json(update);
+  auto back = parse_checkpoint(stored(update));
+  ASSERT_TRUE(back.has_value());
+  ASSERT_TRUE(back->event_time.has_value());
+  EXPECT_EQ(back->event_time->t, 42u);
+  EXPECT_EQ(back->event_time->i, 7u);
+  EXPECT_EQ(back->filter, cp.filter);
+  // A high-water mark names no event: the time stored beside an earlier token goes.
+  const checkpoint idle{parse(R"({"_data":"8264"})"), 0, 0, std::nullopt, ""};
+  const bson::document again = save_update(idle, 2);
+  EXPECT_EQ(bson::to_json(*again.get("$unset")), R"({"clusterTime":"","filter":""})");
+  EXPECT_FALSE(stored(again).contains("clusterTime"));
+}
+
 TEST(checkpoint_store_test, a_save_stores_token_event_time_and_save_time) {
-  const checkpoint cp{parse(R"({"_data":"8263"})"), 1'700'000'000'000, 0};
+  const checkpoint cp{parse(R"({"_data":"8263"})"), 1'700'000'000'000, 0, std::nullopt, ""};
   const auto doc = stored(save_update(cp, 1'700'000'005'000));
   EXPECT_EQ(bson::to_json(doc), bson::to_json(parse(R"({"token":{"_data":"8263"},
       "savedAt":{"$date":{"$numberLong":"1700000005000"}},
@@ -42,7 +61,7 @@ TEST(checkpoint_store_test, a_save_stores_token_event_time_and_save_time) {
 
 TEST(checkpoint_store_test, a_save_without_an_event_time_keeps_the_stored_one) {
   // Idle since the start: the stored last-event time must not become 1970-01-01.
-  const checkpoint cp{parse(R"({"_data":"8264"})"), 0, 0};
+  const checkpoint cp{parse(R"({"_data":"8264"})"), 0, 0, std::nullopt, ""};
   const auto doc = stored(save_update(cp, 1'700'000'009'000));
   EXPECT_FALSE(doc.contains("wallTime")) << bson::to_json(doc);
   EXPECT_TRUE(doc.contains("token"));
@@ -50,7 +69,7 @@ TEST(checkpoint_store_test, a_save_without_an_event_time_keeps_the_stored_one) {
 }
 
 TEST(checkpoint_store_test, a_given_save_time_is_kept) {
-  const checkpoint cp{parse(R"({"_data":"8265"})"), 5, 7};
+  const checkpoint cp{parse(R"({"_data":"8265"})"), 5, 7, std::nullopt, ""};
   auto back = parse_checkpoint(stored(save_update(cp, 99)));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->saved_ms, 7);
@@ -138,11 +157,14 @@ TEST(checkpoint_store_test, save_then_load_round_trips_per_namespace_in_the_meta
   EXPECT_FALSE(none->has_value());
   EXPECT_EQ(client.last_ns, "meta.denormd_checkpoints");
 
-  ASSERT_TRUE(store.save(customers, checkpoint{parse(R"({"_data":"01"})"), 1000, 0}));
+  ASSERT_TRUE(
+      store.save(customers, checkpoint{parse(R"({"_data":"01"})"), 1000, 0, std::nullopt, ""}));
   EXPECT_TRUE(client.upserted);
-  ASSERT_TRUE(store.save({"shop", "products"}, checkpoint{parse(R"({"_data":"99"})"), 5, 0}));
+  ASSERT_TRUE(store.save({"shop", "products"},
+                         checkpoint{parse(R"({"_data":"99"})"), 5, 0, std::nullopt, ""}));
   // A quiet save (no event time) moves the token and keeps the last event's time.
-  ASSERT_TRUE(store.save(customers, checkpoint{parse(R"({"_data":"02"})"), 0, 0}));
+  ASSERT_TRUE(
+      store.save(customers, checkpoint{parse(R"({"_data":"02"})"), 0, 0, std::nullopt, ""}));
   auto back = store.load(customers);
   ASSERT_TRUE(back && back->has_value());
   EXPECT_EQ(bson::to_json((*back)->token), R"({"_data":"02"})");
@@ -158,7 +180,8 @@ TEST(checkpoint_store_test, failures_are_returned_as_values) {
   auto loaded = store.load({"shop", "customers"});
   ASSERT_FALSE(loaded);
   EXPECT_EQ(loaded.error().message, "down");
-  auto saved = store.save({"shop", "customers"}, checkpoint{parse(R"({"_data":"01"})"), 1, 0});
+  auto saved = store.save({"shop", "customers"},
+                          checkpoint{parse(R"({"_data":"01"})"), 1, 0, std::nullopt, ""});
   ASSERT_FALSE(saved);
   EXPECT_EQ(saved.error().message, "down");
 }

@@ -201,6 +201,7 @@ class fake_parts final : public parts_factory {
   std::unique_ptr<source::change_source> make_source(const mapping::ns& ns,
                                                      const start_position& from,
                                                      mapping::stream_images /*images*/,
+                                                     const bson::array& /*filter*/,
                                                      source::event_queue& queue,
                                                      source::resync_hook resync) override {
     auto s = std::make_unique<fake_source>(*this, ns, queue, std::move(resync));
@@ -372,11 +373,16 @@ TEST_F(supervisor_test, a_replacement_resumes_after_the_last_applied_item_with_i
   EXPECT_FALSE(s.replace({"shop", "nothing"}, email_only));
   ASSERT_EQ(parts_.made_for(customers), 2U);
   {
+    // Its filter differs (it watches email, not name): it starts at c1's time, skipping c1.
     std::lock_guard lock(parts_.mutex);
     const start_position& from = parts_.sources.back().from;
-    ASSERT_TRUE(from.resume_after.has_value());
-    EXPECT_EQ(data_of(*from.resume_after), "c1");
+    EXPECT_FALSE(from.resume_after.has_value());
+    EXPECT_TRUE(from.start_at.has_value());
+    ASSERT_TRUE(from.gate.has_value());
+    EXPECT_EQ(from.gate->others_after, "c1");
   }
+  parts_.latest(customers).feed(rename(customers, "c1"));
+  EXPECT_TRUE(parts_.log.wait_for("apply customers 0 c1"));  // seen again, skipped
   parts_.latest(customers).feed(rename(customers, "c2"));
   EXPECT_TRUE(parts_.log.wait_for("apply customers 0 c2"));  // planned with the new snapshot
 
@@ -416,6 +422,47 @@ TEST_F(supervisor_test, a_gated_replay_plans_old_events_only_for_the_mapping_put
   EXPECT_EQ(data_of(*after->resume_after), "c4");
   EXPECT_FALSE(after->gate.has_value());             // through: nothing held back any more
   EXPECT_FALSE(s.hand_over(customers).has_value());  // no longer listed
+}
+
+TEST_F(supervisor_test,
+       a_token_from_a_stream_with_another_filter_starts_at_its_time_behind_a_gate) {
+  supervisor s(parts_, metrics_, opts_);
+  const std::string now_filter = filter_text(both_->stream_filter(customers));
+  ASSERT_NE(now_filter, "");
+  start_position from;
+  from.resume_after = bson::document{{"_data", "c1"}};
+  from.token_time = bson::timestamp{5, 1};
+  from.filter = "{\"f\":[]}";  // another filter
+  s.start(customers, both_, from);
+  {
+    std::lock_guard lock(parts_.mutex);
+    const start_position& made = parts_.sources.back().from;
+    EXPECT_FALSE(made.resume_after.has_value());
+    ASSERT_TRUE(made.start_at.has_value());
+    EXPECT_EQ(made.start_at->t, 5u);
+    ASSERT_TRUE(made.gate.has_value());
+    EXPECT_EQ(made.gate->others_after, "c1");
+  }
+  // Starting at the token's time, the stream sees its event again: it is skipped.
+  parts_.latest(customers).feed(rename(customers, "c1"));
+  ASSERT_TRUE(parts_.log.wait_for("apply customers 0 c1"));
+  parts_.latest(customers).feed(rename(customers, "c2"));
+  ASSERT_TRUE(parts_.log.wait_for("apply customers 1 c2"));
+  // What it hands over names its filter and its last event's time.
+  auto next = s.hand_over(customers);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(data_of(*next->resume_after), "c2");
+  EXPECT_EQ(next->filter, now_filter);
+  EXPECT_TRUE(next->token_time.has_value());
+  // The same filter: it resumes after the token, as before.
+  s.start(customers, both_, std::move(*next));
+  {
+    std::lock_guard lock(parts_.mutex);
+    ASSERT_TRUE(parts_.sources.back().from.resume_after.has_value());
+    EXPECT_EQ(data_of(*parts_.sources.back().from.resume_after), "c2");
+    EXPECT_FALSE(parts_.sources.back().from.start_at.has_value());
+  }
+  s.stop_all();
 }
 
 TEST_F(supervisor_test, a_replacement_of_a_pipeline_that_applied_nothing_starts_where_it_did) {

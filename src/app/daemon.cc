@@ -226,6 +226,11 @@ int daemon::run() {
       [&reloads](std::function<void(http::reload_outcome)> done) {
         log::info("reload", "reload asked for over HTTP");
         reloads.post(std::move(done));
+      },
+      [&pipelines](std::string_view name) -> std::optional<http::op_time> {
+        const auto at = pipelines.applied_through(name);
+        if (!at) return std::nullopt;
+        return http::op_time{at->t, at->i};
       });
   if (!endpoint) {
     log::error("daemon", "cannot serve metrics: " + endpoint.error().message,

@@ -21,11 +21,12 @@ namespace denormd::http {
 
 class endpoint {
  public:
-  // `reload` (optional) serves POST /-/reload.
+  // `reload` (optional) serves POST /-/reload, `applied` (optional) GET /applied.
   static expected<std::unique_ptr<endpoint>> start(std::string_view address,
                                                    http_server::metrics_callback metrics,
                                                    http_server::readiness_callback ready,
-                                                   http_server::reload_callback reload = {});
+                                                   http_server::reload_callback reload = {},
+                                                   http_server::applied_callback applied = {});
   ~endpoint();
   endpoint(const endpoint&) = delete;
   endpoint& operator=(const endpoint&) = delete;

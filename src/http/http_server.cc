@@ -1,6 +1,8 @@
 #include "http/http_server.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <exception>
 #include <list>
 #include <mutex>
@@ -80,6 +82,96 @@ expected<listen_address> parse_listen_address(std::string_view text) {
   return listen_address{std::string(host), static_cast<std::uint16_t>(value)};
 }
 
+namespace {
+
+// %XX and '+' decoded; nullopt for a malformed escape.
+std::optional<std::string> url_decoded(std::string_view in) {
+  std::string out;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (in[k] == '+') {
+      out += ' ';
+    } else if (in[k] != '%') {
+      out += in[k];
+    } else {
+      if (k + 2 >= in.size()) return std::nullopt;
+      auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+      };
+      const int hi = hex(in[k + 1]);
+      const int lo = hex(in[k + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      k += 2;
+    }
+  }
+  return out;
+}
+
+std::optional<std::uint32_t> whole(std::string_view s) {
+  if (s.empty() || s.size() > 10) return std::nullopt;
+  std::uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (v > 0xFFFFFFFFULL) return std::nullopt;
+  return static_cast<std::uint32_t>(v);
+}
+
+constexpr auto applied_poll = std::chrono::milliseconds(20);
+constexpr auto max_applied_wait = std::chrono::seconds(60);
+
+std::string to_text(op_time at) {
+  return std::to_string(at.t) + ":" + std::to_string(at.i);
+}
+
+}  // namespace
+
+expected<applied_query> parse_applied_query(std::string_view query) {
+  applied_query q;
+  bool has_after = false;
+  auto bad = [](std::string_view name, std::string_view value, std::string_view why) {
+    return fail("bad " + std::string(name) + "=\"" + std::string(value) +
+                "\": " + std::string(why));
+  };
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view part = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (part.empty()) continue;
+    const auto eq = part.find('=');
+    const std::string_view name = part.substr(0, eq);
+    const auto value = url_decoded(eq == std::string_view::npos ? "" : part.substr(eq + 1));
+    if (!value) return bad(name, part.substr(eq + 1), "malformed %-escape");
+    if (name == "after") {
+      const auto colon = value->find(':');
+      const auto t = whole(std::string_view(*value).substr(0, colon));
+      const auto i = colon == std::string::npos ? std::optional<std::uint32_t>(0)
+                                                : whole(std::string_view(*value).substr(colon + 1));
+      if (!t || !i) return bad(name, *value, "expected an operation time T or T:I (whole numbers)");
+      q.after = op_time{*t, *i};
+      has_after = true;
+    } else if (name == "mapping") {
+      q.mapping = *value;
+    } else if (name == "timeout") {
+      char* end = nullptr;
+      const double seconds = std::strtod(value->c_str(), &end);
+      if (value->empty() || *end != '\0' || !(seconds >= 0) ||
+          seconds > static_cast<double>(max_applied_wait.count()))
+        return bad(name, *value, "expected seconds from 0 to 60");
+      q.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+    } else {
+      return fail("unknown parameter \"" + std::string(name) +
+                  "\" (GET /applied takes after, mapping and timeout)");
+    }
+  }
+  if (!has_after) return fail("missing after=T[:I], the operation time to wait for");
+  return q;
+}
+
 struct http_server::state : std::enable_shared_from_this<state> {
   state(net::io_context& context, const options& o, metrics_callback m, readiness_callback r)
       : io(context),
@@ -105,7 +197,8 @@ struct http_server::state : std::enable_shared_from_this<state> {
   const options opts;
   const metrics_callback metrics;
   const readiness_callback ready;
-  reload_callback reload;  // set before start()
+  reload_callback reload;    // set before start()
+  applied_callback applied;  // likewise
   std::uint16_t port = 0;
 
   struct entry {
@@ -153,6 +246,7 @@ class http_server::session : public std::enable_shared_from_this<session> {
     net::post(stream_.get_executor(), [self = shared_from_this()] {
       self->closed_ = true;
       self->stream_.close();  // also cancels the timer; pending handlers see operation_aborted
+      self->poll_.cancel();
     });
   }
 
@@ -204,9 +298,14 @@ class http_server::session : public std::enable_shared_from_this<session> {
     const bool head = req.method() == http::verb::head;
     // Beast 1.74 uses boost::string_view.
     std::string_view target(req.target().data(), req.target().size());
-    target = target.substr(0, target.find('?'));
+    const auto question = target.find('?');
+    const std::string_view query =
+        question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+    target = target.substr(0, question);
 
-    if (target == "/-/reload" && owner_->reload) {
+    if (target == "/applied" && owner_->applied && req.method() == http::verb::get) {
+      return start_applied(query);
+    } else if (target == "/-/reload" && owner_->reload) {
       if (req.method() == http::verb::post || req.method() == http::verb::put)
         return start_reload();
       set(http::status::method_not_allowed, text_content_type, "method not allowed\n");
@@ -279,6 +378,54 @@ class http_server::session : public std::enable_shared_from_this<session> {
     res_.body() = std::move(body);
   }
 
+  // GET /applied: answers at once when it can, else looks again every applied_poll on this
+  // connection's strand until the deadline.
+  void start_applied(std::string_view query) {
+    auto q = parse_applied_query(query);
+    if (!q) {
+      set_lines(http::status::bad_request, q.error().message);
+      return finish_response();
+    }
+    applied_ = *q;
+    applied_deadline_ = std::chrono::steady_clock::now() + q->timeout;
+    check_applied();
+  }
+
+  void check_applied() {
+    if (closed_) return;
+    std::optional<op_time> at;
+    try {
+      at = owner_->applied(applied_.mapping);
+    } catch (const std::exception& e) {
+      set_lines(http::status::internal_server_error, std::string("internal error: ") + e.what());
+      return finish_response();
+    }
+    if (!at) {
+      set_lines(http::status::not_found, "no running mapping named \"" + applied_.mapping + "\"");
+      return finish_response();
+    }
+    if (*at >= applied_.after) {
+      set_lines(http::status::ok, "applied through " + to_text(*at));
+      return finish_response();
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= applied_deadline_) {
+      set_lines(http::status::request_timeout, "not applied through " + to_text(applied_.after) +
+                                                   " in time; applied through " + to_text(*at));
+      return finish_response();
+    }
+    poll_.expires_after(
+        std::min<std::chrono::steady_clock::duration>(applied_poll, applied_deadline_ - now));
+    poll_.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec) self->check_applied();
+    });
+  }
+
+  void finish_response() {
+    res_.prepare_payload();
+    write(false);
+  }
+
   // A text body of lines, the last one ended too.
   void set_lines(http::status status, std::string body) {
     if (body.back() != '\n') body += '\n';
@@ -345,6 +492,10 @@ class http_server::session : public std::enable_shared_from_this<session> {
   std::array<char, 4096> drain_{};
   std::size_t drained_ = 0;
   bool closed_ = false;
+  // GET /applied waiting.
+  net::steady_timer poll_{stream_.get_executor()};
+  applied_query applied_;
+  std::chrono::steady_clock::time_point applied_deadline_;
 };
 
 void http_server::state::do_accept() {
@@ -485,6 +636,10 @@ http_server::http_server(std::shared_ptr<state> s) : state_(std::move(s)) {}
 
 http_server::~http_server() {
   stop();
+}
+
+void http_server::set_applied(applied_callback applied) {
+  state_->applied = std::move(applied);
 }
 
 void http_server::set_reload(reload_callback reload) {

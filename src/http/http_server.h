@@ -1,6 +1,7 @@
 #pragma once
-// The HTTP endpoint beside the daemon: GET /metrics, /healthz and /readyz (docs/metrics.md), and
-// POST /-/reload when the owner serves reloads (README, "Changing mappings"), on
+// The HTTP endpoint beside the daemon: GET /metrics, /healthz and /readyz (docs/metrics.md),
+// POST /-/reload when the owner serves reloads (README, "Changing mappings"), and GET /applied
+// (read-your-writes through the copies; README, "Waiting for the copies"), on
 // Boost.Beast over whatever threads run the given io_context.
 //
 // Lifecycle: create() parses the address and binds and listens (so a bad address or a port in
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,6 +46,22 @@ struct reload_outcome {
   std::string message;
 };
 
+// A cluster time (seconds, increment), as GET /applied takes and reports it.
+struct op_time {
+  std::uint32_t t = 0;
+  std::uint32_t i = 0;
+  auto operator<=>(const op_time&) const = default;
+};
+
+// A parsed GET /applied query: `after=T[:I]`, optional `mapping=NAME`, `timeout=SECONDS`.
+struct applied_query {
+  op_time after;
+  std::string mapping;  // "" = every mapping
+  std::chrono::milliseconds timeout{std::chrono::seconds(10)};
+};
+// The error names the parameter and the value.
+expected<applied_query> parse_applied_query(std::string_view query);
+
 class http_server {
  public:
   using metrics_callback = std::function<std::string()>;
@@ -51,6 +69,9 @@ class http_server {
   // Asks for a reload and returns at once; `done` is called once, from any thread, when it
   // has run (the request waits for it, the other connections do not).
   using reload_callback = std::function<void(std::function<void(reload_outcome)> done)>;
+  // Through when mapping `name` ("" = every mapping) has applied everything it reads; nullopt
+  // when no running mapping has that name.
+  using applied_callback = std::function<std::optional<op_time>(std::string_view name)>;
 
   struct options {
     // Longest wait for a request's header: from the connection's start, or from the previous
@@ -87,6 +108,10 @@ class http_server {
   // Serves POST (or PUT) /-/reload with `reload`; without, that path is not served. Call
   // before start().
   void set_reload(reload_callback reload);
+  // Serves GET /applied with `applied`: 200 once it reports at least `after`, 408 when it has
+  // not within `timeout` (checked every 20 ms; other connections are served meanwhile), 404 for
+  // an unknown mapping, 400 for a bad query. Call before start().
+  void set_applied(applied_callback applied);
   // Begins accepting connections; has no effect after stop().
   void start();
   // Closes the listener and every connection; returns at once, the closes run on the

@@ -196,6 +196,11 @@ struct metrics::impl {
             "Always 1; the labels carry a mapping's name and the fingerprint of the definition it "
             "runs (denormd status lists the same)."),
       {"mapping", "fingerprint"}};
+  labelled<prometheus::Gauge, 1> applied_through{
+      gauge(*registry, "denormd_applied_through_seconds",
+            "Cluster time (seconds since the epoch) through which every change a mapping reads "
+            "is applied and its writes acknowledged; what GET /applied waits for."),
+      {"mapping"}};
   labelled<prometheus::Counter, 1> reloads{
       counter(*registry, "denormd_mapping_reloads_total",
               "Mapping reloads (SIGHUP, POST /-/reload, or a changed file with --watch-mappings) "
@@ -283,6 +288,7 @@ void metrics::declare_source(std::string_view source) {
 void metrics::remove_mapping(std::string_view mapping) {
   impl_->mapping_info.remove_if([&](const auto& labels) { return labels[0] == mapping; });
   impl_->backfill_progress.remove_if([&](const auto& labels) { return labels[0] == mapping; });
+  impl_->applied_through.remove_if([&](const auto& labels) { return labels[0] == mapping; });
 }
 
 void metrics::remove_source(std::string_view source) {
@@ -290,6 +296,10 @@ void metrics::remove_source(std::string_view source) {
   impl_->lag.remove_if(named);
   impl_->checkpoint_age.remove_if(named);
   impl_->watcher_ready.remove_if(named);
+}
+
+void metrics::set_applied_through(std::string_view mapping, std::uint32_t seconds) {
+  impl_->applied_through.get({mapping}).Set(static_cast<double>(seconds));
 }
 
 void metrics::count_reload(std::string_view result) {

@@ -55,6 +55,9 @@ class metrics {
   // A namespace is no longer watched: its gauges go (its counters stay). Its pipeline must
   // have stopped.
   void remove_source(std::string_view source);
+  // denormd_applied_through_seconds{mapping}: the cluster time (seconds) through which every
+  // change the mapping reads is applied and acknowledged
+  void set_applied_through(std::string_view mapping, std::uint32_t seconds);
   // denormd_mapping_reloads_total{result}: result is "ok" or "error"
   void count_reload(std::string_view result);
 

@@ -58,6 +58,8 @@ class pipeline {
   // Sets the lag and checkpoint-age gauges of this source.
   void report_lag(std::int64_t now_ms) const;
   std::uint64_t applied_events() const { return applier_->applied_events(); }
+  std::optional<bson::timestamp> applied_through() const { return applier_->applied_through(); }
+  const mapping::planner& planner() const { return *planner_; }
   // After join(): where a pipeline taking over from this one starts, so that nothing applied
   // is applied again and nothing read but not applied is lost. During an unfinished re-sync,
   // where this one started (the new one re-syncs again).

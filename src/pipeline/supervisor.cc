@@ -41,7 +41,37 @@ void supervisor::report_lag(std::stop_token stop) {
     const std::int64_t now = wall_ms();
     for (const auto& p : pipelines_)
       p->report_lag(now);
+    for (const auto& [name, at] : applied_through_locked())
+      metrics_.set_applied_through(name, at.t);
   } while (sleep_unless_stopped(stop, std::chrono::seconds(1)));
+}
+
+std::map<std::string, bson::timestamp, std::less<>> supervisor::applied_through_locked() const {
+  std::map<std::string, bson::timestamp, std::less<>> out;
+  for (const auto& p : pipelines_) {
+    const bson::timestamp at = p->applied_through().value_or(bson::timestamp{0, 0});
+    for (const auto& name : p->planner().mappings_reading(p->source())) {
+      auto [it, fresh] = out.emplace(name, at);
+      if (!fresh && at < it->second) it->second = at;
+    }
+  }
+  return out;
+}
+
+std::optional<bson::timestamp> supervisor::applied_through(std::string_view name) const {
+  std::lock_guard lock(mutex_);
+  const auto all = applied_through_locked();
+  if (!name.empty()) {
+    const auto it = all.find(name);
+    if (it == all.end()) return std::nullopt;
+    return it->second;
+  }
+  if (all.empty()) return std::nullopt;
+  bson::timestamp lowest = all.begin()->second;
+  for (const auto& [n, at] : all) {
+    if (at < lowest) lowest = at;
+  }
+  return lowest;
 }
 
 std::size_t supervisor::find(const mapping::ns& source) const {

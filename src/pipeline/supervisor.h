@@ -11,10 +11,12 @@
 // (the readiness probe's).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -55,10 +57,16 @@ class supervisor {
 
   // nullopt when no pipeline is listed for `source`.
   std::optional<pipeline_status> status(const mapping::ns& source) const;
+  // The cluster time through which every change mapping `name` reads (in every namespace it
+  // reads) is applied ({0, 0} while one has applied nothing yet); with "", every mapping.
+  // nullopt when no running pipeline plans for that name. Any thread.
+  std::optional<bson::timestamp> applied_through(std::string_view name) const;
 
  private:
-  // Lag once a second until stopped.
+  // Lag, checkpoint age and applied-through once a second until stopped.
   void report_lag(std::stop_token stop);
+  // Per mapping name, the lowest applied-through of the pipelines that plan for it. Under mutex_.
+  std::map<std::string, bson::timestamp, std::less<>> applied_through_locked() const;
   // The index of `source`'s pipeline in pipelines_, or npos.
   std::size_t find(const mapping::ns& source) const;
   // Removes `source`'s pipeline from the list and returns it (null when none is listed).

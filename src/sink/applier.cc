@@ -130,7 +130,19 @@ std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) 
   return last_event_ms;
 }
 
+std::optional<bson::timestamp> applier::applied_through() const {
+  const std::uint64_t packed = applied_through_.load();
+  if (packed == 0) return std::nullopt;
+  return bson::timestamp{static_cast<std::uint32_t>(packed >> 32),
+                         static_cast<std::uint32_t>(packed & 0xFFFFFFFFU)};
+}
+
 void applier::advance(checkpoint::checkpoint cp) {
+  const auto through = cp.event_time ? cp.event_time : mapping::token_time(cp.token);
+  if (through && !held_) {
+    const std::uint64_t packed = (std::uint64_t{through->t} << 32) | through->i;
+    if (packed > applied_through_.load()) applied_through_ = packed;
+  }
   position_ = std::move(cp);
   pending_ = true;
 }

@@ -66,6 +66,11 @@ class applier {
   // caught up yet); and since the last stored checkpoint.
   double lag_seconds(std::int64_t now_ms) const;
   double checkpoint_age_seconds(std::int64_t now_ms) const;
+  // The cluster time through which every event read is applied and acknowledged: the time of
+  // the last applied event, or of the stream's high-water mark when it is quiet. Not moved
+  // while checkpoints are held (a re-sync's backfill may still write older copies). nullopt
+  // until the first position. Any thread.
+  std::optional<bson::timestamp> applied_through() const;
   std::uint64_t applied_events() const { return applied_.load(); }
   // Queue items (events and token-only ones) fully applied and checkpointed so far; equal to
   // the watcher's pushed() count when everything read is applied.
@@ -118,6 +123,8 @@ class applier {
   std::atomic<std::int64_t> checkpoint_ms_{0};
   std::atomic<bool> read_any_{false};  // an item was taken from the queue
   std::atomic<bool> held_{false};
+  // applied_through(), packed as t << 32 | i; 0 for none.
+  std::atomic<std::uint64_t> applied_through_{0};
   std::atomic<std::uint64_t> applied_{0};
   std::atomic<std::uint64_t> completed_items_{0};
   std::mutex completed_mutex_;  // with completed_cv_: wakes wait_until_completed()

@@ -148,6 +148,7 @@ class http_server_test : public ::testing::Test {
     server_ = std::move(created).value();
     ASSERT_NE(server_->port(), 0);
     if (reload_) server_->set_reload(reload_);
+    if (applied_) server_->set_applied(applied_);
     server_->start();
     for (int i = 0; i < threads; ++i)
       threads_.emplace_back([this] { io_.run(); });
@@ -179,6 +180,7 @@ class http_server_test : public ::testing::Test {
   std::atomic<bool> ready_{true};
   std::atomic<bool> throw_{false};
   http_server::reload_callback reload_;
+  http_server::applied_callback applied_;
 };
 
 TEST_F(http_server_test, metrics_returns_the_callback_text_in_the_prometheus_format) {
@@ -301,6 +303,84 @@ TEST_F(http_server_test,
   EXPECT_EQ(g.res.result(), http::status::method_not_allowed);
   EXPECT_EQ(g.res[http::field::allow], "POST, PUT");
   EXPECT_EQ(reloads, 2);
+}
+
+TEST(applied_query_test, parses_the_operation_time_the_mapping_and_the_timeout) {
+  auto q = parse_applied_query("after=1700000000:7&mapping=orders%2Dcustomer&timeout=2.5");
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_EQ(q->after, (op_time{1700000000, 7}));
+  EXPECT_EQ(q->mapping, "orders-customer");
+  EXPECT_EQ(q->timeout, 2500ms);
+  q = parse_applied_query("after=42");
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_EQ(q->after, (op_time{42, 0}));
+  EXPECT_EQ(q->mapping, "");
+  EXPECT_EQ(q->timeout, 10s);
+  EXPECT_EQ(parse_applied_query("").error().message,
+            "missing after=T[:I], the operation time to wait for");
+  EXPECT_EQ(parse_applied_query("after=12x").error().message,
+            "bad after=\"12x\": expected an operation time T or T:I (whole numbers)");
+  EXPECT_EQ(parse_applied_query("after=99999999999").error().message,
+            "bad after=\"99999999999\": expected an operation time T or T:I (whole numbers)");
+  EXPECT_EQ(parse_applied_query("after=1&timeout=61").error().message,
+            "bad timeout=\"61\": expected seconds from 0 to 60");
+  EXPECT_EQ(parse_applied_query("after=1&timeout=nan").error().message,
+            "bad timeout=\"nan\": expected seconds from 0 to 60");
+  EXPECT_EQ(parse_applied_query("after=1&mapping=%zz").error().message,
+            "bad mapping=\"%zz\": malformed %-escape");
+  EXPECT_EQ(parse_applied_query("after=1&wait=1").error().message,
+            "unknown parameter \"wait\" (GET /applied takes after, mapping and timeout)");
+}
+
+TEST_F(http_server_test, applied_answers_once_the_copies_have_caught_up_or_408_in_time) {
+  std::atomic<std::uint32_t> through{100};
+  applied_ = [&](std::string_view name) -> std::optional<op_time> {
+    if (name == "nope") return std::nullopt;
+    return op_time{through.load(), 1};
+  };
+  start();
+  client c(server_->port());
+  auto r = c.request(http::verb::get, "/applied?after=100:1");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+  EXPECT_EQ(r.res.body(), "applied through 100:1\n");
+
+  // Not yet: the answer waits until the copies catch up, other connections go on meanwhile.
+  auto pending = std::async(std::launch::async, [&] {
+    client w(server_->port());
+    return w.request(http::verb::get, "/applied?after=101&mapping=orders-customer&timeout=5");
+  });
+  EXPECT_EQ(pending.wait_for(150ms), std::future_status::timeout);
+  auto h = c.request(http::verb::get, "/healthz");
+  ASSERT_FALSE(h.ec) << h.ec.message();
+  EXPECT_EQ(h.res.result(), http::status::ok);
+  through = 101;
+  auto later = pending.get();
+  ASSERT_FALSE(later.ec) << later.ec.message();
+  EXPECT_EQ(later.res.result(), http::status::ok);
+  EXPECT_EQ(later.res.body(), "applied through 101:1\n");
+
+  auto slow = c.request(http::verb::get, "/applied?after=200&timeout=0.1");
+  ASSERT_FALSE(slow.ec) << slow.ec.message();
+  EXPECT_EQ(slow.res.result(), http::status::request_timeout);
+  EXPECT_EQ(slow.res.body(), "not applied through 200:0 in time; applied through 101:1\n");
+  auto unknown = c.request(http::verb::get, "/applied?after=1&mapping=nope");
+  ASSERT_FALSE(unknown.ec) << unknown.ec.message();
+  EXPECT_EQ(unknown.res.result(), http::status::not_found);
+  EXPECT_EQ(unknown.res.body(), "no running mapping named \"nope\"\n");
+  auto bad = c.request(http::verb::get, "/applied?after=soon");
+  ASSERT_FALSE(bad.ec) << bad.ec.message();
+  EXPECT_EQ(bad.res.result(), http::status::bad_request);
+}
+
+TEST_F(http_server_test, stop_ends_a_waiting_applied_request) {
+  applied_ = [](std::string_view) -> std::optional<op_time> { return op_time{1, 0}; };
+  start();
+  client c(server_->port());
+  ASSERT_FALSE(c.send_raw("GET /applied?after=9&timeout=60 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_LT(stop_and_join(), 2s);
+  EXPECT_TRUE(closed_by_server(c.wait_closed()));
 }
 
 TEST_F(http_server_test, without_a_reload_handler_there_is_no_reload_path) {

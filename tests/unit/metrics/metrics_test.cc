@@ -94,6 +94,7 @@ void use_every_family(metrics& m) {
   m.set_mapping_info("orders-customer", "0123456789abcdef");
   m.set_backfill_progress("orders-customer", 0.5);
   m.count_reload("ok");
+  m.set_applied_through("orders-customer", 1700000000);
 }
 
 struct family_spec {
@@ -123,6 +124,7 @@ const std::vector<family_spec>& design_families() {
        "gauge",
        {{"mapping", "orders-customer"}, {"fingerprint", "0123456789abcdef"}}},
       {"denormd_mapping_reloads_total", "counter", {{"result", "ok"}}},
+      {"denormd_applied_through_seconds", "gauge", {{"mapping", "orders-customer"}}},
   };
   return specs;
 }

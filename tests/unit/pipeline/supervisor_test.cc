@@ -49,11 +49,14 @@ std::string data_of(const bson::document& t) {
   return d != nullptr && d->is_string() ? d->as_string() : "";
 }
 
-// A rename of document 1 of `coll` (its "name" changes), as a watcher queues it.
-source::stream_item rename(const mapping::ns& ns, const std::string& data) {
-  auto doc = bson::parse_json(R"({"_id":{"_data":")" + data +
-                              R"("},"operationType":"update","ns":{"db":"shop","coll":")" +
-                              ns.coll + R"("},"documentKey":{"_id":1},"updateDescription":{
+// A rename of document 1 of `coll` (its "name" changes), as a watcher queues it; at cluster
+// time `t`:1 when `t` is not 0.
+source::stream_item rename(const mapping::ns& ns, const std::string& data, std::uint32_t t = 0) {
+  const std::string at =
+      t == 0 ? "" : R"("clusterTime":{"$timestamp":{"t":)" + std::to_string(t) + R"(,"i":1}},)";
+  auto doc = bson::parse_json(R"({"_id":{"_data":")" + data + R"("},"operationType":"update",)" +
+                              at + R"("ns":{"db":"shop","coll":")" + ns.coll +
+                              R"("},"documentKey":{"_id":1},"updateDescription":{
     "updatedFields":{"name":"n"},"removedFields":[]},"fullDocument":{"_id":1,"name":"n"}})");
   EXPECT_TRUE(doc.has_value());
   source::stream_item item;
@@ -462,6 +465,29 @@ TEST_F(supervisor_test,
     EXPECT_EQ(data_of(*parts_.sources.back().from.resume_after), "c2");
     EXPECT_FALSE(parts_.sources.back().from.start_at.has_value());
   }
+  s.stop_all();
+}
+
+TEST_F(supervisor_test, applied_through_is_the_lowest_time_of_the_streams_a_mapping_reads) {
+  supervisor s(parts_, metrics_, opts_);
+  s.start(customers, both_, {});
+  s.start(products, both_, {});
+  EXPECT_EQ(s.applied_through("customers-name"), (bson::timestamp{0, 0}));  // nothing yet
+  EXPECT_FALSE(s.applied_through("nothing").has_value());
+  parts_.latest(customers).feed(rename(customers, "c1", 50));
+  parts_.latest(products).feed(rename(products, "p1", 40));
+  ASSERT_TRUE(parts_.log.wait_for("apply customers 1 c1"));
+  ASSERT_TRUE(parts_.log.wait_for("apply products 1 p1"));
+  auto settled = [&](const std::string& name, std::uint32_t t) {
+    for (int k = 0; k < 400; ++k) {
+      if (s.applied_through(name) == bson::timestamp{t, 1}) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  };
+  EXPECT_TRUE(settled("customers-name", 50));
+  EXPECT_TRUE(settled("products-name", 40));
+  EXPECT_TRUE(settled("", 40));  // every mapping: the lowest
   s.stop_all();
 }
 

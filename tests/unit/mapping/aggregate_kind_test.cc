@@ -483,7 +483,8 @@ TEST(aggregate_incremental_test, a_restart_from_an_older_checkpoint_applies_each
   });
 }
 
-TEST(aggregate_incremental_test, a_child_value_is_a_literal_and_an_operator_parent_key_a_dead_letter) {
+TEST(aggregate_incremental_test,
+     a_child_value_is_a_literal_and_an_operator_parent_key_a_dead_letter) {
   const planner p(load(log_count_mapping));
   // A string that would be an expression, and a key that would be a query operator.
   std::vector<write_op> ops;

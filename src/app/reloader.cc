@@ -12,6 +12,24 @@ namespace denormd::app {
 
 namespace {
 
+// Calls `attempt` (returning a mongo::result or status) until it succeeds; each failure is
+// counted under the checkpoint stage, logged as `what` with one context field, and followed by
+// a back-off. nullopt when stopped first.
+template <class F>
+auto until_answered(std::stop_token stop, metrics::metrics& m, std::string_view component,
+                    std::string_view what, std::string_view key, const std::string& value,
+                    F attempt) -> std::optional<decltype(attempt())> {
+  backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
+  while (true) {
+    auto r = attempt();
+    if (r) return r;
+    m.count_error("checkpoint", r.error().metric_code());
+    log::warn(component, std::string(what) + "; retrying",
+              {{key, value}, {"error", r.error().to_string()}});
+    if (!retry.wait(stop)) return std::nullopt;
+  }
+}
+
 // Where `source` starts: --resume-after/--start-at, else its stored checkpoint, read again
 // after a back-off until the server answers. nullopt when stopped first.
 std::optional<pipeline::start_position> start_position_of(const mapping::ns& source,
@@ -22,24 +40,15 @@ std::optional<pipeline::start_position> start_position_of(const mapping::ns& sou
   if (replay.resume_after || replay.start_at)
     return pipeline::start_position{replay.resume_after, replay.start_at, 0,
                                     std::nullopt,        std::nullopt,    ""};
-  backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
-  while (true) {
-    auto cp = checkpoints.load(source);
-    if (cp) {
-      if (!*cp) return pipeline::start_position{};
-      const auto& c = **cp;
-      // A checkpoint stored by a denormd without stream filters has neither its event's time
-      // nor a filter: the token's own encoding tells the time.
-      const auto time =
-          c.event_time || !c.filter.empty() ? c.event_time : mapping::token_time(c.token);
-      return pipeline::start_position{c.token,      std::nullopt, c.saved_ms,
-                                      std::nullopt, time,         c.filter};
-    }
-    m.count_error("checkpoint", cp.error().metric_code());
-    log::warn("daemon", "cannot read the checkpoint; retrying",
-              {{"source", source.full()}, {"error", cp.error().to_string()}});
-    if (!retry.wait(stop)) return std::nullopt;
-  }
+  auto cp = until_answered(stop, m, "daemon", "cannot read the checkpoint", "source", source.full(),
+                           [&] { return checkpoints.load(source); });
+  if (!cp) return std::nullopt;
+  if (!**cp) return pipeline::start_position{};
+  const auto& c = ***cp;
+  // A checkpoint stored by a denormd without stream filters has neither its event's time nor a
+  // filter: the token's own encoding tells the time.
+  const auto time = c.event_time || !c.filter.empty() ? c.event_time : mapping::token_time(c.token);
+  return pipeline::start_position{c.token, std::nullopt, c.saved_ms, std::nullopt, time, c.filter};
 }
 
 bool contains(const std::vector<mapping::ns>& in, const mapping::ns& n) {
@@ -95,20 +104,11 @@ void reloader::start(const replay_point& replay, std::stop_token stop) {
 }
 
 bool reloader::note_removed_at_start(std::stop_token stop) {
-  backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
-  std::vector<ops::recorded_mapping> recorded;
-  while (true) {
-    auto r = ops::read_recorded(conn_, meta_db_);
-    if (r) {
-      recorded = std::move(r).value();
-      break;
-    }
-    metrics_.count_error("checkpoint", r.error().metric_code());
-    log::warn("daemon", "cannot read the recorded mappings; retrying",
-              {{"collection", meta_db_ + "." + ops::mappings_collection},
-               {"error", r.error().to_string()}});
-    if (!retry.wait(stop)) return false;
-  }
+  auto read = until_answered(stop, metrics_, "daemon", "cannot read the recorded mappings",
+                             "collection", meta_db_ + "." + ops::mappings_collection,
+                             [&] { return ops::read_recorded(conn_, meta_db_); });
+  if (!read) return false;
+  std::vector<ops::recorded_mapping> recorded = std::move(*read).value();
   for (auto& r : recorded) {
     if (r.removed) {
       if (!r.stopped_at.empty()) removed_[r.name] = {r.fingerprint, std::move(r.stopped_at)};
@@ -332,16 +332,12 @@ pipeline::start_position reloader::with_returning(pipeline::start_position base,
   // The checkpoint goes back to where the replay starts before anything is recorded as back:
   // a crash meanwhile replays from there (the others' writes repeat, harmlessly).
   if (rewound && !opts_.dry_run) {
-    backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
-    while (true) {
-      auto st = checkpoints_.save(source, checkpoint::checkpoint{*out.resume_after, 0, wall_ms(),
-                                                                 out.token_time, out.filter});
-      if (st) break;
-      metrics_.count_error("checkpoint", st.error().metric_code());
-      log::warn("reload", "cannot move the checkpoint back for the replay; retrying",
-                {{"source", source.full()}, {"error", st.error().to_string()}});
-      if (!retry.wait(stop)) break;
-    }
+    until_answered(stop, metrics_, "reload", "cannot move the checkpoint back for the replay",
+                   "source", source.full(), [&] {
+                     return checkpoints_.save(
+                         source, checkpoint::checkpoint{*out.resume_after, 0, wall_ms(),
+                                                        out.token_time, out.filter});
+                   });
   }
   for (auto& [name, r] : removed_) {
     std::erase_if(r.stopped_at, [&](const ops::stop_point& p) {

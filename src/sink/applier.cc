@@ -97,7 +97,6 @@ std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) 
   tokens_.clear();
   ops_.clear();
   std::int64_t last_event_ms = 0;
-  last_item_time_.reset();
   for (const auto& item : items) {
     last_item_time_.reset();  // set below when this item is an event
     if (item.event.empty()) continue;

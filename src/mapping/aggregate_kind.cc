@@ -727,8 +727,10 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
         const bool current = first ? check(m, *parent, group).empty()
                                    : holds[i] && same_group(*holds[i], group ? *group : empty);
         if (!current) {
-          updates.push_back(
-              {bson::document{{"_id", literal(*parent->get("_id"))}}, update_for(m, group)});
+          updates.push_back({bson::document{{"_id", literal(*parent->get("_id"))}},
+                             update_for(m, group),
+                             {},
+                             nullptr});
         }
         holds[i] = group ? *group : empty;
       }
@@ -778,7 +780,7 @@ bool aggregate_kind::complete_incremental(const mapping& m, const write_op& op,
             {"$or",
              bson::array{bson::document{{position_path(), bson::document{{"$lt", at}}}},
                          bson::document{{position_path(), bson::document{{"$exists", false}}}}}}};
-        updates.push_back({std::move(guarded), update_for(m, by_key.find(*key), at)});
+        updates.push_back({std::move(guarded), update_for(m, by_key.find(*key), at), {}, nullptr});
         ids.push_back(id);
       }
       const auto written = store.update_each(op, updates);

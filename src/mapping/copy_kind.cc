@@ -1,6 +1,7 @@
 #include "mapping/copy_kind.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "bson/json.h"
 #include "mapping/change_event.h"
@@ -9,6 +10,7 @@
 #include "mapping/reference.h"
 #include "mapping/spec_reader.h"
 #include "mapping/write_op.h"
+#include "query/path.h"
 
 namespace denormd::mapping {
 
@@ -250,35 +252,157 @@ void copy_kind::plan_new_target(const mapping& m, const std::vector<std::string>
   }
 }
 
-bool copy_kind::complete(const mapping& m, const write_op& op, document_store& store) const {
-  const fill_write& fill = std::get<fill_write>(op.what);
-  const fill_query& f = fill.source;
-  const bson::document key = fill_filter(f);
-  auto doc = store.find_one(f.source, key);
-  if (!doc) return false;
-  if (!*doc) return true;  // nothing to copy from (yet): the source's insert event fills it
-  bson::document update = update_for(m, &**doc);
-  // The source's own stream writes these copies too, from another thread: if it applies a
-  // newer source between our read and our write, our older copy would win for good. So read
-  // the source again after each write until what was written is still current; a change
-  // after that read is applied by the source's stream after our write.
-  while (true) {
-    switch (store.update_one(op, fill.filter, update, fill.array_filters)) {
-      case store_write::failed:
-        return false;
-      case store_write::refused:
+namespace {
+
+// Fills per round: bounds one read's $in list and its reply.
+constexpr std::size_t fill_round = 256;
+
+// The target one fill writes (a document, or one element of its array), as text: two fills
+// of one target are never in the same round, so that they are applied in plan order.
+std::string fill_target(const fill_write& w) {
+  return bson::to_json(w.filter) + bson::to_json(w.array_filters);
+}
+
+bool key_less(const bson::value& a, const bson::value& b) {
+  return bson::compare(a, b) < 0;
+}
+
+// The source documents of some keys, read in one round trip.
+class source_index {
+ public:
+  // `keys` sorted by key_less, distinct. False when the store failed.
+  bool read(const fill_query& q, bson::array keys, document_store& store) {
+    keys_ = std::move(keys);
+    docs_.assign(keys_.size(), std::nullopt);
+    if (keys_.empty()) return true;
+    // A key matches one source normally; the limit bounds what a key shared by many
+    // documents can cost. When it is reached, a key found in none of the documents read may
+    // have been cut off, and is read on its own below.
+    read_options opts;
+    opts.limit = static_cast<int>(keys_.size());
+    auto found =
+        store.find(q.source, bson::document{{q.key_field, keys_match(q.key_field, keys_)}}, opts);
+    if (!found) return false;
+    for (auto& doc : *found) {
+      // A document may name several keys through an array on the path: it is each one's.
+      query::resolve_path(doc, q.key_field, [&](const bson::value& v, std::optional<std::size_t>) {
+        if (v.is_array()) return true;
+        const auto it = std::lower_bound(keys_.begin(), keys_.end(), v, key_less);
+        if (it != keys_.end() && bson::compare(*it, v) == 0) {
+          auto& slot = docs_[static_cast<std::size_t>(it - keys_.begin())];
+          if (!slot) slot = doc;  // the first, as find_one would
+        }
         return true;
-      case store_write::applied:
-        break;
+      });
     }
-    auto again = store.find_one(f.source, key);
-    if (!again) return false;
-    // Deleted since: the copies stay, or go as the delete policy says.
-    if (!*again && m.on_source_delete == delete_policy::keep) return true;
-    bson::document current = update_for(m, *again ? &**again : nullptr);
-    if (current == update) return true;
-    update = std::move(current);
+    if (found->size() < keys_.size()) return true;
+    for (std::size_t i = 0; i < keys_.size(); ++i) {
+      if (docs_[i]) continue;
+      auto one = store.find_one(q.source, fill_filter({q.source, q.key_field, keys_[i]}));
+      if (!one) return false;
+      docs_[i] = std::move(*one);
+    }
+    return true;
   }
+  // The source of `key` (one of those read); nullptr when there is none.
+  const bson::document* find(const bson::value& key) const {
+    const auto it = std::lower_bound(keys_.begin(), keys_.end(), key, key_less);
+    if (it == keys_.end() || bson::compare(*it, key) != 0) return nullptr;
+    const auto& doc = docs_[static_cast<std::size_t>(it - keys_.begin())];
+    return doc ? &*doc : nullptr;
+  }
+
+ private:
+  bson::array keys_;
+  std::vector<std::optional<bson::document>> docs_;
+};
+
+// The distinct keys of some fills, sorted.
+bson::array keys_of(std::span<const write_op* const> ops) {
+  bson::array keys;
+  for (const write_op* op : ops)
+    keys.push_back(std::get<fill_write>(op->what).source.key);
+  std::sort(keys.begin(), keys.end(), key_less);
+  keys.erase(std::unique(keys.begin(), keys.end(),
+                         [](const bson::value& a, const bson::value& b) {
+                           return bson::compare(a, b) == 0;
+                         }),
+             keys.end());
+  return keys;
+}
+
+}  // namespace
+
+bool copy_kind::complete(const mapping& m, const write_op& op, document_store& store) const {
+  const write_op* one[] = {&op};
+  return complete(m, one, store);
+}
+
+bool copy_kind::complete(const mapping& m, std::span<const write_op* const> ops,
+                         document_store& store) const {
+  std::size_t start = 0;
+  while (start < ops.size()) {
+    std::unordered_set<std::string> targets;
+    std::size_t end = start;
+    while (end < ops.size() && end - start < fill_round &&
+           targets.insert(fill_target(std::get<fill_write>(ops[end]->what))).second) {
+      ++end;
+    }
+    if (!complete_round(m, ops.subspan(start, end - start), store)) return false;
+    start = end;
+  }
+  return true;
+}
+
+bool copy_kind::complete_round(const mapping& m, std::span<const write_op* const> ops,
+                               document_store& store) const {
+  // Every fill of a mapping reads the same collection by the same field.
+  const fill_query& q = std::get<fill_write>(ops.front()->what).source;
+  source_index sources;
+  if (!sources.read(q, keys_of(ops), store)) return false;
+  struct pending_fill {
+    const write_op* op;
+    bson::document update;
+  };
+  std::vector<pending_fill> pending;
+  for (const write_op* op : ops) {
+    // No source (yet): nothing to copy from; the source's insert event fills it.
+    const bson::document* source = sources.find(std::get<fill_write>(op->what).source.key);
+    if (source != nullptr) pending.push_back({op, update_for(m, source)});
+  }
+  // The source's own stream writes these copies too, from another thread: if it applies a
+  // newer source between our read and our write, our older copy would win for good. So the
+  // sources are read again after each write until what was written is still current; a
+  // change after that read is applied by the source's stream after our write.
+  while (!pending.empty()) {
+    std::vector<document_store::single_update> updates;
+    updates.reserve(pending.size());
+    for (const auto& p : pending) {
+      const auto& fill = std::get<fill_write>(p.op->what);
+      updates.push_back({fill.filter, p.update, fill.array_filters, p.op});
+    }
+    const auto written = store.update_each(*pending.front().op, updates);
+    if (!written) return false;
+    std::vector<const write_op*> applied;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      if ((*written)[i] == store_write::applied) applied.push_back(pending[i].op);
+    }
+    if (applied.empty()) return true;
+    source_index again;
+    if (!again.read(q, keys_of(applied), store)) return false;
+    std::vector<pending_fill> next;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      if ((*written)[i] != store_write::applied) continue;  // refused: a dead letter now
+      const bson::document* now = again.find(std::get<fill_write>(pending[i].op->what).source.key);
+      // Deleted since: the copies stay, or go as the delete policy says.
+      if (now == nullptr && m.on_source_delete == delete_policy::keep) continue;
+      bson::document current = update_for(m, now);
+      if (current == pending[i].update) continue;
+      next.push_back({pending[i].op, std::move(current)});
+    }
+    pending = std::move(next);
+  }
+  return true;
 }
 
 std::vector<bson::value> copy_kind::referenced_keys(const mapping& /*m*/,

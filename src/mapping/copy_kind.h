@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +71,10 @@ struct copy_kind {
   // Completes a fill: reads the source, writes the copies, and reads the source again until
   // what was written is still current. False when the store failed.
   bool complete(const mapping& m, const write_op& op, document_store& store) const;
+  // The same for consecutive fills of the mapping, in rounds of one read, one bulk write and
+  // one read again for many fills (each round's targets distinct, so plan order holds).
+  bool complete(const mapping& m, std::span<const write_op* const> ops,
+                document_store& store) const;
   // {$set: present fields, $unset: missing ones} from `source`; nullptr unsets every copy.
   bson::document update_for(const mapping& m, const bson::document* source) const;
 
@@ -88,6 +93,11 @@ struct copy_kind {
   // What a valid mapping does that its author may not expect, one sentence each.
   void warnings(const mapping& m, std::vector<std::string>& out) const;
   void fingerprint(std::string& out) const;
+
+ private:
+  // One round of fills with distinct targets.
+  bool complete_round(const mapping& m, std::span<const write_op* const> ops,
+                      document_store& store) const;
 };
 
 }  // namespace denormd::mapping

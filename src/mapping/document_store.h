@@ -51,6 +51,8 @@ class document_store {
   struct single_update {
     bson::document filter;
     bson::document update;
+    bson::array array_filters;
+    const write_op* op = nullptr;  // made on behalf of this op, when not the call's
   };
   virtual std::optional<std::vector<store_write>> update_each(
       const write_op& op, const std::vector<single_update>& updates) = 0;

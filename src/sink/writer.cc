@@ -57,24 +57,42 @@ mongo::status writer::apply(const std::vector<mapping::write_op>& ops,
       order.push_back(op.source_mapping);
     }
   }
+  // Plan order is kept: consecutive updates go in one bulk write, consecutive fills in one
+  // completion (a few round trips for all of them), and either run is finished before an op
+  // of another sort starts, as reads and writes planned before must be applied before.
   std::vector<const mapping::write_op*> run;
+  std::vector<const mapping::write_op*> fills;
   for (const mapping::mapping* m : order) {
-    run.clear();
+    auto finish_run = [&]() -> mongo::status {
+      auto st = run_bulk(run, event_tokens, source);
+      run.clear();
+      return st;
+    };
+    auto finish_fills = [&]() -> mongo::status {
+      if (fills.empty()) return {};
+      auto st = run_fills(fills, event_tokens, source);
+      fills.clear();
+      return st;
+    };
     for (const auto& op : ops) {
       if (op.source_mapping != m) continue;
-      // Reads first, then writes: whatever was planned before must be applied before.
       auto complete = [&]() -> mongo::status {
-        auto st = run_bulk(run, event_tokens, source);
-        run.clear();
+        auto st = finish_run();
+        if (st) st = finish_fills();
         return st ? run_completion(op, event_tokens, source) : st;
       };
       auto st = std::visit(overloaded{[&](const mapping::update_write&) -> mongo::status {
-                                        run.push_back(&op);
-                                        return {};
+                                        auto done = finish_fills();
+                                        if (done) run.push_back(&op);
+                                        return done;
                                       },
                                       [&](const mapping::refill_write&) { return complete(); },
                                       [&](const mapping::recompute_write&) { return complete(); },
-                                      [&](const mapping::fill_write&) { return complete(); },
+                                      [&](const mapping::fill_write&) -> mongo::status {
+                                        auto done = finish_run();
+                                        if (done) fills.push_back(&op);
+                                        return done;
+                                      },
                                       [&](const mapping::dead_letter_write& w) {
                                         // Writes nothing, so it needs no place in the order.
                                         return dead_letter(op, nullptr,
@@ -84,7 +102,8 @@ mongo::status writer::apply(const std::vector<mapping::write_op>& ops,
                            op.what);
       if (!st) return st;
     }
-    if (auto st = run_bulk(run, event_tokens, source); !st) return st;
+    if (auto st = finish_fills(); !st) return st;
+    if (auto st = finish_run(); !st) return st;
   }
   return {};
 }
@@ -222,7 +241,7 @@ class writer::store final : public mapping::document_store {
     std::vector<mongo::write_request> requests;
     requests.reserve(updates.size());
     for (const auto& u : updates)
-      requests.push_back({false, &u.filter, &u.update, nullptr, false});
+      requests.push_back({false, &u.filter, &u.update, &u.array_filters, false});
     // Ordered, so a refused statement is known by its index: it becomes a dead letter and the
     // statements after it are sent again.
     std::size_t start = 0;
@@ -235,8 +254,9 @@ class writer::store final : public mapping::document_store {
       if (!outcome->failed_index) break;
       if (outcome->write_error->transient()) return fail(*outcome->write_error);
       const std::size_t bad = start + *outcome->failed_index;
-      if (auto st = w_.rejected_by_server(op, updates[bad].update, *outcome->write_error,
-                                          token_of(op, tokens_), source_, &updates[bad].filter);
+      const mapping::write_op& bad_op = updates[bad].op != nullptr ? *updates[bad].op : op;
+      if (auto st = w_.rejected_by_server(bad_op, updates[bad].update, *outcome->write_error,
+                                          token_of(bad_op, tokens_), source_, &updates[bad].filter);
           !st) {
         return fail(st.error());
       }
@@ -297,6 +317,23 @@ mongo::status writer::run_completion(const mapping::write_op& op,
     return s.status();
   }
   acknowledged(op, wall_ms());
+  return {};
+}
+
+mongo::status writer::run_fills(std::span<const mapping::write_op* const> fills,
+                                std::span<const bson::document> event_tokens,
+                                const mapping::ns& source) {
+  const mapping::mapping& m = *fills.front()->source_mapping;
+  const auto* copy = m.as<mapping::copy_kind>();
+  assert(copy != nullptr && "only the copy kind plans fills");
+  store s(*this, event_tokens, source);
+  if (!copy->complete(m, fills, s)) {
+    assert(!s.status() && "a completion stops only after a failed call");
+    return s.status();
+  }
+  const std::int64_t now = wall_ms();
+  for (const auto* op : fills)
+    acknowledged(*op, now);
   return {};
 }
 

@@ -18,16 +18,26 @@ const copy_kind& kind_of(const mapping& m) {
   return std::get<copy_kind>(m.kind);
 }
 
-// The fill a new order with customerId 7 needs.
-write_op fill_of(const mapping& m) {
+// The fill a new order needs (by default order 1, with customerId 7).
+write_op fill_of(const mapping& m, int order = 1, const std::string& customer = "7") {
   std::vector<write_op> out;
   const auto& k = kind_of(m);
-  k.plan_new_target(m, k.fill_paths(), event(R"({"_id":{"t":1},"operationType":"insert",
-                      "ns":{"db":"shop","coll":"orders"},"documentKey":{"_id":1},
-                      "fullDocument":{"_id":1,"customerId":7}})"),
-                    out);
+  const std::string id = std::to_string(order);
+  k.plan_new_target(
+      m, k.fill_paths(),
+      event(R"({"_id":{"t":1},"operationType":"insert",
+                      "ns":{"db":"shop","coll":"orders"},"documentKey":{"_id":)" +
+            id + R"(},"fullDocument":{"_id":)" + id + R"(,"customerId":)" + customer + "}}"),
+      out);
   EXPECT_EQ(out.size(), 1u);
   return out.empty() ? write_op{} : out.front();
+}
+
+std::vector<const write_op*> pointers(const std::vector<write_op>& ops) {
+  std::vector<const write_op*> out;
+  for (const auto& op : ops)
+    out.push_back(&op);
+  return out;
 }
 
 TEST(copy_kind_test, update_for_sets_present_fields_and_unsets_missing_ones) {
@@ -76,6 +86,100 @@ TEST(copy_kind_test, no_source_means_no_write_and_a_failed_call_stops_the_fill) 
     store.add("customers", R"({"_id":7,"name":"Ann"})");
     store.fail_after(calls);  // read, write, read again
     EXPECT_FALSE(kind_of(m).complete(m, fill_of(m), store)) << calls;
+  }
+}
+
+TEST(copy_kind_test, fills_are_completed_together_in_one_read_one_write_and_one_read_again) {
+  auto ms = load(testing::customer_mapping);
+  const auto& m = ms.front();
+  // Orders 1 to 4 name customers 7, 8, 7 (as 7.0: equal in MongoDB) and 9, which does not
+  // exist yet.
+  const std::vector<write_op> ops = {fill_of(m, 1, "7"), fill_of(m, 2, "8"), fill_of(m, 3, "7.0"),
+                                     fill_of(m, 4, "9")};
+  fake_store store;
+  store.add("customers", R"({"_id":8,"name":"Bo"})");
+  store.add("customers", R"({"_id":7,"name":"Ann","address":{"city":"Oslo"}})");
+  ASSERT_TRUE(kind_of(m).complete(m, pointers(ops), store));
+  EXPECT_EQ(store.finds, 2);
+  EXPECT_EQ(store.bulks, 1);
+  ASSERT_EQ(store.writes.size(), 3u);
+  const std::string ann = R"({"$set":{"customer.name":"Ann","customer.city":"Oslo"}})";
+  const std::string bo = R"({"$set":{"customer.name":"Bo"},"$unset":{"customer.city":""}})";
+  EXPECT_EQ(store.writes[0].filter, R"({"_id":{"$eq":1}})");
+  EXPECT_EQ(store.writes[0].update, ann);
+  EXPECT_EQ(store.writes[1].filter, R"({"_id":{"$eq":2}})");
+  EXPECT_EQ(store.writes[1].update, bo);
+  EXPECT_EQ(store.writes[2].filter, R"({"_id":{"$eq":3}})");
+  EXPECT_EQ(store.writes[2].update, ann);
+}
+
+TEST(copy_kind_test, only_the_fills_whose_source_changed_meanwhile_are_written_again) {
+  auto ms = load(testing::customer_mapping);
+  const auto& m = ms.front();
+  const std::vector<write_op> ops = {fill_of(m, 1, "7"), fill_of(m, 2, "8")};
+  fake_store store;
+  store.add("customers", R"({"_id":7,"name":"Ann"})");
+  store.add("customers", R"({"_id":8,"name":"Bo"})");
+  store.after_first_write = [&] {
+    store.replace_all("customers", R"({"_id":7,"name":"Cy"})");
+    store.add("customers", R"({"_id":8,"name":"Bo"})");
+  };
+  ASSERT_TRUE(kind_of(m).complete(m, pointers(ops), store));
+  ASSERT_EQ(store.writes.size(), 3u);
+  EXPECT_EQ(store.bulks, 2);
+  EXPECT_EQ(store.finds, 3);  // read, read again (7 changed), read 7 again
+  EXPECT_EQ(store.writes[2].filter, R"({"_id":{"$eq":1}})");
+  EXPECT_EQ(store.writes[2].update,
+            R"({"$set":{"customer.name":"Cy"},"$unset":{"customer.city":""}})");
+}
+
+TEST(copy_kind_test, two_fills_of_one_target_are_applied_in_plan_order) {
+  auto ms = load(testing::customer_mapping);
+  const auto& m = ms.front();
+  // Order 1 named customer 7, then was changed to name customer 8.
+  const std::vector<write_op> ops = {fill_of(m, 1, "7"), fill_of(m, 2, "7"), fill_of(m, 1, "8")};
+  fake_store store;
+  store.add("customers", R"({"_id":7,"name":"Ann"})");
+  store.add("customers", R"({"_id":8,"name":"Bo"})");
+  ASSERT_TRUE(kind_of(m).complete(m, pointers(ops), store));
+  ASSERT_EQ(store.writes.size(), 3u);
+  EXPECT_EQ(store.bulks, 2);  // the second fill of order 1 waits for a round of its own
+  EXPECT_EQ(store.writes[2].filter, R"({"_id":{"$eq":1}})");
+  EXPECT_EQ(store.writes[2].update,
+            R"({"$set":{"customer.name":"Bo"},"$unset":{"customer.city":""}})");
+}
+
+TEST(copy_kind_test, a_key_shared_by_many_sources_cannot_hide_another_keys_source) {
+  // Customers referenced by email, which is not unique: the read of two keys is limited to
+  // two documents, and both may be the first key's.
+  auto ms = load(R"({"name":"oc","kind":"copy",
+    "source":{"collection":"customers","key":"email"},
+    "target":{"collection":"orders","key":"customerId"},
+    "into":"customer","fields":{"name":"name"}})");
+  const auto& m = ms.front();
+  const std::vector<write_op> ops = {fill_of(m, 1, R"("a@x")"), fill_of(m, 2, R"("b@x")")};
+  fake_store store;
+  store.honor_limit = true;
+  store.add("customers", R"({"_id":1,"email":"a@x","name":"Ann"})");
+  store.add("customers", R"({"_id":2,"email":"a@x","name":"Ann 2"})");
+  store.add("customers", R"({"_id":3,"email":"b@x","name":"Bo"})");
+  ASSERT_TRUE(kind_of(m).complete(m, pointers(ops), store));
+  ASSERT_EQ(store.writes.size(), 2u);
+  EXPECT_EQ(store.writes[0].update, R"({"$set":{"customer.name":"Ann"}})");
+  EXPECT_EQ(store.writes[1].filter, R"({"_id":{"$eq":2}})");
+  EXPECT_EQ(store.writes[1].update, R"({"$set":{"customer.name":"Bo"}})");
+}
+
+TEST(copy_kind_test, a_failed_call_stops_a_batch_of_fills) {
+  auto ms = load(testing::customer_mapping);
+  const auto& m = ms.front();
+  const std::vector<write_op> ops = {fill_of(m, 1, "7"), fill_of(m, 2, "8")};
+  for (int calls = 0; calls < 4; ++calls) {  // read, write, write, read again
+    fake_store store;
+    store.add("customers", R"({"_id":7,"name":"Ann"})");
+    store.add("customers", R"({"_id":8,"name":"Bo"})");
+    store.fail_after(calls);
+    EXPECT_FALSE(kind_of(m).complete(m, pointers(ops), store)) << calls;
   }
 }
 

@@ -46,6 +46,7 @@ class fake_store final : public document_store {
     // Documents are added in _id order where a test pages through them.
     if (honor_limit && opts.limit > 0 && found.size() > static_cast<std::size_t>(opts.limit))
       found.resize(static_cast<std::size_t>(opts.limit));
+    read_done();
     return found;
   }
   std::optional<std::optional<bson::document>> find_one(const ns& where,
@@ -55,10 +56,7 @@ class fake_store final : public document_store {
     auto all = matching(where, filter);
     std::optional<bson::document> first;
     if (!all.empty()) first = all.front();
-    if (after_first_read) {
-      after_first_read();
-      after_first_read = nullptr;
-    }
+    read_done();
     return first;
   }
   // Runs the aggregate kind's pipeline shape: a $match (its equalities and $in lists, as
@@ -112,7 +110,7 @@ class fake_store final : public document_store {
     ++bulks;
     std::vector<store_write> out;
     for (const auto& u : updates) {
-      const store_write w = update_one(op, u.filter, u.update, {});
+      const store_write w = update_one(op, u.filter, u.update, u.array_filters);
       if (w == store_write::failed) return std::nullopt;
       out.push_back(w);
     }
@@ -138,7 +136,7 @@ class fake_store final : public document_store {
   bool honor_limit = false;  // find returns at most `limit` documents
   std::string last_sort;
   int last_limit = 0;
-  std::function<void()> after_first_read;   // runs once, after the first find_one
+  std::function<void()> after_first_read;   // runs once, after the first find or find_one
   std::function<void()> after_first_write;  // runs once, after the first update_one
 
  private:
@@ -169,6 +167,12 @@ class fake_store final : public document_store {
     }
   }
   bool take_call() { return calls_left_ < 0 || calls_left_-- > 0; }
+  void read_done() {
+    if (after_first_read) {
+      after_first_read();
+      after_first_read = nullptr;
+    }
+  }
   // The test server's query engine decides, as MongoDB would.
   std::vector<bson::document> matching(const ns& where, const bson::document& filter) {
     std::vector<bson::document> out;

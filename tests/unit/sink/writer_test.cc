@@ -1,7 +1,8 @@
 // The writer's policy over a fake client: ops of one mapping go out as one ordered bulk in plan
-// order, a refill or fill runs after what was planned before it, a statement the server
-// refuses for good becomes a dead letter while the rest goes on, a refused multi-document
-// statement is retried one document at a time, and a transient error is returned untouched.
+// order, a refill or fill runs after what was planned before it (consecutive fills together), a
+// statement the server refuses for good becomes a dead letter while the rest goes on, a refused
+// multi-document statement is retried one document at a time, and a transient error is returned
+// untouched.
 #include "sink/writer.h"
 
 #include <gtest/gtest.h>
@@ -279,6 +280,46 @@ TEST_F(writer_test, a_refill_runs_after_the_writes_planned_before_it) {
   EXPECT_EQ(client_.calls[3],
             R"(bulk shop.products [{"_id":{"$eq":2}} {"$set":{"recent":[{"id":7,"at":3}]}}])");
   EXPECT_TRUE(client_.calls[4].starts_with("bulk shop.products [{\"_id\":{\"$eq\":1}}"));
+}
+
+// The fill new order `order` naming customer `key` needs (as the copy kind plans it).
+mapping::write_op fill(const mapping::mapping& m, int order, int key) {
+  mapping::write_op op;
+  op.source_mapping = &m;
+  op.target = m.target;
+  op.what = mapping::fill_write{bson::document{{"_id", bson::document{{"$eq", order}}}},
+                                {},
+                                mapping::fill_query{m.source, "_id", key}};
+  return op;
+}
+
+TEST_F(writer_test, consecutive_fills_share_their_reads_and_writes_and_keep_their_place) {
+  auto m = load(copy_json);
+  std::vector<mapping::write_op> ops{set_name(m.front(), 1, "a"), fill(m.front(), 10, 7),
+                                     fill(m.front(), 11, 8), set_name(m.front(), 2, "b")};
+  ops[2].event = 1;
+  client_.collections["customers"] = {doc(R"({"_id":7,"name":"A"})"),
+                                      doc(R"({"_id":8,"name":"B"})")};
+  mongo::bulk_outcome one;
+  one.matched = one.modified = 1;
+  client_.outcomes.push_back(one);
+  client_.outcomes.push_back(failed_at(1, 17419));  // order 11 is too large
+  auto w = make();
+  ASSERT_TRUE(w.apply(ops, tokens_, source_));
+  const std::vector<std::string> expected{
+      R"(bulk shop.orders [many {"customerId":{"$eq":1}} {"$set":{"customer.name":"a"}}])",
+      R"(find shop.customers {"_id":{"$in":[7,8]}})",
+      R"(bulk shop.orders [{"_id":{"$eq":10}} {"$set":{"customer.name":"A"}}, )"
+      R"({"_id":{"$eq":11}} {"$set":{"customer.name":"B"}}])",
+      "insert meta.denormd_deadletters",
+      R"(find shop.customers {"_id":{"$in":[7]}})",  // again, for the fill applied
+      R"(bulk shop.orders [many {"customerId":{"$eq":2}} {"$set":{"customer.name":"b"}}])"};
+  EXPECT_EQ(client_.calls, expected);
+  ASSERT_EQ(client_.inserted.size(), 1u);
+  EXPECT_EQ(bson::to_json(*client_.inserted[0].get("token")), R"({"_data":"t1"})");
+  EXPECT_EQ(bson::to_json(*client_.inserted[0].get("filter")), R"({"_id":{"$eq":11}})");
+  ASSERT_EQ(w.rejected().size(), 1u);
+  EXPECT_EQ(w.rejected().front(), &ops[2]);
 }
 
 TEST_F(writer_test, a_recompute_writes_its_parents_in_one_bulk_and_a_refused_one_is_a_letter) {

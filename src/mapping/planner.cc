@@ -176,6 +176,38 @@ bson::array planner::stream_filter(const ns& source) const {
   return bson::array{bson::document{{"$match", bson::document{{"$or", std::move(kept)}}}}};
 }
 
+namespace {
+
+// `$<field>` kept as it is unless it is a document, which keeps only `names`: a null (a
+// lookup that found nothing) stays null and a missing one stays missing.
+bson::document trimmed(const std::string& field, const std::vector<std::string>& names) {
+  const std::string whole = "$" + field;
+  bson::document kept;
+  for (const auto& n : names)
+    kept.append(n, whole + "." + n);
+  bson::document is_document{
+      {"$eq", bson::array{bson::document{{"$type", whole}}, std::string("object")}}};
+  return bson::document{{"$cond", bson::array{std::move(is_document), std::move(kept), whole}}};
+}
+
+}  // namespace
+
+bson::array planner::stream_projection(const ns& source) const {
+  auto it = by_source_.find(source);
+  if (it == by_source_.end()) return {};
+  const auto& names = it->second.fields;
+  // Top-level names from the mappings' paths, which the loader allows; one an expression
+  // could not carry keeps the documents whole rather than read as an operator.
+  for (const auto& n : names) {
+    if (n.empty() || n.front() == '$') return {};
+  }
+  bson::document set{{"fullDocument", trimmed("fullDocument", names)}};
+  if (needs_images(source).before) {
+    set.append("fullDocumentBeforeChange", trimmed("fullDocumentBeforeChange", names));
+  }
+  return bson::array{bson::document{{"$set", std::move(set)}}};
+}
+
 std::vector<std::string> planner::mappings_reading(const ns& source) const {
   std::vector<std::string> out;
   auto it = by_source_.find(source);

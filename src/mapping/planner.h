@@ -55,6 +55,11 @@ class planner {
   // of the paths its mappings watch, and deletes where only fills read it. Empty when no mapping
   // reads `source`. The planner skips the same events itself, so the filter only saves work.
   bson::array stream_filter(const ns& source) const;
+  // The stage after the filter that trims each event's document (and its pre-image, where a
+  // mapping needs it) to the top-level fields document_fields() lists (docs/architecture.md,
+  // "Server-side filtering"): less to send and parse, and unrelated fields cannot make an
+  // event too large. Empty when no mapping reads `source`.
+  bson::array stream_projection(const ns& source) const;
   // The names of the mappings whose plans read `source` (as a source or a filled target).
   std::vector<std::string> mappings_reading(const ns& source) const;
 

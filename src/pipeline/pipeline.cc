@@ -28,6 +28,11 @@ start_position for_filter(start_position from, const std::string& filter, const 
   return from;
 }
 
+bson::array with_projection(bson::array stages, const bson::array& projection) {
+  stages.insert(stages.end(), projection.begin(), projection.end());
+  return stages;
+}
+
 }  // namespace
 
 std::string filter_text(const bson::array& filter) {
@@ -41,6 +46,7 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
       planner_(std::move(planner)),
       filter_(planner_->stream_filter(source_)),
       filter_text_(filter_text(filter_)),
+      stages_(with_projection(filter_, planner_->stream_projection(source_))),
       from_(for_filter(std::move(from), filter_text_, source_.full())),
       parts_(parts),
       metrics_(m),
@@ -54,7 +60,7 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   ao.filter = filter_text_;
   if (from_.start_at) ao.start_at_ms = static_cast<std::int64_t>(from_.start_at->t) * 1000;
   applier_ = std::make_unique<sink::applier>(planner_, *writer_, parts.positions(), *queue_, m, ao);
-  reader_ = parts.make_source(source_, from_, planner_->needs_images(source_), filter_, *queue_,
+  reader_ = parts.make_source(source_, from_, planner_->needs_images(source_), stages_, *queue_,
                               [this](std::stop_token stop) { return resync(stop); });
 }
 

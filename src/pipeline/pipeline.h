@@ -75,8 +75,11 @@ class pipeline {
 
   const mapping::ns source_;
   const std::shared_ptr<const mapping::planner> planner_;
-  const bson::array filter_;       // the stream's stages after $changeStream
+  const bson::array filter_;       // the stream's filter: the stages that drop events
   const std::string filter_text_;  // as kept with checkpoints ("" for none)
+  // Every stage after $changeStream: the filter, then the projection, which drops no event
+  // and so plays no part in where a stream may resume.
+  const bson::array stages_;
   const start_position from_;
   parts_factory& parts_;
   metrics::metrics& metrics_;

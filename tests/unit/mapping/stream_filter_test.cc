@@ -2,13 +2,15 @@
 // query engine as MongoDB would evaluate the $match: it keeps exactly the updates the planner's
 // own skip keeps (paths overlap in both directions, over updated, removed and truncated
 // fields), every other event type, and drops deletes only where fills alone read the
-// namespace.
+// namespace. The projection after it trims documents to the fields the mappings read and
+// leaves everything else of the event as it was.
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "bson/json.h"
 #include "mapping/planner.h"
+#include "pipeline.h"
 #include "query_operators.h"
 #include "test_helpers.h"
 
@@ -109,6 +111,62 @@ TEST_F(stream_filter_test, the_server_keeps_an_update_exactly_when_the_planner_w
     EXPECT_EQ(keeps_update(customers, updated, removed), touches(touched, watched_customers))
         << updated << " " << removed;
   }
+}
+
+// The event after the stream's projection, run by the test server's pipeline engine.
+std::string projected(const planner& p, const ns& source, const std::string& event) {
+  const bson::array stages = p.stream_projection(source);
+  EXPECT_EQ(stages.size(), 1u);
+  auto stage = mongo_emulator::engine::pipeline_stage::parse(stages.at(0));
+  EXPECT_TRUE(stage) << bson::to_json(stages);
+  auto doc = bson::parse_json(event);
+  EXPECT_TRUE(doc) << event;
+  if (!stage || !doc) return "";
+  auto out = stage->transform(*doc);
+  EXPECT_TRUE(out && *out);
+  return out && *out ? bson::to_json(**out) : "";
+}
+
+TEST_F(stream_filter_test, the_projection_keeps_only_the_top_level_fields_mappings_read) {
+  // Customers: the copied name and address (for address.city); _id always.
+  EXPECT_EQ(projected(planner_, customers, R"({"_id":{"_data":"82"},"operationType":"update",
+              "fullDocument":{"_id":7,"photo":"...","name":"Ann","address":{"city":"Oslo","zip":1},
+              "lastLogin":3},"updateDescription":{"updatedFields":{"name":"Ann"},"removedFields":[]}})"),
+            R"({"_id":{"_data":"82"},"operationType":"update",)"
+            R"("fullDocument":{"_id":7,"name":"Ann","address":{"city":"Oslo","zip":1}},)"
+            R"("updateDescription":{"updatedFields":{"name":"Ann"},"removedFields":[]}})");
+  // Orders, filled as targets: customerId and status (the where clause); an array whole.
+  EXPECT_EQ(projected(planner_, orders, R"({"operationType":"insert",
+              "fullDocument":{"_id":1,"items":[1,2],"status":["A"],"customerId":7}})"),
+            R"({"operationType":"insert","fullDocument":{"_id":1,"customerId":7,"status":["A"]}})");
+}
+
+TEST_F(stream_filter_test, the_projection_leaves_a_null_or_missing_document_as_it_is) {
+  // A lookup that found nothing, a delete, and an event that is not about a document.
+  EXPECT_EQ(projected(planner_, customers, R"({"operationType":"update","fullDocument":null})"),
+            R"({"operationType":"update","fullDocument":null})");
+  EXPECT_EQ(projected(planner_, customers, R"({"operationType":"delete","documentKey":{"_id":7}})"),
+            R"({"operationType":"delete","documentKey":{"_id":7}})");
+  EXPECT_EQ(projected(planner_, customers, R"({"operationType":"invalidate"})"),
+            R"({"operationType":"invalidate"})");
+  // A field whose value looks like an expression is copied, not evaluated.
+  EXPECT_EQ(projected(planner_, customers, R"({"fullDocument":{"_id":1,"name":"$lastLogin"}})"),
+            R"({"fullDocument":{"_id":1,"name":"$lastLogin"}})");
+}
+
+TEST(stream_projection_test, the_pre_image_is_trimmed_only_where_a_mapping_needs_it) {
+  const planner p(load(R"({"name":"pr","kind":"aggregate","mode":"incremental",
+    "source":{"collection":"reviews","parentKey":"productId"},"target":{"collection":"products"},
+    "into":"rating","fields":{"n":{"$count":{}},"s":{"$sum":"stars"}}})"));
+  const ns reviews{"shop", "reviews"};
+  EXPECT_EQ(projected(p, reviews, R"({"fullDocumentBeforeChange":{"_id":1,"productId":2,
+              "stars":3,"text":"long"},"fullDocument":{"_id":1,"productId":2,"stars":4,"text":"x"}})"),
+            R"({"fullDocumentBeforeChange":{"_id":1,"stars":3,"productId":2},)"
+            R"("fullDocument":{"_id":1,"stars":4,"productId":2}})");
+  const planner copies(load(copy_with_fill));
+  EXPECT_EQ(bson::to_json(copies.stream_projection(ns{"shop", "customers"}))
+                .find("fullDocumentBeforeChange"),
+            std::string::npos);
 }
 
 }  // namespace

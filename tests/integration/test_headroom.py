@@ -31,22 +31,22 @@ class HeadroomTest(ShopTestCase):
     def test_headroom_is_exported_shrinks_as_history_rolls_on_and_status_prints_it(self):
         self.shop.seed(customers=5, products=5, orders=10, hosts=2, logs=10, reviews=10)
         oldest = next(self.client.local["oplog.rs"].find({}, {"ts": 1}).sort("$natural", 1).limit(1))["ts"]
-        time.sleep(8)  # the oldest kept entry ages: the checkpoints will be this far ahead of it
+        time.sleep(10)  # the oldest kept entry ages: the checkpoints will be this far ahead of it
         d = self.start("--headroom-interval-ms", "200")
-        wait_until(lambda: self.every_source(self.headroom(d)) and min(self.headroom(d).values()) >= 8,
-                   timeout=20, message="a headroom of at least 8 s for every source")
+        wait_until(lambda: self.every_source(self.headroom(d)) and min(self.headroom(d).values()) >= 10,
+                   timeout=20, message="a headroom of at least 10 s for every source")
         before = self.headroom(d)
         for source, seconds in before.items():
             # Nothing was written since the seed: a checkpoint is at most now.
             self.assertLessEqual(seconds, time.time() - oldest.time + 1, source)
 
-        # Writes push the seed's entries out, a third of what the server keeps at a time, so
+        # Writes push the seed's entries out, a quarter of what the server keeps at a time, so
         # that the streams' positions (moved on once a second while quiet) stay in it.
-        for n in range(5):
-            self.db.noise.insert_many([{"_id": n * 1000 + i} for i in range(KEPT // 3)])
+        for n in range(6):
+            self.db.noise.insert_many([{"_id": n * 1000 + i} for i in range(KEPT // 4)])
             time.sleep(1.2)
         wait_until(lambda: self.every_source(self.headroom(d)) and 0 <= min(self.headroom(d).values())
-                   and max(self.headroom(d).values()) <= 5,
+                   and max(self.headroom(d).values()) <= 7,
                    timeout=20, message="the headroom down to the last few seconds of writes")
         after = self.headroom(d)
         for source in before:

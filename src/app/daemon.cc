@@ -23,6 +23,7 @@
 #include "mongo/connection.h"
 #include "mongo/uri_redaction.h"
 #include "ops/backfiller.h"
+#include "ops/history_probe.h"
 #include "ops/image_check.h"
 #include "pipeline/supervisor.h"
 #include "sink/writer.h"
@@ -245,13 +246,25 @@ int daemon::run() {
              {"sources", static_cast<int>(planner->watched_namespaces().size())},
              {"checkpoints", meta_db + "." + checkpoint::collection_name},
              {"dry_run", opts_.dry_run}});
-  // The pipelines, then the automatic backfill; stopped in reverse order.
+  // The pipelines, then the automatic backfill, then the history-headroom probe, which reads
+  // the pipelines' stored positions; stopped in reverse order.
   running.start(*replay, stop_.get_token());
+  ops::history_probe headroom(
+      **conn, m,
+      [&pipelines] {
+        std::vector<ops::source_position> out;
+        for (auto& [source, at] : pipelines.stored_positions())
+          out.push_back(ops::source_position{std::move(source), at});
+        return out;
+      },
+      std::chrono::milliseconds(opts_.headroom_interval_ms));
+  if (opts_.headroom_interval_ms > 0) headroom.start();
   {
     std::optional<mapping_watch> watch;
     if (opts_.watch_mappings) watch.emplace(opts_.mappings_dir, [&reloads] { reloads.post({}); });
     running.serve(reloads, stop_.get_token());
   }
+  headroom.stop();
   running.stop();
   shut_down(pipelines, **endpoint);
   return 0;

@@ -21,7 +21,9 @@ const std::map<std::string, command_info>& commands() {
       {"run",
        {command::run, "watch the sources and keep every copy true",
         "--uri URI --db NAME --mappings DIR --metrics-addr HOST:PORT [--resume-after TOKEN | "
-        "--start-at TIME] [--linger-ms MS] [--checkpoint-interval-ms MS] [--no-auto-backfill] "
+        "--start-at TIME] [--linger-ms MS] [--checkpoint-interval-ms MS] [--headroom-interval-ms "
+        "MS] "
+        "[--no-auto-backfill] "
         "[--watch-mappings] [--dry-run] [--log-format text|json] [--log-level LEVEL]"}},
       {"check",
        {command::check, "validate the mappings; print the writes and indexes each needs",
@@ -94,7 +96,8 @@ const po::options_description& flags() {
       d.add_options()(name, "");
     for (const char* name :
          {"uri", "db", "mappings", "metrics-addr", "resume-after", "start-at", "events",
-          "log-format", "log-level", "linger-ms", "checkpoint-interval-ms", "timeout", "mapping"}) {
+          "log-format", "log-level", "linger-ms", "checkpoint-interval-ms", "headroom-interval-ms",
+          "timeout", "mapping"}) {
       d.add_options()(name, po::value<std::string>());
     }
     return d;
@@ -155,6 +158,8 @@ status apply_flag(const std::string& key, const std::string& v, const std::strin
     return whole_number_flag("--linger-ms", v, 1000, o.linger_ms);
   } else if (key == "checkpoint-interval-ms") {
     return whole_number_flag("--checkpoint-interval-ms", v, 600000, o.checkpoint_interval_ms);
+  } else if (key == "headroom-interval-ms") {
+    return whole_number_flag("--headroom-interval-ms", v, 3600000, o.headroom_interval_ms);
   } else if (key == "timeout") {
     return timeout_flag(v, name, o);
   } else if (key == "mapping") {

@@ -30,6 +30,7 @@ struct options {
   bool watch_mappings = false;        // run: reload when a mapping file changes
   int linger_ms = 5;                  // run: --linger-ms
   int checkpoint_interval_ms = 1000;  // run: --checkpoint-interval-ms
+  int headroom_interval_ms = 30000;   // run: --headroom-interval-ms (0: no history-headroom probe)
   int timeout_s = 30;  // backfill, verify, status: --timeout, how long the server may be away
   std::string log_format = "text";
   std::string log_level = "info";

@@ -207,6 +207,13 @@ struct metrics::impl {
               "by result: ok (the new set runs), error (the files did not load; the old set runs "
               "on)."),
       {"result"}};
+  labelled<prometheus::Gauge, 1> history_headroom{
+      gauge(*registry, "denormd_history_headroom_seconds",
+            "How far the oldest entry the server still keeps in its oplog is behind a source's "
+            "stored checkpoint, in seconds: how long until a restart could no longer resume "
+            "from it (0 or less: that history is already gone). Absent while the oplog cannot "
+            "be read."),
+      {"source"}};
   prometheus::Family<prometheus::Gauge>& build_info = gauge(
       *registry, "denormd_build_info", "Always 1; the label carries the running denormd version.");
 };
@@ -296,10 +303,19 @@ void metrics::remove_source(std::string_view source) {
   impl_->lag.remove_if(named);
   impl_->checkpoint_age.remove_if(named);
   impl_->watcher_ready.remove_if(named);
+  impl_->history_headroom.remove_if(named);
 }
 
 void metrics::set_applied_through(std::string_view mapping, std::uint32_t seconds) {
   impl_->applied_through.get({mapping}).Set(static_cast<double>(seconds));
+}
+
+void metrics::set_history_headroom(std::string_view source, double seconds) {
+  impl_->history_headroom.get({source}).Set(seconds);
+}
+
+void metrics::remove_history_headroom(std::string_view source) {
+  impl_->history_headroom.remove_if([&](const auto& labels) { return labels[0] == source; });
 }
 
 void metrics::count_reload(std::string_view result) {

@@ -60,6 +60,11 @@ class metrics {
   void set_applied_through(std::string_view mapping, std::uint32_t seconds);
   // denormd_mapping_reloads_total{result}: result is "ok" or "error"
   void count_reload(std::string_view result);
+  // denormd_history_headroom_seconds{source}: how far the oldest entry the server keeps is
+  // behind the source's stored checkpoint (negative: history already lost)
+  void set_history_headroom(std::string_view source, double seconds);
+  // Its series goes (the oplog cannot be read, or the source no longer runs).
+  void remove_history_headroom(std::string_view source);
 
   // Creates the zero-valued series of a source or a mapping, so every family is visible from
   // start-up (dashboards and rate()/increase() alerts need a series before its first event).

@@ -4,6 +4,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "common/clock.h"
 #include "common/json_text.h"
+#include "ops/oplog_window.h"
 #include "ops/progress_line.h"
 
 namespace denormd::ops {
@@ -51,6 +52,8 @@ status_probe::status_probe(mongo::connection& conn, std::string meta_db)
 mongo::result<std::vector<source_status>> status_probe::run(
     const std::vector<mapping::ns>& sources) {
   checkpoint::checkpoint_store store(conn_, meta_db_);
+  // Read once, when some source has a checkpoint to measure.
+  std::optional<mongo::result<std::optional<bson::timestamp>>> oldest;
   std::vector<source_status> out;
   for (const auto& ns : sources) {
     source_status s;
@@ -64,6 +67,17 @@ mongo::result<std::vector<source_status>> status_probe::run(
       s.event_ms = (*cp)->event_ms;
       s.saved_ms = (*cp)->saved_ms;
       test_history(s);
+      if (!oldest) oldest = oldest_oplog_entry(conn_);
+      const auto position = (*cp)->event_time ? (*cp)->event_time : s.cluster_time;
+      if (!*oldest) {
+        s.headroom_detail = oplog_read_problem(oldest->error());
+      } else if (!**oldest) {
+        s.headroom_detail = "the server keeps no oplog entry";
+      } else if (!position) {
+        s.headroom_detail = "the checkpoint's cluster time is unknown";
+      } else {
+        s.headroom_seconds = headroom_seconds(*position, ***oldest);
+      }
     }
     out.push_back(std::move(s));
   }
@@ -118,6 +132,16 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) 
       default:
         out += "unknown: " + s.detail;
     }
+    out += "\n  history headroom ";
+    if (!s.headroom_seconds) {
+      out += "unknown: " + s.headroom_detail;
+    } else if (*s.headroom_seconds > 0) {
+      out += format_duration(*s.headroom_seconds) +
+             " (until the oldest entry the server keeps passes the checkpoint)";
+    } else {
+      out += "none: the oldest entry the server keeps is " + format_duration(-*s.headroom_seconds) +
+             " past the checkpoint";
+    }
     out += "\n";
   }
   return out;
@@ -140,6 +164,11 @@ bson::document to_document(const std::vector<source_status>& all, std::int64_t n
     }
     d.append("history", std::string(history_name(s.history)));
     if (!s.detail.empty()) d.append("detail", s.detail);
+    if (s.has_checkpoint) {
+      d.append("headroomSeconds",
+               s.headroom_seconds ? bson::value(*s.headroom_seconds) : bson::value());
+      if (!s.headroom_detail.empty()) d.append("headroomDetail", s.headroom_detail);
+    }
     sources.push_back(std::move(d));
   }
   return bson::document{{"sources", std::move(sources)}};

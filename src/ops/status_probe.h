@@ -1,7 +1,8 @@
 #pragma once
 // `denormd status`: per watched namespace, the stored checkpoint (token, the times in it,
-// its age) and whether the server's history still reaches back to it, tested by opening a
-// change stream that resumes after the token and closing it at once. Stateless apart from
+// its age), whether the server's history still reaches back to it, tested by opening a
+// change stream that resumes after the token and closing it at once, and its headroom: how
+// far the oldest entry the server keeps is behind it (oplog_window.h). Stateless apart from
 // the connection; thread-safe like it. The renderings are pure.
 
 #include <cstdint>
@@ -26,6 +27,10 @@ struct source_status {
   std::int64_t saved_ms = 0;                    // when the checkpoint was stored
   history_state history = history_state::no_checkpoint;
   std::string detail;  // the server's answer when history is lost or could not be tested
+  // Seconds from the oldest kept oplog entry to the checkpoint (0 or less: passed already);
+  // nullopt when not measured, and then why in headroom_detail.
+  std::optional<double> headroom_seconds;
+  std::string headroom_detail;
 };
 
 class status_probe {

@@ -59,6 +59,13 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   ao.gate = from_.gate;
   ao.filter = filter_text_;
   if (from_.start_at) ao.start_at_ms = static_cast<std::int64_t>(from_.start_at->t) * 1000;
+  // Where a restart resumes until this pipeline stores a position of its own.
+  if (from_.resume_after) {
+    ao.initial_position_time =
+        from_.token_time ? from_.token_time : mapping::token_time(*from_.resume_after);
+  } else {
+    ao.initial_position_time = from_.start_at;
+  }
   applier_ = std::make_unique<sink::applier>(planner_, *writer_, parts.positions(), *queue_, m, ao);
   reader_ = parts.make_source(source_, from_, planner_->needs_images(source_), stages_, *queue_,
                               [this](std::stop_token stop) { return resync(stop); });

@@ -59,6 +59,7 @@ class pipeline {
   void report_lag(std::int64_t now_ms) const;
   std::uint64_t applied_events() const { return applier_->applied_events(); }
   std::optional<bson::timestamp> applied_through() const { return applier_->applied_through(); }
+  std::optional<bson::timestamp> stored_through() const { return applier_->stored_through(); }
   const mapping::planner& planner() const { return *planner_; }
   // After join(): where a pipeline taking over from this one starts, so that nothing applied
   // is applied again and nothing read but not applied is lost. During an unfinished re-sync,

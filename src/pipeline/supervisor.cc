@@ -74,6 +74,15 @@ std::optional<bson::timestamp> supervisor::applied_through(std::string_view name
   return lowest;
 }
 
+std::vector<std::pair<std::string, bson::timestamp>> supervisor::stored_positions() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::string, bson::timestamp>> out;
+  for (const auto& p : pipelines_) {
+    if (const auto at = p->stored_through()) out.emplace_back(p->source().full(), *at);
+  }
+  return out;
+}
+
 std::size_t supervisor::find(const mapping::ns& source) const {
   for (std::size_t i = 0; i < pipelines_.size(); ++i) {
     if (pipelines_[i]->source() == source) return i;

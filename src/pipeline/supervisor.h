@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "pipeline/pipeline.h"
@@ -61,6 +62,9 @@ class supervisor {
   // reads) is applied ({0, 0} while one has applied nothing yet); with "", every mapping.
   // nullopt when no running pipeline plans for that name. Any thread.
   std::optional<bson::timestamp> applied_through(std::string_view name) const;
+  // Per running pipeline whose position is known, its source's full name and the cluster time
+  // a restart would resume it from (its stored checkpoint). Any thread.
+  std::vector<std::pair<std::string, bson::timestamp>> stored_positions() const;
 
  private:
   // Lag, checkpoint age and applied-through once a second until stopped.

@@ -9,6 +9,25 @@
 
 namespace denormd::sink {
 
+namespace {
+
+std::uint64_t pack(bson::timestamp t) {
+  return (std::uint64_t{t.t} << 32) | t.i;
+}
+
+std::optional<bson::timestamp> unpack(std::uint64_t packed) {
+  if (packed == 0) return std::nullopt;
+  return bson::timestamp{static_cast<std::uint32_t>(packed >> 32),
+                         static_cast<std::uint32_t>(packed & 0xFFFFFFFFU)};
+}
+
+// The cluster time of a checkpoint's position: its event's, or the one its token encodes.
+std::optional<bson::timestamp> position_time(const checkpoint::checkpoint& cp) {
+  return cp.event_time ? cp.event_time : mapping::token_time(cp.token);
+}
+
+}  // namespace
+
 applier::applier(std::shared_ptr<const mapping::planner> planner, batch_writer& w,
                  checkpoint::position_store& checkpoints, source::event_queue& queue,
                  metrics::metrics& m, applier_options opts)
@@ -20,6 +39,7 @@ applier::applier(std::shared_ptr<const mapping::planner> planner, batch_writer& 
       opts_(std::move(opts)),
       name_(opts_.source.full()) {
   checkpoint_ms_ = opts_.initial_checkpoint_ms;
+  if (opts_.initial_position_time) stored_through_ = pack(*opts_.initial_position_time);
 }
 
 applier::~applier() {
@@ -86,6 +106,7 @@ bool applier::store_pending(std::stop_token& stop) {
   if (!with_retry(stop, "checkpoint", [&] { return checkpoints_.save(opts_.source, *position_); }))
     return false;
   pending_ = false;
+  stored(*position_);
   stored_at_ = std::chrono::steady_clock::now();
   checkpoint_ms_ = wall_ms();
   return true;
@@ -130,16 +151,21 @@ std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) 
 }
 
 std::optional<bson::timestamp> applier::applied_through() const {
-  const std::uint64_t packed = applied_through_.load();
-  if (packed == 0) return std::nullopt;
-  return bson::timestamp{static_cast<std::uint32_t>(packed >> 32),
-                         static_cast<std::uint32_t>(packed & 0xFFFFFFFFU)};
+  return unpack(applied_through_.load());
+}
+
+std::optional<bson::timestamp> applier::stored_through() const {
+  return unpack(stored_through_.load());
+}
+
+void applier::stored(const checkpoint::checkpoint& cp) {
+  if (const auto at = position_time(cp)) stored_through_ = pack(*at);
 }
 
 void applier::advance(checkpoint::checkpoint cp) {
-  const auto through = cp.event_time ? cp.event_time : mapping::token_time(cp.token);
+  const auto through = position_time(cp);
   if (through && !held_) {
-    const std::uint64_t packed = (std::uint64_t{through->t} << 32) | through->i;
+    const std::uint64_t packed = pack(*through);
     if (packed > applied_through_.load()) applied_through_ = packed;
   }
   position_ = std::move(cp);
@@ -198,6 +224,7 @@ void applier::run(std::stop_token stop) {
   // One attempt to store what was applied; if it fails, the next start replays it.
   if (pending_ && !opts_.dry_run && !held_) {
     if (auto st = checkpoints_.save(opts_.source, *position_); st) {
+      stored(*position_);
       checkpoint_ms_ = wall_ms();
     } else {
       metrics_.count_error("checkpoint", st.error().metric_code());

@@ -46,6 +46,9 @@ struct applier_options {
   // While replaying history that only some mappings need, which mapping takes which event;
   // dropped once the stream is past every position it holds back.
   std::optional<mapping::replay_gate> gate;
+  // The cluster time of the stored position the stream starts from (its checkpoint's, or
+  // --start-at's), if known: stored_through() until this applier stores one.
+  std::optional<bson::timestamp> initial_position_time;
 };
 
 class applier {
@@ -71,6 +74,10 @@ class applier {
   // while checkpoints are held (a re-sync's backfill may still write older copies). nullopt
   // until the first position. Any thread.
   std::optional<bson::timestamp> applied_through() const;
+  // The cluster time a restart would resume from: that of the checkpoint this applier last
+  // stored, or `initial_position_time` until it stores one (nothing is stored in a dry run or
+  // while checkpoints are held). nullopt when unknown. Any thread.
+  std::optional<bson::timestamp> stored_through() const;
   std::uint64_t applied_events() const { return applied_.load(); }
   // Queue items (events and token-only ones) fully applied and checkpointed so far; equal to
   // the watcher's pushed() count when everything read is applied.
@@ -99,6 +106,8 @@ class applier {
   std::int64_t plan_batch(const std::vector<source::stream_item>& items);
   // Everything up to `cp` is applied: it is pending until stored.
   void advance(checkpoint::checkpoint cp);
+  // `cp` was stored: a restart resumes from it.
+  void stored(const checkpoint::checkpoint& cp);
 
   const std::shared_ptr<const mapping::planner> planner_;
   batch_writer& writer_;
@@ -123,8 +132,9 @@ class applier {
   std::atomic<std::int64_t> checkpoint_ms_{0};
   std::atomic<bool> read_any_{false};  // an item was taken from the queue
   std::atomic<bool> held_{false};
-  // applied_through(), packed as t << 32 | i; 0 for none.
+  // applied_through() and stored_through(), packed as t << 32 | i; 0 for none.
   std::atomic<std::uint64_t> applied_through_{0};
+  std::atomic<std::uint64_t> stored_through_{0};
   std::atomic<std::uint64_t> applied_{0};
   std::atomic<std::uint64_t> completed_items_{0};
   std::mutex completed_mutex_;  // with completed_cv_: wakes wait_until_completed()

@@ -277,6 +277,7 @@ class OperationsTest(ShopTestCase):
         customers = report["%s.customers" % self.dbname]
         self.assertEqual(customers["history"], "lost", customers)
         self.assertIn("286", customers["detail"])
+        self.assertLessEqual(customers["headroomSeconds"], 0, customers)  # the oldest kept entry passed it
         rc, out, err = self.cmd("status")
         self.assertIn("%s.customers: checkpoint saved" % self.dbname, out)
         self.assertIn("history: LOST", out)

@@ -34,6 +34,17 @@ std::optional<std::int64_t> getmore_cursor_id(const bson::document& body) {
   return std::nullopt;
 }
 
+// The namespace failCommand's `namespace` compares with: the collection the command names
+// first (getMore: its `collection`), else the database's "$cmd".
+std::string command_namespace(const request& req) {
+  if (req.body.empty()) return req.db + ".$cmd";
+  const auto& first = req.body.fields().front().val;
+  if (first.is_string()) return req.db + "." + first.as_string();
+  if (const auto* coll = req.body.get("collection"); coll != nullptr && coll->is_string())
+    return req.db + "." + coll->as_string();
+  return req.db + ".$cmd";
+}
+
 // MongoDB's write concern on a one-node replica set: w 0/1/"majority" are satisfied, more
 // nodes cannot be.
 std::optional<bson::document> write_concern_error(const bson::document& body) {
@@ -112,7 +123,7 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
   }
 
   const std::optional<fail_action> action =
-      server_.fail_command().check(req.command, conn.app_name);
+      server_.fail_command().check(req.command, conn.app_name, command_namespace(req));
   if (action) {
     if (action->close_connection) co_return std::nullopt;
     if (action->block.count() > 0) {

@@ -64,6 +64,7 @@ denormd::expected<bson::document> fail_point::configure(const bson::document& co
 
   std::vector<std::string> commands;
   std::string app_name;
+  std::string ns;
   fail_action action;
   const bool get_more_only = name_ == fail_get_more;
   if (get_more_only) {
@@ -79,6 +80,7 @@ denormd::expected<bson::document> fail_point::configure(const bson::document& co
       }
     }
     if (const auto* v = d.get("appName"); v != nullptr && v->is_string()) app_name = v->as_string();
+    if (const auto* v = d.get("namespace"); v != nullptr && v->is_string()) ns = v->as_string();
     if (const auto* v = d.get("errorCode"); v != nullptr) {
       auto n = as_int(*v);
       if (!n) return fail("errorCode must be a number", codes::type_mismatch);
@@ -113,17 +115,20 @@ denormd::expected<bson::document> fail_point::configure(const bson::document& co
   probability_ = probability;
   commands_ = std::move(commands);
   app_name_ = std::move(app_name);
+  namespace_ = std::move(ns);
   action_ = std::move(action);
   entered_ = 0;
   return reply;
 }
 
-std::optional<fail_action> fail_point::check(std::string_view command, std::string_view app_name) {
+std::optional<fail_action> fail_point::check(std::string_view command, std::string_view app_name,
+                                             std::string_view ns) {
   std::lock_guard lock(mutex_);
   if (mode_ == mode::off) return std::nullopt;
   if (std::find(commands_.begin(), commands_.end(), command) == commands_.end())
     return std::nullopt;
   if (!app_name_.empty() && app_name_ != app_name) return std::nullopt;
+  if (!namespace_.empty() && namespace_ != ns) return std::nullopt;
   switch (mode_) {
     case mode::off:
       return std::nullopt;

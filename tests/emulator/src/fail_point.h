@@ -2,7 +2,8 @@
 // MongoDB's command fail points, configured through `configureFailPoint` on admin: modes
 // alwaysOn / off / {times: N} / {skip: N} / {activationProbability: p}.
 // - `failCommand`, data {failCommands, errorCode, errorLabels, closeConnection,
-//   blockConnection + blockTimeMS, writeConcernError, appName}: acts before the command runs.
+//   blockConnection + blockTimeMS, writeConcernError, appName, namespace}: acts before the
+//   command runs.
 // - `failGetMoreAfterCursorCheckout`, data {errorCode (default 1), appName}: fails a getMore
 //   once its cursor is checked out, so the server labels the error as it would a real one.
 // Thread-safe.
@@ -39,8 +40,10 @@ class fail_point {
   std::string_view name() const { return name_; }
   // Handles `configureFailPoint`; the reply is `{count: <times entered so far>}`.
   denormd::expected<bson::document> configure(const bson::document& command);
-  // Consumes one activation if `command` (from a client named `app_name`) is targeted.
-  std::optional<fail_action> check(std::string_view command, std::string_view app_name);
+  // Consumes one activation if `command` (from a client named `app_name`, on namespace `ns`:
+  // "db.coll", or "db.$cmd" for a command that names no collection) is targeted.
+  std::optional<fail_action> check(std::string_view command, std::string_view app_name,
+                                   std::string_view ns = {});
 
  private:
   enum class mode { off, always_on, times, skip, probability };
@@ -53,6 +56,7 @@ class fail_point {
   std::int64_t entered_ = 0;
   std::vector<std::string> commands_;
   std::string app_name_;
+  std::string namespace_;  // "" for any
   fail_action action_;
   std::mt19937 rng_{std::random_device{}()};
 };

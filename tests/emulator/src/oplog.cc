@@ -4,6 +4,89 @@
 
 namespace mongo_emulator {
 
+namespace {
+
+// The command a DDL entry stands for, as MongoDB names it in the entry's `o`.
+const char* command_name(op_type op) {
+  switch (op) {
+    case op_type::drop:
+      return "drop";
+    case op_type::rename:
+      return "renameCollection";
+    case op_type::drop_database:
+      return "dropDatabase";
+    case op_type::create:
+      return "create";
+    case op_type::create_indexes:
+      return "createIndexes";
+    case op_type::drop_indexes:
+      return "dropIndexes";
+    case op_type::modify:
+      return "collMod";
+    default:
+      return "";
+  }
+}
+
+bson::document ddl_object(const oplog_entry& e) {
+  bson::document o;
+  switch (e.op) {
+    case op_type::drop_database:
+      o.append("dropDatabase", std::int32_t{1});
+      break;
+    case op_type::rename:
+      o.append("renameCollection", e.db + "." + e.coll);
+      o.append("to", e.to_db + "." + e.to_coll);
+      o.append("stayTemp", false);
+      break;
+    default:
+      o.append(command_name(e.op), e.coll);
+  }
+  if (e.ddl) {
+    for (const auto& f : e.ddl->description)
+      o.append(f.name, f.val);
+  }
+  return o;
+}
+
+}  // namespace
+
+bson::document oplog_document(const oplog_entry& e) {
+  bson::document d;
+  const bool ddl = e.op != op_type::insert && e.op != op_type::update && e.op != op_type::replace &&
+                   e.op != op_type::remove;
+  switch (e.op) {
+    case op_type::insert:
+      d.append("op", "i");
+      break;
+    case op_type::update:
+    case op_type::replace:
+      d.append("op", "u");
+      break;
+    case op_type::remove:
+      d.append("op", "d");
+      break;
+    default:
+      d.append("op", "c");
+  }
+  d.append("ns", ddl ? e.db + ".$cmd" : e.db + "." + e.coll);
+  if (e.uuid) d.append("ui", *e.uuid);
+  if (ddl) {
+    d.append("o", ddl_object(e));
+  } else if (e.op == op_type::remove) {
+    d.append("o", bson::document{{"_id", e.id}});
+  } else if (e.op != op_type::update && e.full_document) {
+    d.append("o", *e.full_document);
+  }
+  if (e.op == op_type::update || e.op == op_type::replace)
+    d.append("o2", bson::document{{"_id", e.id}});
+  d.append("ts", e.ts);
+  d.append("t", std::int64_t{1});
+  d.append("v", std::int64_t{2});
+  d.append("wall", bson::date_time{e.wall_ms});
+  return d;
+}
+
 void oplog::append(oplog_entry entry) {
   entries_.push_back(std::move(entry));
   while (entries_.size() > max_events_) {

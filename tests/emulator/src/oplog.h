@@ -57,6 +57,13 @@ struct oplog_entry {
   std::shared_ptr<const ddl_details> ddl;
 };
 
+// The entry as MongoDB 6.0 shows it in `local.oplog.rs`: op ("i", "u", "d", or "c" for DDL), ns
+// ("db.coll", "db.$cmd" for DDL), ui (the collection's UUID), o, o2 (update, replace: {_id}),
+// ts, t (term, always 1), v (2), wall. `o` is the document for an insert or replace, {_id} for
+// a delete, and for DDL the command's name and collection followed by the entry's
+// operationDescription; an update has no `o` (MongoDB's `{$v: 2, diff}` is not kept here).
+bson::document oplog_document(const oplog_entry& e);
+
 class oplog {
  public:
   explicit oplog(std::size_t max_events) : max_events_(max_events == 0 ? 1 : max_events) {}

@@ -54,6 +54,21 @@ std::vector<doc_ptr> matching(const collection* c, const matcher& m) {
   return out;
 }
 
+// local.oplog.rs: the kept history as MongoDB's oplog documents (oplog_document), the entries
+// matching `m` in natural (ts) order, or newest first when `reverse`. `wanted` (0: all) stops
+// the walk early, so reading the oldest or newest entry, as rs.printReplicationInfo() does with
+// {$natural: 1} and {$natural: -1} and limit 1, builds one document, not the whole history.
+std::vector<doc_ptr> oplog_documents(const oplog& log, const matcher& m, bool reverse,
+                                     std::size_t wanted) {
+  std::vector<doc_ptr> out;
+  for (std::size_t k = 0; k < log.size() && (wanted == 0 || out.size() < wanted); ++k) {
+    auto doc = std::make_shared<const bson::document>(
+        oplog_document(log.at(reverse ? log.size() - 1 - k : k)));
+    if (m.matches(*doc)) out.push_back(std::move(doc));
+  }
+  return out;
+}
+
 // Serves the first batch and registers the cursor if documents remain.
 bson::document first_batch(command_context& ctx, const std::string& ns,
                            std::unique_ptr<query_cursor> results, std::size_t batch_size,
@@ -120,16 +135,34 @@ command_outcome find(command_context& ctx) {
     if (!p) return p.error();
     project = std::move(p).value();
   }
+  // {$natural: 1} or {$natural: -1} alone: natural (insertion) order, forwards or backwards.
+  bool natural_reverse = false;
   sort_less less;
-  if (*sort_spec != nullptr) {
+  if (*sort_spec != nullptr && (*sort_spec)->size() == 1 &&
+      (*sort_spec)->fields().front().name == "$natural") {
+    const auto& direction = (*sort_spec)->fields().front().val;
+    if (!direction.is_number() || (direction.to_double() != 1 && direction.to_double() != -1))
+      return fail("$natural sort cannot be set to a value other than -1 or 1.", codes::bad_value);
+    natural_reverse = direction.to_double() < 0;
+  } else if (*sort_spec != nullptr) {
     auto s = compile_sort(**sort_spec);
     if (!s) return s.error();
     less = std::move(s).value();
   }
 
+  const bool oplog_ns = ctx.db == "local" && *name == "oplog.rs";
+  // Without another sort, only the first skip + limit matches are ever served.
+  const std::size_t wanted =
+      !less && limit->value_or(0) > 0 ? skip->value_or(0) + **limit : std::size_t{0};
   std::vector<doc_ptr> docs;
-  auto at = locked_read(ctx, "find", *rc,
-                        [&] { docs = matching(ctx.server.store().find(ctx.db, *name), *m); });
+  auto at = locked_read(ctx, "find", *rc, [&] {
+    if (oplog_ns) {
+      docs = oplog_documents(ctx.server.store().history(), *m, natural_reverse, wanted);
+    } else {
+      docs = matching(ctx.server.store().find(ctx.db, *name), *m);
+      if (natural_reverse) std::reverse(docs.begin(), docs.end());
+    }
+  });
   if (!at) return at.error();
   if (less) {
     std::stable_sort(docs.begin(), docs.end(),

@@ -351,6 +351,84 @@ TEST_F(commands, find_batches_get_more_and_kill_cursors) {
   EXPECT_EQ(n, 250);
 }
 
+// local.oplog.rs answers the reads rs.printReplicationInfo() makes: the oldest and the newest
+// entry by {$natural: 1} and {$natural: -1}, limit 1.
+TEST_F(commands, oplog_rs_serves_the_newest_entry_in_natural_order) {
+  insert("c", R"([{"_id": 1}, {"_id": 2}])");
+  bson::document newest_cmd{{"find", "oplog.rs"},
+                            {"filter", bson::document{}},
+                            {"sort", J(R"({"$natural": -1})")},
+                            {"limit", std::int32_t{1}}};
+  const auto reply = run_ok(newest_cmd, "local");
+  EXPECT_EQ(at(reply, "cursor.ns"), bson::value("local.oplog.rs"));
+  EXPECT_EQ(at(reply, "cursor.id"), bson::value(std::int64_t{0}));
+  ASSERT_EQ(batch(reply).size(), 1U);
+  const auto newest = batch(reply)[0].as_document();
+  EXPECT_EQ(at(newest, "op"), bson::value("i"));
+  EXPECT_EQ(at(newest, "ns"), bson::value(db() + ".c"));
+  EXPECT_EQ(at(newest, "o"), bson::value(J(R"({"_id": 2})")));
+  EXPECT_TRUE(at(newest, "ts").is<bson::timestamp>());
+  EXPECT_TRUE(at(newest, "wall").is<bson::date_time>());
+  EXPECT_TRUE(at(newest, "ui").is<bson::binary>());
+  // The insert's own operationTime is that entry's ts.
+  const auto last = run_ok(J(R"({"insert": "c", "documents": [{"_id": 3}]})"));
+  const auto after = batch(run_ok(newest_cmd, "local"))[0].as_document();
+  EXPECT_EQ(at(after, "ts"), at(last, "operationTime"));
+  EXPECT_LT(at(newest, "ts").as<bson::timestamp>(), at(after, "ts").as<bson::timestamp>());
+  // A filter and a projection apply as to any collection.
+  bson::document mine{{"find", "oplog.rs"},
+                      {"filter", bson::document{{"ns", db() + ".c"}, {"op", "i"}}},
+                      {"projection", J(R"({"ts": 1, "_id": 0})")},
+                      {"sort", J(R"({"$natural": 1})")}};
+  const auto ours = batch(run_ok(mine, "local"));
+  ASSERT_EQ(ours.size(), 3U);
+  EXPECT_EQ(ours[0].as_document().size(), 1U);
+  EXPECT_LT(at(ours[0].as_document(), "ts").as<bson::timestamp>(),
+            at(ours[2].as_document(), "ts").as<bson::timestamp>());
+  bson::document bad{{"find", "oplog.rs"}, {"sort", J(R"({"$natural": 2})")}};
+  EXPECT_EQ(at(run_fail(bad, 2, "local"), "errmsg"),
+            bson::value("$natural sort cannot be set to a value other than -1 or 1."));
+}
+
+TEST_F(commands, natural_sort_reverses_a_collection) {
+  insert("c", R"([{"_id": 3}, {"_id": 1}, {"_id": 2}])");
+  std::vector<bson::value> ids;
+  for (const auto& d : find_all("c", "{}", R"({"sort": {"$natural": -1}})"))
+    ids.push_back(*d.get("_id"));
+  EXPECT_EQ(ids, (std::vector<bson::value>{i32(2), i32(1), i32(3)}));
+}
+
+// Emulator-only: the oldest kept entry moves as the bounded history drops old ones.
+TEST(oplog_rs, the_oldest_entry_is_the_oldest_kept) {
+  if (!denormd::test::emulator_only_available()) GTEST_SKIP() << "needs --oplog-max-events";
+  auto server = denormd::test::emulator_process::start({"--oplog-max-events", "3"});
+  ASSERT_TRUE(server) << server.error().message;
+  auto c = test_client::connect(server->uri());
+  ASSERT_TRUE(c);
+  const auto oldest = [&] {
+    auto r = c->command("local", J(R"({"find": "oplog.rs", "filter": {}, "sort": {"$natural": 1},
+                                       "limit": 1, "projection": {"ts": 1, "o": 1}})"));
+    EXPECT_TRUE(r);
+    const auto& docs = at(*r, "cursor.firstBatch").as_array();
+    EXPECT_EQ(docs.size(), 1U);
+    return docs.empty() ? bson::document{} : docs[0].as_document();
+  };
+  // create (implicit) and the inserts of 0..9: the last three inserts are kept.
+  for (int i = 0; i < 10; ++i) {
+    bson::document ins{
+        {"insert", "c"},
+        {"documents", bson::array{bson::value(bson::document{{"_id", std::int32_t{i}}})}}};
+    ASSERT_TRUE(c->command("h", ins));
+  }
+  const auto first = oldest();
+  EXPECT_EQ(at(first, "o"), bson::value(J(R"({"_id": 7})")));
+  ASSERT_TRUE(c->command("h", J(R"({"insert": "c", "documents": [{"_id": 10}]})")));
+  const auto second = oldest();
+  EXPECT_EQ(at(second, "o"), bson::value(J(R"({"_id": 8})")));
+  EXPECT_LT(at(first, "ts").as<bson::timestamp>(), at(second, "ts").as<bson::timestamp>());
+  EXPECT_EQ(server->stop(), 0);
+}
+
 TEST_F(commands, count_and_aggregate) {
   insert("c", R"([{"_id": 1, "g": "a", "v": 1}, {"_id": 2, "g": "b", "v": 2},
                   {"_id": 3, "g": "a", "v": 3}])");

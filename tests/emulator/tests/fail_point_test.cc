@@ -114,6 +114,13 @@ TEST_F(fail_points, app_name_restricts_the_targets) {
   EXPECT_EQ(other->run(db(), J(R"({"count": "c"})")).code, 2);
 }
 
+TEST_F(fail_points, namespace_restricts_the_targets) {
+  configure(R"({"mode": "alwaysOn", "data": {"failCommands": ["find"], "errorCode": 13,
+                "namespace": "local.oplog.rs"}})");
+  EXPECT_TRUE(run(J(R"({"find": "c"})")).ok);
+  EXPECT_EQ(run(J(R"({"find": "oplog.rs"})"), "local").code, 13);
+}
+
 TEST_F(fail_points, retryable_write_errors_get_the_retryable_label) {
   // With a txnNumber (a retryable write) a retryable code gets RetryableWriteError...
   configure(R"({"mode": {"times": 1}, "data": {"failCommands": ["insert"], "errorCode": 91}})");

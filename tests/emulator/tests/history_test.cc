@@ -73,5 +73,65 @@ TEST(oplog, keeps_the_newest_entries_and_reports_lost_history) {
   EXPECT_EQ(log.lower_bound({101, 0}), 3U);
 }
 
+TEST(oplog, documents_look_like_mongodb_oplog_entries) {
+  const auto uuid =
+      std::make_shared<const bson::binary>(bson::binary{4, std::vector<std::uint8_t>(16, 7)});
+  oplog_entry insert;
+  insert.ts = {100, 1};
+  insert.wall_ms = 100000;
+  insert.db = "shop";
+  insert.coll = "orders";
+  insert.uuid = uuid;
+  insert.id = bson::value(std::int32_t{5});
+  insert.full_document = std::make_shared<const bson::document>(
+      bson::document{{"_id", std::int32_t{5}}, {"total", 12.5}});
+  const auto i = oplog_document(insert);
+  std::vector<std::string> names;
+  for (const auto& f : i)
+    names.push_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"op", "ns", "ui", "o", "ts", "t", "v", "wall"}));
+  EXPECT_EQ(*i.get("op"), bson::value("i"));
+  EXPECT_EQ(*i.get("ns"), bson::value("shop.orders"));
+  EXPECT_EQ(*i.get("ui"), bson::value(*uuid));
+  EXPECT_EQ(*i.get("o"), bson::value(*insert.full_document));
+  EXPECT_EQ(*i.get("ts"), bson::value(bson::timestamp{100, 1}));
+  EXPECT_EQ(*i.get("t"), bson::value(std::int64_t{1}));
+  EXPECT_EQ(*i.get("v"), bson::value(std::int64_t{2}));
+  EXPECT_EQ(*i.get("wall"), bson::value(bson::date_time{100000}));
+
+  oplog_entry update = insert;
+  update.op = op_type::update;
+  const auto u = oplog_document(update);
+  EXPECT_EQ(*u.get("op"), bson::value("u"));
+  EXPECT_EQ(u.get("o"), nullptr);  // MongoDB's {$v: 2, diff} is not kept
+  EXPECT_EQ(*u.get("o2"), bson::value(bson::document{{"_id", std::int32_t{5}}}));
+
+  oplog_entry remove = insert;
+  remove.op = op_type::remove;
+  remove.full_document = nullptr;
+  const auto d = oplog_document(remove);
+  EXPECT_EQ(*d.get("op"), bson::value("d"));
+  EXPECT_EQ(*d.get("o"), bson::value(bson::document{{"_id", std::int32_t{5}}}));
+  EXPECT_EQ(d.get("o2"), nullptr);
+
+  oplog_entry rename = insert;
+  rename.op = op_type::rename;
+  rename.to_db = "shop";
+  rename.to_coll = "old_orders";
+  const auto r = oplog_document(rename);
+  EXPECT_EQ(*r.get("op"), bson::value("c"));
+  EXPECT_EQ(*r.get("ns"), bson::value("shop.$cmd"));
+  EXPECT_EQ(*r.get("o"), bson::value(bson::document{{"renameCollection", "shop.orders"},
+                                                    {"to", "shop.old_orders"},
+                                                    {"stayTemp", false}}));
+
+  oplog_entry drop_db;
+  drop_db.op = op_type::drop_database;
+  drop_db.db = "shop";
+  const auto dd = oplog_document(drop_db);
+  EXPECT_EQ(dd.get("ui"), nullptr);
+  EXPECT_EQ(*dd.get("o"), bson::value(bson::document{{"dropDatabase", std::int32_t{1}}}));
+}
+
 }  // namespace
 }  // namespace mongo_emulator

@@ -8,6 +8,7 @@ first statement, so an aborted one leaves nothing behind; a regex filter matches
 
 Usage: pymongo_compat.py PATH_TO_MONGO_EMULATOR   (exit 77 = skipped)
 """
+import datetime
 import os
 import re
 import select
@@ -18,6 +19,7 @@ import time
 
 try:
     import pymongo
+    from bson import Timestamp
     from pymongo import ReturnDocument
     from pymongo.errors import DuplicateKeyError, OperationFailure
 except ImportError:
@@ -180,6 +182,19 @@ def streams(client, db):
         check(e.code == 40324, "unknown stage code %r" % e.code)
 
 
+def oplog(client, db):
+    """The oldest and newest oplog entries, read as db.getReplicationInfo() reads them."""
+    db.oplog_probe.insert_one({"_id": "last"})
+    log = client.local["oplog.rs"]
+    first = next(log.find({}, {"ts": 1, "wall": 1}).sort("$natural", 1).limit(1))
+    last = next(log.find().sort("$natural", -1).limit(1))
+    check(isinstance(first["ts"], Timestamp) and isinstance(last["ts"], Timestamp), "oplog ts")
+    check(first["ts"] <= last["ts"], "oplog order %r %r" % (first["ts"], last["ts"]))
+    check(isinstance(first["wall"], datetime.datetime), "oplog wall %r" % first)
+    check(last["op"] == "i" and last["ns"] == db.name + ".oplog_probe" and last["o"] == {"_id": "last"},
+          "newest oplog entry %r" % last)
+
+
 def main():
     proc = None
     uri = os.environ.get("DENORMD_TEST_URI")
@@ -197,6 +212,7 @@ def main():
         transactions(client, db)
         regexes(db)
         streams(client, db)
+        oplog(client, db)
         client.drop_database(db.name)
         client.close()
         print("pymongo %s: OK" % pymongo.version)

@@ -19,6 +19,7 @@ TEST(options_test, parses_flags_in_both_forms) {
   EXPECT_EQ(o->log_format, "json");
   EXPECT_EQ(o->linger_ms, 5);
   EXPECT_EQ(o->checkpoint_interval_ms, 1000);
+  EXPECT_EQ(o->headroom_interval_ms, 30000);
   EXPECT_FALSE(o->watch_mappings);
   o = parse_options({"run", "--watch-mappings", "--no-auto-backfill"}, "");
   ASSERT_TRUE(o.has_value()) << o.error().message;
@@ -29,6 +30,10 @@ TEST(options_test, parses_flags_in_both_forms) {
   ASSERT_TRUE(o.has_value()) << o.error().message;
   EXPECT_EQ(o->linger_ms, 0);
   EXPECT_EQ(o->checkpoint_interval_ms, 250);
+  o = parse_options({"run", "--headroom-interval-ms", "0"}, "");
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_EQ(o->headroom_interval_ms, 0);
+  EXPECT_NE(help_text("run").find("[--headroom-interval-ms MS]"), std::string::npos);
 }
 
 TEST(options_test, timeout_is_for_the_operations_and_defaults_to_30_seconds) {
@@ -69,6 +74,7 @@ TEST(options_test, usage_errors_say_what_is_wrong) {
        "--linger-ms must be a whole number of milliseconds from 0 to 1000, not \"-1\""},
       {{"run", "--linger-ms=5ms"}, "not \"5ms\""},
       {{"run", "--checkpoint-interval-ms", "999999"}, "from 0 to 600000"},
+      {{"run", "--headroom-interval-ms", "3600001"}, "from 0 to 3600000"},
   };
   for (const auto& c : cases) {
     auto o = parse_options(c.args, "");

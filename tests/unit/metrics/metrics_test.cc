@@ -95,6 +95,7 @@ void use_every_family(metrics& m) {
   m.set_backfill_progress("orders-customer", 0.5);
   m.count_reload("ok");
   m.set_applied_through("orders-customer", 1700000000);
+  m.set_history_headroom("shop.customers", 7200);
 }
 
 struct family_spec {
@@ -125,6 +126,7 @@ const std::vector<family_spec>& design_families() {
        {{"mapping", "orders-customer"}, {"fingerprint", "0123456789abcdef"}}},
       {"denormd_mapping_reloads_total", "counter", {{"result", "ok"}}},
       {"denormd_applied_through_seconds", "gauge", {{"mapping", "orders-customer"}}},
+      {"denormd_history_headroom_seconds", "gauge", {{"source", "shop.customers"}}},
   };
   return specs;
 }
@@ -230,6 +232,7 @@ TEST(metrics_test, a_reload_replaces_the_series_of_changed_removed_and_unwatched
   m.count_writes("b", "ok");
   m.set_lag("shop.gone", 3);
   m.set_watcher_ready("shop.gone", true);
+  m.set_history_headroom("shop.gone", 3600);
   m.count_events("shop.gone", "insert");
   // a changed, b removed, shop.gone no longer watched.
   m.set_mapping_info("a", "3333333333333333");
@@ -247,6 +250,7 @@ TEST(metrics_test, a_reload_replaces_the_series_of_changed_removed_and_unwatched
   EXPECT_FALSE(value_of(text, "denormd_backfill_progress", {{"mapping", "b"}}));
   EXPECT_FALSE(value_of(text, "denormd_lag_seconds", {{"source", "shop.gone"}}));
   EXPECT_FALSE(value_of(text, "denormd_watcher_ready", {{"source", "shop.gone"}}));
+  EXPECT_FALSE(value_of(text, "denormd_history_headroom_seconds", {{"source", "shop.gone"}}));
   // Counters stay: a rate over the reload must not see them vanish.
   EXPECT_EQ(value_of(text, "denormd_writes_total", {{"mapping", "b"}, {"result", "ok"}}), 1.0);
   EXPECT_EQ(value_of(text, "denormd_events_total", {{"source", "shop.gone"}, {"op", "insert"}}),
@@ -256,6 +260,16 @@ TEST(metrics_test, a_reload_replaces_the_series_of_changed_removed_and_unwatched
   // Set again after removal, a series comes back.
   m.set_backfill_progress("b", 1);
   EXPECT_EQ(value_of(m.serialize(), "denormd_backfill_progress", {{"mapping", "b"}}), 1.0);
+}
+
+TEST(metrics_test, history_headroom_is_set_per_source_and_can_go) {
+  metrics m("1.2.3");
+  m.set_history_headroom("shop.a", 5400);
+  m.set_history_headroom("shop.b", -12);
+  m.remove_history_headroom("shop.a");
+  const std::string text = m.serialize();
+  EXPECT_FALSE(value_of(text, "denormd_history_headroom_seconds", {{"source", "shop.a"}}));
+  EXPECT_EQ(value_of(text, "denormd_history_headroom_seconds", {{"source", "shop.b"}}), -12);
 }
 
 TEST(metrics_test, histograms_count_into_the_right_buckets) {

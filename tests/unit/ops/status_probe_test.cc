@@ -35,9 +35,22 @@ std::vector<source_status> sample() {
   lost.saved_ms = 1714557610000;
   lost.history = history_state::lost;
   lost.detail = "server error 286: history lost";
+  lost.headroom_seconds = -125;
   source_status none;
   none.source = {"shop", "orders"};
-  return {lost, none};
+  source_status kept;
+  kept.source = {"shop", "products"};
+  kept.has_checkpoint = true;
+  kept.token = doc(R"({"_data":"8266321000000000012B"})");
+  kept.cluster_time = bson::timestamp{0x66321000, 1};
+  kept.saved_ms = 1714557610000;
+  kept.history = history_state::reachable;
+  kept.headroom_seconds = 11520;
+  source_status refused = kept;
+  refused.source = {"shop", "reviews"};
+  refused.headroom_seconds.reset();
+  refused.headroom_detail = "cannot read the oldest entry of local.oplog.rs: the user lacks ...";
+  return {lost, none, kept, refused};
 }
 
 TEST(ops_status_probe_test, renders_text) {
@@ -49,13 +62,25 @@ TEST(ops_status_probe_test, renders_text) {
   EXPECT_NE(text.find("token {\"_data\":\"000000650000000100\"}"), std::string::npos);
   EXPECT_NE(text.find("history: LOST"), std::string::npos);
   EXPECT_NE(text.find("shop.orders: no checkpoint"), std::string::npos);
+  EXPECT_NE(text.find("history headroom none: the oldest entry the server keeps is 2m05s past "
+                      "the checkpoint"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("history headroom 3h12m (until the oldest entry the server keeps passes "
+                      "the checkpoint)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("history headroom unknown: cannot read the oldest entry of "
+                      "local.oplog.rs: the user lacks"),
+            std::string::npos)
+      << text;
 }
 
 TEST(ops_status_probe_test, renders_json) {
   auto parsed = bson::parse_json(to_json(sample(), 1714557620000));
   ASSERT_TRUE(parsed.has_value());
   const auto& sources = parsed->get("sources")->as_array();
-  ASSERT_EQ(sources.size(), 2u);
+  ASSERT_EQ(sources.size(), 4u);
   const auto& lost = sources[0].as_document();
   EXPECT_EQ(lost.get("source")->as_string(), "shop.customers");
   EXPECT_EQ(lost.get("history")->as_string(), "lost");
@@ -67,6 +92,14 @@ TEST(ops_status_probe_test, renders_json) {
   const auto& none = sources[1].as_document();
   EXPECT_EQ(*none.get("checkpoint"), bson::value(false));
   EXPECT_EQ(none.get("history")->as_string(), "no checkpoint");
+  EXPECT_EQ(none.get("headroomSeconds"), nullptr);
+  EXPECT_DOUBLE_EQ(lost.get("headroomSeconds")->to_double(), -125);
+  const auto& kept = sources[2].as_document();
+  EXPECT_DOUBLE_EQ(kept.get("headroomSeconds")->to_double(), 11520);
+  EXPECT_EQ(kept.get("headroomDetail"), nullptr);
+  const auto& refused = sources[3].as_document();
+  EXPECT_TRUE(refused.get("headroomSeconds")->is_null());
+  EXPECT_NE(refused.get("headroomDetail")->as_string().find("local.oplog.rs"), std::string::npos);
 }
 
 }  // namespace

@@ -491,6 +491,41 @@ TEST_F(supervisor_test, applied_through_is_the_lowest_time_of_the_streams_a_mapp
   s.stop_all();
 }
 
+TEST_F(supervisor_test, stored_positions_are_where_a_restart_resumes_each_stream) {
+  supervisor s(parts_, metrics_, opts_);
+  start_position from;
+  from.start_at = bson::timestamp{42, 3};
+  s.start(customers, both_, from);
+  s.start(products, both_, {});  // from now: nothing is known until it stores a position
+  using position = std::pair<std::string, bson::timestamp>;
+  EXPECT_EQ(s.stored_positions(), (std::vector<position>{{"shop.customers", {42, 3}}}));
+  parts_.latest(products).feed(rename(products, "p1", 60));
+  ASSERT_TRUE(parts_.log.wait_for("save products p1"));
+  const std::vector<position> both{{"shop.customers", {42, 3}}, {"shop.products", {60, 1}}};
+  for (int k = 0; k < 400 && s.stored_positions() != both; ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(s.stored_positions(), both);
+  s.stop_all();
+}
+
+TEST_F(supervisor_test, a_resync_keeps_the_stored_position_before_the_lost_history) {
+  supervisor s(parts_, metrics_, opts_);
+  s.start(customers, both_, {});
+  fake_source& src = parts_.latest(customers);
+  src.feed(rename(customers, "c1", 50));
+  ASSERT_TRUE(parts_.log.wait_for("save customers c1"));
+  parts_.log.backfills_wait = true;
+  src.feed(std::nullopt);  // history lost
+  ASSERT_TRUE(parts_.log.wait_for("backfill customers"));
+  src.feed(rename(customers, "c2", 70));
+  ASSERT_TRUE(parts_.log.wait_for("apply customers 1 c2"));
+  // A restart now would resume before the lost history (and re-sync again).
+  using position = std::pair<std::string, bson::timestamp>;
+  EXPECT_EQ(s.stored_positions(), (std::vector<position>{{"shop.customers", {50, 1}}}));
+  parts_.log.backfills_wait = false;
+  s.stop_all();
+}
+
 TEST_F(supervisor_test, a_replacement_of_a_pipeline_that_applied_nothing_starts_where_it_did) {
   supervisor s(parts_, metrics_, opts_);
   start_position from;

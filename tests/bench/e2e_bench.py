@@ -32,7 +32,7 @@ import threading
 import time
 
 import pymongo
-from pymongo import InsertOne, UpdateMany, UpdateOne
+from pymongo import DeleteOne, InsertOne, UpdateMany, UpdateOne
 
 from tests.integration import seed
 from tests.integration.harness import EMULATOR, REAL_URI, Denormd, Emulator, write_mappings
@@ -249,6 +249,104 @@ class BenchShop:
             checks.append(lambda: (self.db.logmsgs.find_one({"_id": "marker-log"}) or {}).get("host", {})
                           .get("name") == k)
         return checks
+
+
+class ShopDay:
+    """The integration suites' random workload (tests/integration/shop.py, Shop.random_change),
+    same mix and same proportions, as (collection, write) pairs for Generator.drive: the
+    documents it needs (a customer for a new order's snapshot, the newest reviews to hide or
+    delete, ...) are read once and then followed in memory, where Shop.random_change reads
+    them per change (one of those reads, the newest open orders, scans every order: under 100
+    changes per second at the benchmark's size). Its own reviews and log lines are the ones it
+    hides, moves and deletes."""
+
+    def __init__(self, db, rng):
+        self.rng = rng
+        self.customers = {c["_id"]: c for c in db.customers.find()}
+        self.products = {p["_id"]: p for p in db.products.find()}
+        self.hosts = sorted(h["_id"] for h in db.hosts.find({}, {"_id": 1}) if h["_id"].startswith("web-"))
+        self.host_docs = {h["_id"]: h for h in db.hosts.find()}
+        self.open = [o["_id"] for o in db.orders.find({"status": {"$in": seed.OPEN}}, {"_id": 1}).sort("createdAt", 1)]
+        self.reviews = []  # the workload's reviews, newest last: [id, productId, hidden]
+        self.logs = []  # the workload's log lines, newest last
+        self.clock = 100000  # minutes; every new child is newer than the seed data
+        self.next_id = 1000000
+
+    def _id(self):
+        self.next_id += 1
+        return self.next_id
+
+    def _tick(self):
+        self.clock += 1
+        return seed.when(self.clock)
+
+    def event(self):
+        r, k = self.rng, self.rng.random()
+        c = self.customers[r.randint(1, len(self.customers) - 1)] if k < 0.25 else None  # not the marker
+        if k < 0.12:
+            c["name"] = "Customer %d" % r.randint(1, 10**6)
+            return "customers", UpdateOne({"_id": c["_id"]}, {"$set": {"name": c["name"]}})
+        if k < 0.17:
+            c.setdefault("address", {})["city"] = r.choice(seed.CITIES)
+            return "customers", UpdateOne({"_id": c["_id"]}, {"$set": {"address.city": c["address"]["city"]}})
+        if k < 0.20:
+            c.pop("email", None)
+            return "customers", UpdateOne({"_id": c["_id"]}, {"$unset": {"email": ""}})
+        if k < 0.25:
+            return "customers", UpdateOne({"_id": c["_id"]}, {"$set": {"lastLogin": self._tick()}})
+        if k < 0.33:
+            p = self.products[r.randint(1, len(self.products) - 1)]
+            p["title"] = "Product %d" % r.randint(1, 10**6)
+            return "products", UpdateOne({"_id": p["_id"]}, {"$set": {"title": p["title"]}})
+        if k < 0.36:
+            p = self.products[r.randint(1, len(self.products) - 1)]
+            p["price"] += 1
+            return "products", UpdateOne({"_id": p["_id"]}, {"$inc": {"price": 1}})
+        if k < 0.39:
+            h = self.host_docs[r.choice(self.hosts)]
+            h["ipaddr"] = "10.1.%d.%d" % (r.randint(0, 255), r.randint(1, 254))
+            return "hosts", UpdateOne({"_id": h["_id"]}, {"$set": {"ipaddr": h["ipaddr"]}})
+        if k < 0.52 or (k < 0.55 and not self.logs):
+            log = seed.logmsg(self._id(), self.host_docs[r.choice(self.hosts)], self._tick(),
+                              "event %d" % r.randint(1, 10**6))
+            self.logs.append(log["_id"])
+            return "logmsgs", InsertOne(log)
+        if k < 0.55:
+            return "logmsgs", DeleteOne({"_id": self.logs.pop(-1 - r.randint(0, min(20, len(self.logs) - 1)))})
+        if k < 0.68 or (k < 0.77 and not self.reviews):
+            rev = seed.review(self._id(), r.randint(1, len(self.products) - 1), r.randint(1, 5),
+                              "review text %d" % r.randint(1, 10**6), self._tick(), hidden=r.random() < 0.1)
+            self.reviews.append([rev["_id"], rev["productId"], rev.get("hidden", False)])
+            return "reviews", InsertOne(rev)
+        if k < 0.76:
+            i = -1 - r.randint(0, min(30, len(self.reviews) - 1))  # one of the newest
+            rev = self.reviews[i]
+            if k < 0.71:
+                return "reviews", UpdateOne({"_id": rev[0]}, {"$set": {"stars": r.randint(1, 5)}})
+            if k < 0.73:
+                rev[2] = not rev[2]
+                return "reviews", UpdateOne({"_id": rev[0]}, {"$set": {"hidden": True}} if rev[2] else
+                                            {"$unset": {"hidden": ""}})
+            if k < 0.75:
+                del self.reviews[i]
+                return "reviews", DeleteOne({"_id": rev[0]})
+            rev[1] = r.randint(1, len(self.products) - 1)
+            return "reviews", UpdateOne({"_id": rev[0]}, {"$set": {"productId": rev[1]}})
+        if k < 0.77:
+            rev = self.reviews.pop(r.randint(0, min(50, len(self.reviews) - 1)))  # one of the oldest
+            self.reviews.append(rev)  # now the newest
+            return "reviews", UpdateOne({"_id": rev[0]}, {"$set": {"createdAt": self._tick()}})
+        if k < 0.88 or not self.open:
+            c = self.customers[r.randint(1, len(self.customers) - 1)]
+            p = self.products[r.randint(1, len(self.products) - 1)]
+            o = {"_id": self._id(), "customerId": c["_id"], "status": "NEW", "total": r.randint(5, 500),
+                 "createdAt": self._tick(), "customer": seed.customer_snapshot(c), "items": [seed.order_item(p, 1)]}
+            self.open.append(o["_id"])
+            return "orders", InsertOne(o)
+        if k < 0.95:
+            o = self.open[r.randint(0, min(30, len(self.open) - 1))]  # one of the oldest open
+            return "orders", UpdateOne({"_id": o}, {"$set": {"status": r.choice(seed.OPEN)}})
+        return "orders", DeleteOne({"_id": self.open.pop(-1 - r.randint(0, min(10, len(self.open) - 1)))})
 
 
 def wait_markers(checks, timeout, alive=None):
@@ -694,14 +792,9 @@ class Bench:
                 raise AssertionError("denormd did not stop cleanly:\n" + self.denormd.log()[-3000:])
             start = self.client.admin.command("ping")["operationTime"]
             # The same random workload for every synchronizer: same seed, same data.
-            work = Shop(db, seed=11)
-            work.counts = {k: self.size[k] for k in ("customers", "products", "hosts")}
-            work.delivered_snapshots = self.shop.delivered
+            work = ShopDay(db, random.Random(11))
             say("  writing %d changes while %s is stopped" % (self.realistic_backlog, who))
-            w0 = time.time()
-            for _ in range(self.realistic_backlog):
-                work.random_change()
-            written_s = time.time() - w0
+            _, written_s = self.gen.drive(work.event, None, count=self.realistic_backlog)
             end = self.client.admin.command("ping")["operationTime"]
             n = self.source_events(start, end)
             checks = self.shop.write_markers(ALL_SOURCES)

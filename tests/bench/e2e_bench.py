@@ -10,7 +10,10 @@ ceilings of the test server for the write patterns involved; sustained throughpu
 and the recent mappings; apply latency at fixed rates; CPU and RSS of the denormd process per
 event (from /proc); one source change fanned out to many documents; coalescing of hot keys;
 catch-up after an outage. Then the same workloads against tests/bench/naive_sync.py, the
-hand-written watch loop, on a fresh server with the same seed.
+hand-written watch loop, on a fresh server with the same seed. Last, the realistic catch-up
+(--only realistic_catch_up): a backlog of the integration suites' random workload caught up by
+denormd, by tests/bench/thread_sync.py (one watch thread per source collection, the stronger
+baseline) and by naive_sync.py, each on a fresh server with the same seed.
 
 --quick shrinks everything to seconds (CI runs it so the driver cannot rot); its numbers mean
 nothing. Every measurement checks that the copies converged, so a wrong result fails the run.
@@ -29,16 +32,23 @@ import threading
 import time
 
 import pymongo
-from pymongo import InsertOne, UpdateMany, UpdateOne
+from pymongo import DeleteOne, InsertOne, UpdateMany, UpdateOne
 
 from tests.integration import seed
 from tests.integration.harness import EMULATOR, REAL_URI, Denormd, Emulator, write_mappings
+from tests.integration.shop import Shop
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 FAR = datetime.datetime(2100, 1, 1)
 COPY_MAPPINGS = ("orders-customer", "orders-items-product", "logmsgs-host")
+# What --only selects: the measurements of one running denormd, and the realistic catch-up,
+# which runs denormd and both scripts, each on a fresh server.
+DENORMD_MEASUREMENTS = ("copy", "recent", "latency", "coalescing", "fanout", "catch_up")
+REALISTIC = "realistic_catch_up"
+# The catch-up's synchronizers: denormd, then the baselines (script file, row label).
+SCRIPTS = (("thread_sync.py", "threads"), ("naive_sync.py", "naive"))
 RECENT_MAPPINGS = ("products-recent-reviews", "hosts-recent-logs", "customers-recent-orders")
 
 
@@ -83,11 +93,15 @@ class NoProc:
         return 0
 
 
-class Naive:
-    """tests/bench/naive_sync.py as a child process; its progress lines are collected."""
+class Script:
+    """A hand-written synchronizer (tests/bench/naive_sync.py or thread_sync.py) as a child
+    process; its progress lines are collected. `start`, a cluster time, is where its streams
+    begin (it keeps no resume token); without it, now."""
 
-    def __init__(self, uri, db):
-        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "naive_sync.py"), uri, db],
+    def __init__(self, uri, db, script="naive_sync.py", start=None):
+        extra = ["%d.%d" % (start.time, start.inc)] if start is not None else []
+        self.script = script
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, script), uri, db, *extra],
                                      stdout=subprocess.PIPE, text=True)
         self.events = 0
         self.writes = 0
@@ -95,7 +109,7 @@ class Naive:
         self.lock = threading.Lock()
         first = self.proc.stdout.readline()
         if '"ready"' not in first:
-            raise RuntimeError("naive_sync.py did not start: %r" % first)
+            raise RuntimeError("%s did not start: %r" % (script, first))
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -116,9 +130,12 @@ class Naive:
         with self.lock:
             return [ms for t, ms in self.latencies if t0 <= t <= t1 + 0.6]
 
+    def alive(self):
+        return self.proc.poll() is None
+
     def stop(self):
         self.proc.terminate()
-        self.proc.wait(10)
+        return self.proc.wait(10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,10 +153,12 @@ class BenchShop:
         self.rng = rng
         self.seq = 0
         self.marker_seq = 0
+        self.delivered = {}  # {order id: the customer snapshot a delivered order keeps}
 
     def seed(self, fanout_docs):
         s, db, t0 = self.size, self.db, seed.T0
-        seed.seed_shop(db, self.rng, s["customers"], s["products"], s["orders"], s["hosts"], 0, 0, indexes=True)
+        self.delivered = seed.seed_shop(db, self.rng, s["customers"], s["products"], s["orders"], s["hosts"], 0, 0,
+                                        indexes=True)
         db.customers.insert_one({"_id": -1, "name": "Customer -1", "email": "c-1@example.com",
                                  "address": {"city": "Oslo"}})
         db.products.insert_one({"_id": -1, "title": "Product -1", "sku": "SKU--1", "price": 1, "stock": 10})
@@ -232,10 +251,110 @@ class BenchShop:
         return checks
 
 
-def wait_markers(checks, timeout):
+class ShopDay:
+    """The integration suites' random workload (tests/integration/shop.py, Shop.random_change),
+    same mix and same proportions, as (collection, write) pairs for Generator.drive: the
+    documents it needs (a customer for a new order's snapshot, the newest reviews to hide or
+    delete, ...) are read once and then followed in memory, where Shop.random_change reads
+    them per change (one of those reads, the newest open orders, scans every order: under 100
+    changes per second at the benchmark's size). Its own reviews and log lines are the ones it
+    hides, moves and deletes."""
+
+    def __init__(self, db, rng):
+        self.rng = rng
+        self.customers = {c["_id"]: c for c in db.customers.find()}
+        self.products = {p["_id"]: p for p in db.products.find()}
+        self.hosts = sorted(h["_id"] for h in db.hosts.find({}, {"_id": 1}) if h["_id"].startswith("web-"))
+        self.host_docs = {h["_id"]: h for h in db.hosts.find()}
+        self.open = [o["_id"] for o in db.orders.find({"status": {"$in": seed.OPEN}}, {"_id": 1}).sort("createdAt", 1)]
+        self.reviews = []  # the workload's reviews, newest last: [id, productId, hidden]
+        self.logs = []  # the workload's log lines, newest last
+        self.clock = 100000  # minutes; every new child is newer than the seed data
+        self.next_id = 1000000
+
+    def _id(self):
+        self.next_id += 1
+        return self.next_id
+
+    def _tick(self):
+        self.clock += 1
+        return seed.when(self.clock)
+
+    def event(self):
+        r, k = self.rng, self.rng.random()
+        c = self.customers[r.randint(1, len(self.customers) - 1)] if k < 0.25 else None  # not the marker
+        if k < 0.12:
+            c["name"] = "Customer %d" % r.randint(1, 10**6)
+            return "customers", UpdateOne({"_id": c["_id"]}, {"$set": {"name": c["name"]}})
+        if k < 0.17:
+            c.setdefault("address", {})["city"] = r.choice(seed.CITIES)
+            return "customers", UpdateOne({"_id": c["_id"]}, {"$set": {"address.city": c["address"]["city"]}})
+        if k < 0.20:
+            c.pop("email", None)
+            return "customers", UpdateOne({"_id": c["_id"]}, {"$unset": {"email": ""}})
+        if k < 0.25:
+            return "customers", UpdateOne({"_id": c["_id"]}, {"$set": {"lastLogin": self._tick()}})
+        if k < 0.33:
+            p = self.products[r.randint(1, len(self.products) - 1)]
+            p["title"] = "Product %d" % r.randint(1, 10**6)
+            return "products", UpdateOne({"_id": p["_id"]}, {"$set": {"title": p["title"]}})
+        if k < 0.36:
+            p = self.products[r.randint(1, len(self.products) - 1)]
+            p["price"] += 1
+            return "products", UpdateOne({"_id": p["_id"]}, {"$inc": {"price": 1}})
+        if k < 0.39:
+            h = self.host_docs[r.choice(self.hosts)]
+            h["ipaddr"] = "10.1.%d.%d" % (r.randint(0, 255), r.randint(1, 254))
+            return "hosts", UpdateOne({"_id": h["_id"]}, {"$set": {"ipaddr": h["ipaddr"]}})
+        if k < 0.52 or (k < 0.55 and not self.logs):
+            log = seed.logmsg(self._id(), self.host_docs[r.choice(self.hosts)], self._tick(),
+                              "event %d" % r.randint(1, 10**6))
+            self.logs.append(log["_id"])
+            return "logmsgs", InsertOne(log)
+        if k < 0.55:
+            return "logmsgs", DeleteOne({"_id": self.logs.pop(-1 - r.randint(0, min(20, len(self.logs) - 1)))})
+        if k < 0.68 or (k < 0.77 and not self.reviews):
+            rev = seed.review(self._id(), r.randint(1, len(self.products) - 1), r.randint(1, 5),
+                              "review text %d" % r.randint(1, 10**6), self._tick(), hidden=r.random() < 0.1)
+            self.reviews.append([rev["_id"], rev["productId"], rev.get("hidden", False)])
+            return "reviews", InsertOne(rev)
+        if k < 0.76:
+            i = -1 - r.randint(0, min(30, len(self.reviews) - 1))  # one of the newest
+            rev = self.reviews[i]
+            if k < 0.71:
+                return "reviews", UpdateOne({"_id": rev[0]}, {"$set": {"stars": r.randint(1, 5)}})
+            if k < 0.73:
+                rev[2] = not rev[2]
+                return "reviews", UpdateOne({"_id": rev[0]}, {"$set": {"hidden": True}} if rev[2] else
+                                            {"$unset": {"hidden": ""}})
+            if k < 0.75:
+                del self.reviews[i]
+                return "reviews", DeleteOne({"_id": rev[0]})
+            rev[1] = r.randint(1, len(self.products) - 1)
+            return "reviews", UpdateOne({"_id": rev[0]}, {"$set": {"productId": rev[1]}})
+        if k < 0.77:
+            rev = self.reviews.pop(r.randint(0, min(50, len(self.reviews) - 1)))  # one of the oldest
+            self.reviews.append(rev)  # now the newest
+            return "reviews", UpdateOne({"_id": rev[0]}, {"$set": {"createdAt": self._tick()}})
+        if k < 0.88 or not self.open:
+            c = self.customers[r.randint(1, len(self.customers) - 1)]
+            p = self.products[r.randint(1, len(self.products) - 1)]
+            o = {"_id": self._id(), "customerId": c["_id"], "status": "NEW", "total": r.randint(5, 500),
+                 "createdAt": self._tick(), "customer": seed.customer_snapshot(c), "items": [seed.order_item(p, 1)]}
+            self.open.append(o["_id"])
+            return "orders", InsertOne(o)
+        if k < 0.95:
+            o = self.open[r.randint(0, min(30, len(self.open) - 1))]  # one of the oldest open
+            return "orders", UpdateOne({"_id": o}, {"$set": {"status": r.choice(seed.OPEN)}})
+        return "orders", DeleteOne({"_id": self.open.pop(-1 - r.randint(0, min(10, len(self.open) - 1)))})
+
+
+def wait_markers(checks, timeout, alive=None):
     deadline = time.time() + timeout
     pending = list(checks)
     while pending and time.time() < deadline:
+        if alive is not None and not alive():
+            raise AssertionError("the synchronizer exited before it applied every marker")
         pending = [c for c in pending if not c()]
         if pending:
             time.sleep(0.02)
@@ -352,11 +471,15 @@ class Bench:
             self.rates = [500]
             self.step_seconds, self.latency_seconds, self.latency_rounds = 1.5, 1.5, 1
             self.fanout, self.backlog, self.hot_updates = 5000, 5000, 1000
+            self.realistic_backlog = 1000
         else:
             self.size = dict(customers=20000, products=5000, orders=60000, hosts=20)
             self.rates = [100, 250, 500, 1000, 2000, 3000, 5000, 7500, 10000, 15000, 20000, 30000]
             self.step_seconds, self.latency_seconds, self.latency_rounds = 8, 10, 3
             self.fanout, self.backlog, self.hot_updates = 1000000, 500000, 10000
+            self.realistic_backlog = 100000
+        if getattr(args, "realistic_events", None):
+            self.realistic_backlog = args.realistic_events
 
     # -- set-up
     def start_server(self):
@@ -621,12 +744,131 @@ class Bench:
         say("  catch-up: %s" % row)
         return row
 
+    # -- the realistic catch-up: denormd and both scripts, each on a fresh server
+    def realistic_catch_up(self):
+        out = {}
+        for who in ["denormd"] + ([] if self.args.skip_baseline else [label for _, label in SCRIPTS]):
+            out[who] = self.realistic_run(who)
+        d = out["denormd"]
+        for _, label in SCRIPTS:
+            if label in out:
+                b = out[label]
+                out["ratio_" + label] = dict(events_per_s=round(d["events_per_s"] / b["events_per_s"], 1),
+                                             cpu_per_event=round(b["cpu_us_per_event"] / d["cpu_us_per_event"], 1))
+        say("  realistic catch-up ratios: %s" % {k: v for k, v in out.items() if k.startswith("ratio_")})
+        return out
+
+    def start_sync(self, who, meta, mappings, start):
+        """denormd (it resumes from its checkpoints) or a script (from `start`)."""
+        if who == "denormd":
+            self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args())
+            self.sync_proc = Proc(self.denormd.proc.pid)
+            self.wait_ready()
+            return self.denormd
+        script = Script(self.uri, self.dbname, dict((label, f) for f, label in SCRIPTS)[who], start)
+        self.sync_proc = Proc(script.proc.pid)
+        return script
+
+    def realistic_run(self, who):
+        """Seed the shop, let the synchronizer reach the present, stop it, write the backlog of
+        the integration suites' random workload (the sample shop's day: renames, moves and
+        unset emails, retitles, host IP changes, log lines in and out, reviews in, re-rated,
+        hidden, moved and out, new orders, status changes, cancelled orders), start it and time
+        it until every source's marker is applied. Then every copy is checked against the
+        sources. CPU is the process's whole life (start-up included: the same for every
+        backlog, it vanishes in a long catch-up)."""
+        say("realistic catch-up, %s: seeding the shop" % who)
+        self.start_server()
+        db, meta = self.client[self.dbname], self.dbname + "_meta"
+        sync = None
+        try:
+            self.shop.seed(0)
+            seed.fill_recent_arrays(db)  # what a backfill does before the streams take over
+            mappings = write_mappings(self.dbname)
+            sync = self.start_sync(who, meta, mappings, None)
+            self.settle()
+            code = sync.stop()
+            if who == "denormd" and code != 0:
+                raise AssertionError("denormd did not stop cleanly:\n" + self.denormd.log()[-3000:])
+            start = self.client.admin.command("ping")["operationTime"]
+            # The same random workload for every synchronizer: same seed, same data.
+            work = ShopDay(db, random.Random(11))
+            say("  writing %d changes while %s is stopped" % (self.realistic_backlog, who))
+            _, written_s = self.gen.drive(work.event, None, count=self.realistic_backlog)
+            end = self.client.admin.command("ping")["operationTime"]
+            n = self.source_events(start, end)
+            checks = self.shop.write_markers(ALL_SOURCES)
+            t0, s0 = time.time(), self.server_proc.cpu()
+            sync = self.start_sync(who, meta, mappings, start)
+            rss = [0]
+            stop = threading.Event()
+
+            def sample():
+                while not stop.wait(0.1):
+                    rss[0] = max(rss[0], self.sync_proc.status_kib("VmRSS"))
+
+            threading.Thread(target=sample, daemon=True).start()
+            ok = wait_markers(checks, 120 if self.quick else 3600, lambda: sync.proc.poll() is None)
+            t1 = time.time()
+            stop.set()
+            if not ok:
+                raise AssertionError("realistic catch-up: %s did not finish" % who)
+            # CPU and events read include the echoes the catch-up's own writes caused: the
+            # streams (or the server's filter, for denormd) still go through them after the
+            # copies are done; echo_seconds is how long that took.
+            self.settle()
+            row = dict(backlog=n, changes=self.realistic_backlog, written_per_s=round(n / written_s),
+                       seconds=round(t1 - t0, 2), events_per_s=round(n / (t1 - t0)),
+                       echo_seconds=round(time.time() - t1, 2),
+                       cpu_us_per_event=round(self.sync_proc.cpu() / n * 1e6, 1),
+                       server_cpu_us_per_event=round((self.server_proc.cpu() - s0) / n * 1e6, 1),
+                       rss_kib_peak=max(rss[0], self.sync_proc.status_kib("VmHWM")))
+            if who == "denormd":
+                m = self.denormd.metrics()
+                if metric_total(m, "denormd_history_lost_total"):
+                    raise AssertionError("the backlog fell off the server's history; catch-up measured a re-sync")
+                read = metric_total(m, "denormd_events_total")
+            else:
+                read = sync.counters()[0]
+            row["events_read_per_event"] = round(read / n, 2)
+            oracle = Shop(db)
+            oracle.delivered_snapshots = self.shop.delivered
+            wrong = oracle.check()
+            row["wrong"] = {}
+            for diff in wrong:
+                row["wrong"][diff[0]] = row["wrong"].get(diff[0], 0) + 1
+            say("  %s: %s" % (who, row))
+            # naive_sync.py is known to leave copies wrong (no refill, no fill, no unset): its
+            # count is reported. denormd and the thread script must be exact.
+            if wrong and who != "naive":
+                raise AssertionError("realistic catch-up: %s left %d copies wrong, the first 5: %r" % (
+                    who, len(wrong), wrong[:5]))
+            return row
+        finally:
+            if sync is not None and sync.proc.poll() is None:
+                sync.stop()
+            self.stop_server()
+
+    def source_events(self, start, end):
+        """The change events the workload made in the database (an update that changed nothing
+        makes none): those after `start` up to `end`."""
+        n = 0
+        with self.client[self.dbname].watch(start_at_operation_time=start, batch_size=1000,
+                                            max_await_time_ms=200) as stream:
+            while True:
+                change = stream.try_next()
+                if change is None:
+                    break
+                if start < change["clusterTime"] <= end:
+                    n += 1
+        return n
+
     # -- the naive baseline
     def run_baseline(self):
         say("baseline: seeding the shop")
         self.start_server()
         self.shop.seed(0)
-        self.naive = Naive(self.uri, self.dbname)
+        self.naive = Script(self.uri, self.dbname)
         self.sync_proc = Proc(self.naive.proc.pid)
         try:
             r = self.results.setdefault("baseline", {})
@@ -667,10 +909,12 @@ class Bench:
     def run(self):
         self.results["machine"] = machine()
         t0, cpu0 = time.time(), cpu_times()
-        self.run_denormd()
-        if self.args.only:
-            return self.results
-        if not self.args.skip_baseline:
+        only = self.args.only.split(",") if self.args.only else None
+        if not only or set(only) & set(DENORMD_MEASUREMENTS):
+            self.run_denormd()
+        if not only or REALISTIC in only:
+            self.results[REALISTIC] = self.realistic_catch_up()
+        if not only and not self.args.skip_baseline:
             self.run_baseline()
             self.results["ratios"] = ratios(self.results)
         self.results["seconds"] = round(time.time() - t0)
@@ -752,13 +996,53 @@ def machine():
 
 
 def markdown(r):
-    d, b = r["denormd"], r.get("baseline") or {}
-    m, rat = r["machine"], r.get("ratios", {})
-    lines = ["Machine: %s, %d cores, %d GiB, Linux %s; %s build; server: %s; %s; %d s in all; "
-             "CPU steal by the hypervisor during the run: %s%%." % (
+    """The tables of what was measured (--only runs leave some out)."""
+    m = r["machine"]
+    parts = ["Machine: %s, %d cores, %d GiB, Linux %s; %s build; server: %s; %s; %d s in all; "
+             "CPU steal by the hypervisor during the run: %s%%.\n" % (
                  m["cpu"], m["cores"], m["memory_gib"], m["kernel"], m["build"], m["server"], m["date"],
-                 r.get("seconds", 0), m.get("steal_percent", "?")), ""]
-    lines += ["| Measurement | denormd | naive loop | ratio |", "|---|---|---|---|"]
+                 r.get("seconds", 0), m.get("steal_percent", "?"))]
+    if all(k in r.get("denormd", {}) for k in DENORMD_MEASUREMENTS):
+        parts.append(denormd_table(r))
+    if REALISTIC in r:
+        parts.append(realistic_table(r[REALISTIC]))
+    return "\n".join(parts)
+
+
+def realistic_table(c):
+    """denormd beside the thread-per-collection script and the naive loop, catching up the
+    same backlog."""
+    who = [w for w in ("denormd", "threads", "naive") if w in c]
+    d = c["denormd"]
+    lines = ["| Realistic catch-up: %d source events (%d random changes) written while stopped | %s |" % (
+        d["backlog"], d["changes"], " | ".join({"denormd": "denormd", "threads": "thread per collection",
+                                                "naive": "naive loop"}[w] for w in who)),
+             "|---|" + "---|" * len(who)]
+
+    def row(name, fmt):
+        lines.append("| %s | %s |" % (name, " | ".join(fmt(c[w], w) for w in who)))
+
+    row("Source events/s until all applied", lambda v, w: ("**%d** (%.1f s)" if w == "denormd" else "%d (%.1f s)") % (
+        v["events_per_s"], v["seconds"]))
+    row("… then until the echoes of its writes were read (s)", lambda v, w: "%.1f" % v["echo_seconds"])
+    row("… denormd's rate ÷ this one", lambda v, w: "" if w == "denormd" else
+        "%s×" % c["ratio_" + w]["events_per_s"])
+    row("CPU µs per source event, the synchronizer's process (server)",
+        lambda v, w: "%s (%s)" % (v["cpu_us_per_event"], v["server_cpu_us_per_event"]))
+    row("… this one's CPU ÷ denormd's", lambda v, w: "" if w == "denormd" else
+        "%s×" % c["ratio_" + w]["cpu_per_event"])
+    row("Peak RSS (MiB)", lambda v, w: "%.1f" % (v["rss_kib_peak"] / 1024))
+    row("Change events read per source event (echoes included)", lambda v, w: "%.2f" % v["events_read_per_event"])
+    row("Copies wrong once everything was applied", lambda v, w: "%d%s" % (
+        sum(v["wrong"].values()), " (%s)" % ", ".join("%s %d" % kv for kv in sorted(v["wrong"].items()))
+        if v["wrong"] else ""))
+    return "\n".join(lines) + "\n"
+
+
+def denormd_table(r):
+    d, b = r["denormd"], r.get("baseline") or {}
+    rat = r.get("ratios", {})
+    lines = ["| Measurement | denormd | naive loop | ratio |", "|---|---|---|---|"]
 
     def row(name, dv, bv="", ratio=""):
         lines.append("| %s | %s | %s | %s |" % (name, dv, bv, ratio))
@@ -828,8 +1112,11 @@ def main():
     p.add_argument("--markdown", help="write the table here")
     p.add_argument("--skip-baseline", action="store_true")
     p.add_argument("--render", metavar="RESULTS_JSON", help="print the table of an earlier run's --json output")
-    p.add_argument("--only", help="denormd measurements to run, comma-separated: copy, recent, latency, "
-                   "coalescing, fanout, catch_up (the table needs all; for experiments)")
+    p.add_argument("--only", help="measurements to run, comma-separated: copy, recent, latency, coalescing, "
+                   "fanout, catch_up (of denormd; the main table needs all), realistic_catch_up (denormd and "
+                   "both scripts)")
+    p.add_argument("--realistic-events", type=int, metavar="N",
+                   help="random changes in the realistic catch-up's backlog (default 100000; --quick 1000)")
     p.add_argument("--denormd-arg", action="append", help="extra flag(s) for denormd run, e.g. '--linger-ms 2'")
     args = p.parse_args()
     if args.render:
@@ -843,10 +1130,10 @@ def main():
             results["ratios"] = ratios(results)
         print(markdown(results))
         return
+    unknown = set(args.only.split(",") if args.only else ()) - set(DENORMD_MEASUREMENTS + (REALISTIC,))
+    if unknown:
+        p.error("--only: unknown measurement(s) %s" % ", ".join(sorted(unknown)))
     results = Bench(args).run()
-    if args.only:
-        print(json.dumps(results["denormd"], indent=1))
-        return
     text = json.dumps(results, indent=1)
     if args.json:
         with open(args.json, "w") as f:
@@ -855,7 +1142,10 @@ def main():
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(table)
-    print(table)
+    if args.only:
+        print(json.dumps({k: results[k] for k in ("denormd", REALISTIC) if k in results}, indent=1))
+    else:
+        print(table)
 
 
 if __name__ == "__main__":

@@ -8,29 +8,19 @@ careful script would, no more: it has no resume token, no batching, no coalescin
 updates that touch no copied field, no refill when a child leaves the newest N, so it is both
 slower and less correct than denormd. It exists to be measured, not used.
 
-    naive_sync.py URI DB      prints one JSON line every 0.5 s on stdout:
+    naive_sync.py URI DB [T.I]  prints {"ready": true} once watching, then one JSON line every 0.5 s:
     {"events": N, "writes": W, "lat_ms": [apply latency of each event since the last line]}
+(T.I, a cluster time, is where the stream starts; without it, now.)
+
+tests/bench/thread_sync.py is the stronger baseline: one thread per source collection, doing
+what the mappings say.
 """
-import datetime
-import json
 import sys
-import threading
-import time
 
 import pymongo
 
-OPEN = {"status": {"$nin": ["DELIVERED", "CANCELLED"]}}
-
-
-def pick(doc, fields):
-    out = {}
-    for name, path in fields:
-        v = doc
-        for part in path.split("."):
-            v = v.get(part) if isinstance(v, dict) else None
-        if v is not None:
-            out[name] = v
-    return out
+from hand_sync import (CUSTOMER_COPY, HOST_COPY, OPEN, PIPELINE, PRODUCT_COPY, RECENT_LOGS, RECENT_ORDERS,
+                       RECENT_REVIEWS, Progress, pick, start_at, visible)
 
 
 def main():
@@ -80,53 +70,26 @@ def main():
         return apply
 
     handlers = {
-        "customers": [copy("orders", "customerId", "customer",
-                           (("name", "name"), ("email", "email"), ("city", "address.city")), OPEN)],
-        "products": [copy_in_array("orders", "items", "productId", "product",
-                                   (("title", "title"), ("sku", "sku")))],
-        "hosts": [copy("logmsgs", "hostId", "host", (("name", "name"), ("ipaddr", "ipaddr")))],
-        "orders": [recent("customers", "customerId", "recentOrders", "orderId",
-                          (("orderId", "_id"), ("total", "total"), ("status", "status"),
-                           ("createdAt", "createdAt")), {"createdAt": -1}, 5)],
-        "reviews": [recent("products", "productId", "recentReviews", "reviewId",
-                           (("reviewId", "_id"), ("stars", "stars"), ("excerpt", "text"),
-                            ("createdAt", "createdAt")), {"createdAt": -1}, 10,
-                           keep=lambda d: d.get("hidden") is not True)],
-        "logmsgs": [recent("hosts", "hostId", "recentLogs", "logId",
-                           (("logId", "_id"), ("time", "time"), ("message", "message")),
-                           {"time": -1}, 100)],
+        "customers": [copy("orders", "customerId", "customer", CUSTOMER_COPY, OPEN)],
+        "products": [copy_in_array("orders", "items", "productId", "product", PRODUCT_COPY)],
+        "hosts": [copy("logmsgs", "hostId", "host", HOST_COPY)],
+        "orders": [recent("customers", "customerId", "recentOrders", "orderId", RECENT_ORDERS,
+                          {"createdAt": -1}, 5)],
+        "reviews": [recent("products", "productId", "recentReviews", "reviewId", RECENT_REVIEWS,
+                           {"createdAt": -1}, 10, keep=visible)],
+        "logmsgs": [recent("hosts", "hostId", "recentLogs", "logId", RECENT_LOGS, {"time": -1}, 100)],
     }
 
-    lock = threading.Lock()
-    state = {"events": 0, "writes": 0, "lat_ms": []}
-
-    def report():
-        while True:
-            time.sleep(0.5)
-            with lock:
-                line = json.dumps(state)
-                state["lat_ms"] = []
-            print(line, flush=True)
-
-    threading.Thread(target=report, daemon=True).start()
-    pipeline = [{"$match": {"operationType": {"$in": ["insert", "update", "replace", "delete"]}}}]
-    with db.watch(pipeline, full_document="updateLookup") as stream:
-        print(json.dumps({"ready": True}), flush=True)
+    progress = Progress()
+    with db.watch(PIPELINE, full_document="updateLookup", start_at_operation_time=start_at(sys.argv[3:])) as stream:
+        progress.ready()
         for change in stream:
             coll = change["ns"]["coll"]
             writes = 0
             for apply in handlers.get(coll, ()):
                 writes += apply(change["operationType"], change["documentKey"]["_id"],
                                 change.get("fullDocument"))
-            wall = change.get("wallTime")
-            lat = None
-            if isinstance(wall, datetime.datetime):
-                lat = time.time() * 1000 - wall.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
-            with lock:
-                state["events"] += 1
-                state["writes"] += writes
-                if lat is not None and writes:
-                    state["lat_ms"].append(round(lat, 2))
+            progress.count(change, writes)
 
 
 if __name__ == "__main__":

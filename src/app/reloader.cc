@@ -37,9 +37,18 @@ std::optional<pipeline::start_position> start_position_of(const mapping::ns& sou
                                                           checkpoint::position_store& checkpoints,
                                                           metrics::metrics& m,
                                                           std::stop_token stop) {
-  if (replay.resume_after || replay.start_at)
-    return pipeline::start_position{replay.resume_after, replay.start_at, 0,
-                                    std::nullopt,        std::nullopt,    ""};
+  // A token given by hand may come from a stream whose filter dropped nothing, or from
+  // another namespace's: as for a changed filter, each stream starts at its cluster time
+  // behind a gate, so it resumes exactly after the token whatever the filter drops.
+  if (replay.resume_after || replay.start_at) {
+    return pipeline::start_position{
+        replay.resume_after,
+        replay.start_at,
+        0,
+        std::nullopt,
+        replay.resume_after ? mapping::token_time(*replay.resume_after) : std::nullopt,
+        ""};
+  }
   auto cp = until_answered(stop, m, "daemon", "cannot read the checkpoint", "source", source.full(),
                            [&] { return checkpoints.load(source); });
   if (!cp) return std::nullopt;

@@ -62,13 +62,18 @@ class ReplayTest(ShopTestCase):
         fixed = self.db.orders.count_documents({"customer.name": {"$ne": "damaged"}, "status": {"$ne": "DELIVERED"}})
         self.assertGreater(fixed, 0)
 
-    def test_resume_after_a_token_reapplies_the_later_events(self):
-        # One source only: a resume token belongs to one stream.
+    def resume_after(self, changes_before_token):
+        """Streams products into orders, makes `changes_before_token` (the last one's event is the
+        token), retitles products 2 to 10, stops, damages every title copy and starts again
+        after the token; returns the new denormd once 2 to 10 are replayed. One source only: a
+        resume token belongs to one stream."""
         self.shop.seed(customers=5, products=10, orders=40, hosts=1, logs=5, reviews=5)
         d = self.start(names=["orders-items-product"])
         with self.db.products.watch() as stream:
-            self.db.products.update_one({"_id": 1}, {"$set": {"title": "first"}})
-            token = stream.next()["_id"]
+            for update in changes_before_token:
+                self.db.products.update_one({"_id": 1}, update)
+            for _ in changes_before_token:
+                token = stream.next()["_id"]
         for pid in range(2, 11):
             self.db.products.update_one({"_id": pid}, {"$set": {"title": "Title %d" % pid}})
         wait_until(lambda: self.db.orders.count_documents({"items.product.title": "Title 10"}) ==
@@ -79,37 +84,27 @@ class ReplayTest(ShopTestCase):
         for pid in range(2, 11):
             wait_until(lambda: self.db.orders.count_documents({"items": {"$elemMatch": {
                 "productId": pid, "product.title": "damaged"}}}) == 0, message="product %d replayed" % pid)
+        return d2
+
+    def product_1_still_damaged(self):
+        return self.db.orders.count_documents({"items": {"$elemMatch": {
+            "productId": 1, "product.title": "damaged"}}}) > 0
+
+    def test_resume_after_a_token_reapplies_the_later_events(self):
+        d2 = self.resume_after([{"$set": {"title": "first"}}])
         # Product 1's event came at the token, not after it: its copies stay as damaged.
-        self.assertGreater(self.db.orders.count_documents({"items": {"$elemMatch": {
-            "productId": 1, "product.title": "damaged"}}}), 0)
+        self.assertTrue(self.product_1_still_damaged())
         self.assertEqual(d2.stop(), 0)
 
     def test_resume_after_a_token_of_an_event_the_filter_drops_resumes_without_a_resync(self):
         # The token names a price change, which no mapping reads and the stream's filter drops:
         # MongoDB cannot resume after an event its filter drops, so denormd starts at the
         # token's time behind a gate instead of re-syncing.
-        self.shop.seed(customers=5, products=10, orders=40, hosts=1, logs=5, reviews=5)
-        d = self.start(names=["orders-items-product"])
-        with self.db.products.watch() as stream:
-            self.db.products.update_one({"_id": 1}, {"$set": {"title": "first"}})
-            self.db.products.update_one({"_id": 1}, {"$inc": {"price": 1}})
-            stream.next()
-            token = stream.next()["_id"]
-        for pid in range(2, 11):
-            self.db.products.update_one({"_id": pid}, {"$set": {"title": "Title %d" % pid}})
-        wait_until(lambda: self.db.orders.count_documents({"items.product.title": "Title 10"}) ==
-                   self.db.orders.count_documents({"items.productId": 10}), message="applied")
-        self.assertEqual(d.stop(), 0)
-        self.db.orders.update_many({}, {"$set": {"items.$[].product.title": "damaged"}})
-        d2 = self.start("--resume-after", '{"_data":"%s"}' % token["_data"], names=["orders-items-product"])
-        for pid in range(2, 11):
-            wait_until(lambda: self.db.orders.count_documents({"items": {"$elemMatch": {
-                "productId": pid, "product.title": "damaged"}}}) == 0, message="product %d replayed" % pid)
+        d2 = self.resume_after([{"$set": {"title": "first"}}, {"$inc": {"price": 1}}])
         self.assertEqual(d2.stop(), 0)
         self.assertNotIn("re-sync", d2.log())
         # Product 1's title changed before the token: a re-sync would have repaired it.
-        self.assertGreater(self.db.orders.count_documents({"items": {"$elemMatch": {
-            "productId": 1, "product.title": "damaged"}}}), 0)
+        self.assertTrue(self.product_1_still_damaged())
 
 
 @unittest.skipUnless(emulator_only(), "needs mongo-emulator --oplog-max-events and failCommand")

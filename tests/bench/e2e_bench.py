@@ -74,6 +74,14 @@ class Proc:
         except (OSError, ValueError):
             return float("nan")
 
+    def alive(self):
+        """Still running: a child that exited stays in /proc, as a zombie, until it is waited for."""
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except (OSError, IndexError):
+            return False
+
     def status_kib(self, key):
         try:
             with open("/proc/%d/status" % self.pid) as f:
@@ -517,7 +525,7 @@ class Bench:
             c0, t0 = self.cpu(), time.time()
             n, gen_s = self.gen.drive(make_event, rate, seconds=self.step_seconds)
             t_gen = time.time()
-            ok = wait_markers(self.shop.write_markers(sources), self.step_seconds * 3 + 10)
+            ok = wait_markers(self.shop.write_markers(sources), self.step_seconds * 3 + 10, self.sync_proc.alive)
             t_done, c1 = time.time(), self.cpu()
             if not ok:
                 raise AssertionError("%s: copies did not converge at %d events/s" % (label, rate))
@@ -538,7 +546,7 @@ class Bench:
         c0, t0 = self.cpu(), time.time()
         n, gen_s = self.gen.drive(make_event, rate, seconds=self.latency_seconds)
         t1 = time.time()
-        if not wait_markers(self.shop.write_markers(sources), 60):
+        if not wait_markers(self.shop.write_markers(sources), 60, self.sync_proc.alive):
             raise AssertionError("copies did not converge at %d events/s" % rate)
         c1 = self.cpu()
         return n, gen_s, t0, t1, {k: c1[k] - c0[k] for k in c0}
@@ -625,8 +633,8 @@ class Bench:
 
     def settle(self, timeout=600):
         """Until everything written so far, echoes of the synchronizer's own writes included,
-        has been applied."""
-        if not wait_markers(self.shop.write_markers(ALL_SOURCES), timeout):
+        has been applied. A synchronizer that died fails at once, not after `timeout`."""
+        if not wait_markers(self.shop.write_markers(ALL_SOURCES), timeout, self.sync_proc.alive):
             raise AssertionError("the synchronizer did not settle within %d s" % timeout)
 
     def denormd_latency(self):

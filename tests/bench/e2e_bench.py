@@ -1,4 +1,4 @@
-"""End-to-end benchmark: denormd against the embedded test server, next to the naive baseline.
+"""End-to-end benchmark: denormd against the embedded test server, next to hand-written baselines.
 
     python3 -m tests.bench.e2e_bench [--quick] [--json FILE] [--markdown FILE] [--skip-baseline]
 
@@ -9,11 +9,12 @@ and measures (see docs/performance.md for what each figure means and the latest 
 ceilings of the test server for the write patterns involved; sustained throughput of the copy
 and the recent mappings; apply latency at fixed rates; CPU and RSS of the denormd process per
 event (from /proc); one source change fanned out to many documents; coalescing of hot keys;
-catch-up after an outage. Then the same workloads against tests/bench/naive_sync.py, the
-hand-written watch loop, on a fresh server with the same seed. Last, the realistic catch-up
-(--only realistic_catch_up): a backlog of the integration suites' random workload caught up by
-denormd, by tests/bench/thread_sync.py (one watch thread per source collection, the stronger
-baseline) and by naive_sync.py, each on a fresh server with the same seed.
+catch-up after an outage. Then the realistic catch-up (--only realistic_catch_up): a backlog of
+the integration suites' random workload caught up by denormd, by tests/bench/thread_sync.py
+(one watch thread per source collection, the baseline the targets are stated against) and by
+tests/bench/naive_sync.py (one watch loop over the database), each on a fresh server with the
+same seed. Last, the sustained throughput, latency and coalescing workloads against each script
+in turn, again on a fresh server with the same seed (--skip-baseline leaves the scripts out).
 
 --quick shrinks everything to seconds (CI runs it so the driver cannot rot); its numbers mean
 nothing. Every measurement checks that the copies converged, so a wrong result fails the run.
@@ -47,8 +48,13 @@ COPY_MAPPINGS = ("orders-customer", "orders-items-product", "logmsgs-host")
 # which runs denormd and both scripts, each on a fresh server.
 DENORMD_MEASUREMENTS = ("copy", "recent", "latency", "coalescing", "fanout", "catch_up")
 REALISTIC = "realistic_catch_up"
-# The catch-up's synchronizers: denormd, then the baselines (script file, row label).
+# The baselines, the one the targets are stated against first: (script file, row label).
 SCRIPTS = (("thread_sync.py", "threads"), ("naive_sync.py", "naive"))
+# Where each script's sustained-throughput results go in --json, and the key of denormd's ratios
+# against them: the naive loop keeps "baseline" and "ratios", the keys of the results from
+# before the thread script was measured there too, which --render still reads.
+BASELINE_KEYS = {"threads": "threads", "naive": "baseline"}
+RATIO_KEYS = {"threads": "ratios_threads", "naive": "ratios"}
 RECENT_MAPPINGS = ("products-recent-reviews", "hosts-recent-logs", "customers-recent-orders")
 
 
@@ -225,7 +231,7 @@ class BenchShop:
 
     # Markers: one write per source after a workload; when every marker's effect is visible,
     # everything written before it on that source has been applied (each source is applied in
-    # order, by denormd and by the naive loop alike).
+    # order, by denormd and by both scripts alike).
     def write_markers(self, sources):
         self.marker_seq += 1
         k = "m%d" % self.marker_seq
@@ -872,15 +878,17 @@ class Bench:
                     n += 1
         return n
 
-    # -- the naive baseline
-    def run_baseline(self):
-        say("baseline: seeding the shop")
+    # -- the sustained-throughput baselines: each script on a fresh server
+    def run_baseline(self, who):
+        """The step tests, fixed-rate rounds and coalescing denormd went through, for one script
+        ("threads" or "naive") on a fresh server with the same seed; the fixed rates are 100 and
+        1000/s, where a script may still keep up, rather than denormd's 1000 and 5000/s."""
+        say("baseline %s: seeding the shop" % who)
         self.start_server()
         self.shop.seed(0)
-        self.naive = Script(self.uri, self.dbname)
-        self.sync_proc = Proc(self.naive.proc.pid)
+        sync = self.start_sync(who, None, None, None)
         try:
-            r = self.results.setdefault("baseline", {})
+            r = {}
             r["copy"] = self.step_test("copy", self.shop.copy_event, SOURCES["copy"])
             self.settle()
             r["recent"] = self.step_test("recent", self.shop.recent_event, SOURCES["recent"])
@@ -892,27 +900,28 @@ class Bench:
                 if self.quick and rate != 1000:
                     continue
                 n, gen_s, t0, t1, cpu = self.fixed_rate(make, rate, SOURCES[label])
-                lat = self.naive.latencies_between(t0, t1)
+                lat = sync.latencies_between(t0, t1)
                 row = dict(rate=rate, achieved=round(n / gen_s), events=n, p50_ms=round_or_none(percentile(lat, 0.5)),
                            p99_ms=round_or_none(percentile(lat, 0.99)),
                            cpu_us_per_event={k: round(v / n * 1e6, 1) for k, v in cpu.items()})
                 r["latency"]["%s_%d" % (label, rate)] = row
                 say("  latency %s %d/s: %s" % (label, rate, row))
                 self.settle()
-            ev0, w0 = self.naive.counters()
+            ev0, w0 = sync.counters()
             cmds0, gen0 = update_commands(self.client), self.gen.commands
             n, gen_s = self.gen.drive(self.shop.hot_event, self.hot_updates, count=self.hot_updates)
-            if not wait_markers(self.shop.write_markers(SOURCES["hot"]), 600):
-                raise AssertionError("baseline coalescing: copies did not converge")
+            if not wait_markers(self.shop.write_markers(SOURCES["hot"]), 600, self.sync_proc.alive):
+                raise AssertionError("%s coalescing: copies did not converge" % who)
             self.settle()
-            ev1, w1 = self.naive.counters()
+            ev1, w1 = sync.counters()
             cmds1 = update_commands(self.client)
             r["coalescing"] = dict(updates=n, seconds=round(gen_s, 2), keys=100, write_ops=w1 - w0,
                                    update_commands=None if cmds0 is None else cmds1 - cmds0 - (self.gen.commands - gen0 + 1))
             say("  coalescing: %s" % r["coalescing"])
             r["rss_kib_peak_streaming"] = self.sync_proc.status_kib("VmHWM")
+            return r
         finally:
-            self.naive.stop()
+            sync.stop()
             self.stop_server()
 
     def run(self):
@@ -924,8 +933,9 @@ class Bench:
         if not only or REALISTIC in only:
             self.results[REALISTIC] = self.realistic_catch_up()
         if not only and not self.args.skip_baseline:
-            self.run_baseline()
-            self.results["ratios"] = ratios(self.results)
+            for _, who in SCRIPTS:
+                self.results[BASELINE_KEYS[who]] = self.run_baseline(who)
+            add_ratios(self.results)
         self.results["seconds"] = round(time.time() - t0)
         cpu1 = cpu_times()
         total = sum(cpu1) - sum(cpu0)
@@ -982,8 +992,15 @@ def best_rate(t):
     return max([t["sustained"]] + [st["applied_per_s"] for st in t["steps"]])
 
 
-def ratios(r):
-    d, b = r["denormd"], r["baseline"]
+def add_ratios(r):
+    """denormd's ratios against each baseline the results hold."""
+    for _, who in SCRIPTS:
+        if BASELINE_KEYS[who] in r:
+            r[RATIO_KEYS[who]] = ratios(r["denormd"], r[BASELINE_KEYS[who]])
+
+
+def ratios(d, b):
+    """denormd's results `d` against a baseline's `b`."""
     out = {}
     for k in ("copy", "recent"):
         # The baseline's best: the rate it kept up with, or what it applied per second when it
@@ -1065,63 +1082,80 @@ def realistic_table(c):
 
 
 def denormd_table(r):
-    d, b = r["denormd"], r.get("baseline") or {}
-    rat = r.get("ratios", {})
-    lines = ["| Measurement | denormd | naive loop | ratio |", "|---|---|---|---|"]
+    """denormd's figures, each beside the thread script's and, in a second row "… naive loop",
+    the naive loop's (results from before the thread script was measured here have only the
+    naive loop's, in the first row)."""
+    d = r["denormd"]
+    names = {"threads": "thread per collection", "naive": "naive loop"}
+    bases = [(BASELINE_KEYS[who], RATIO_KEYS[who], names[who]) for _, who in SCRIPTS if BASELINE_KEYS[who] in r]
+    header = "; ".join([bases[0][2]] + ["%s in the “… %s” rows" % (name, name) for _, _, name in bases[1:]]) \
+        if bases else "baseline"
+    lines = ["| Measurement | denormd | %s | ratio |" % header, "|---|---|---|---|"]
 
     def row(name, dv, bv="", ratio=""):
         lines.append("| %s | %s | %s | %s |" % (name, dv, bv, ratio))
 
+    def compare(name, dv, bv, ratio=lambda rat: ""):
+        """denormd's row with the first baseline's cell bv(results) and ratio cell
+        ratio(ratios), then a row for each other baseline that has a figure."""
+        if not bases:
+            row(name, dv)
+        for i, (key, rat_key, who) in enumerate(bases):
+            cell = bv(r[key])
+            if i == 0 or cell != "":
+                row(name if i == 0 else "… " + who, dv if i == 0 else "", cell, ratio(r.get(rat_key, {})))
+
     def times(key):
-        return "%s×" % rat[key] if key in rat else ""
+        return lambda rat: "%s×" % rat[key] if key in rat else ""
 
     def last_step(t):
         st = t["steps"][-1]
         return "%d/s written, %d/s applied" % (st["achieved"], st["applied_per_s"])
 
     for k in ("copy", "recent"):
-        bk = b.get(k)
-        row("Sustained throughput, %s mappings (source events/s kept up with)" % k,
-            "**%d** (limit: %s)" % (d[k]["sustained"], d[k]["limited_by"]),
-            ("**%d** (best applied rate: %d)" % (bk["sustained"], best_rate(bk))) if bk else "",
-            times("throughput_" + k))
-        row("… at the last step (%s)" % k, last_step(d[k]), last_step(bk) if bk else "")
-    keys = sorted(set(d["latency"]) | set(b.get("latency", {})), key=lambda k: (k.split("_")[0], int(k.split("_")[1])))
+        compare("Sustained throughput, %s mappings (source events/s kept up with)" % k,
+                "**%d** (limit: %s)" % (d[k]["sustained"], d[k]["limited_by"]),
+                lambda b: "**%d** (best applied rate: %d)" % (b[k]["sustained"], best_rate(b[k])),
+                times("throughput_" + k))
+        compare("… at the last step (%s)" % k, last_step(d[k]), lambda b: last_step(b[k]))
+    keys = sorted(set(d["latency"]).union(*(r[key]["latency"] for key, _, _ in bases)),
+                  key=lambda k: (k.split("_")[0], int(k.split("_")[1])))
+    fmt = lambda v: "%s / %s" % (v["p50_ms"], v["p99_ms"]) + (  # noqa: E731
+        " (p99 of %d rounds: %s)" % (v["rounds"], ", ".join(str(x) for x in v["p99_ms_all"]))
+        if v.get("rounds", 1) > 1 else "") + (
+        "" if v["achieved"] >= 0.9 * v["rate"] else " (only %d/s written)" % v["achieved"])
     for k in keys:
-        dv, bv = d["latency"].get(k), b.get("latency", {}).get(k)
+        dv = d["latency"].get(k)
         rate, kind = k.split("_")[1], k.split("_")[0]
-        fmt = lambda v: "%s / %s" % (v["p50_ms"], v["p99_ms"]) + (  # noqa: E731
-            " (p99 of %d rounds: %s)" % (v["rounds"], ", ".join(str(x) for x in v["p99_ms_all"]))
-            if v.get("rounds", 1) > 1 else "") + (
-            "" if v["achieved"] >= 0.9 * v["rate"] else " (only %d/s written)" % v["achieved"])
-        row("Apply latency p50 / p99 (ms), %s mappings at %s events/s" % (kind, rate),
-            fmt(dv) if dv else "", fmt(bv) if bv else "")
+        compare("Apply latency p50 / p99 (ms), %s mappings at %s events/s" % (kind, rate), fmt(dv) if dv else "",
+                lambda b: fmt(b["latency"][k]) if k in b["latency"] else "")
     for k in keys:
-        dv, bv = d["latency"].get(k), b.get("latency", {}).get(k)
+        dv = d["latency"].get(k)
         rate, kind = k.split("_")[1], k.split("_")[0]
-        row("CPU µs per source event, %s at %s/s (= CPU s per 100k events × 10)" % (kind, rate),
-            "%s (%s per event read, echoes included)" % (dv["cpu_us_per_event"]["denormd"],
-                                                        dv["denormd_cpu_us_per_event_read"]) if dv else "",
-            bv["cpu_us_per_event"]["denormd"] if bv else "", times("cpu_per_event_" + k))
+        compare("CPU µs per source event, %s at %s/s (= CPU s per 100k events × 10)" % (kind, rate),
+                "%s (%s per event read, echoes included)" % (dv["cpu_us_per_event"]["denormd"],
+                                                            dv["denormd_cpu_us_per_event_read"]) if dv else "",
+                lambda b: b["latency"][k]["cpu_us_per_event"]["denormd"] if k in b["latency"] else "",
+                times("cpu_per_event_" + k))
     c = d["catch_up"]
     row("Catch-up: %d events written while stopped (source events/s until all applied)" % c["backlog"],
         "**%d** (%.1f s; %d events read, echoes included)" % (c["events_per_s"], c["seconds"], c["events_read"]))
     server = " (server %s)" % c["server_cpu_us_per_event"] if "server_cpu_us_per_event" in c else ""
     row("Catch-up: denormd CPU µs per source event / denormd's peak RSS (MiB)",
         "%s%s / **%.1f**" % (c["cpu_us_per_event"], server, c["rss_kib_peak"] / 1024))
-    row("Peak RSS while streaming (MiB)", "%.1f" % (d["rss_kib_peak_streaming"] / 1024),
-        "%.1f" % (b["rss_kib_peak_streaming"] / 1024) if b else "")
+    compare("Peak RSS while streaming (MiB)", "%.1f" % (d["rss_kib_peak_streaming"] / 1024),
+            lambda b: "%.1f" % (b["rss_kib_peak_streaming"] / 1024))
     f = d["fanout"]
     row("Fan-out: one host IP change to %d log messages" % f["documents"],
         "%.2f s, %d write op; then the %d change events it caused read in %.1f s (%d/s)" % (
             f["seconds"], f["write_ops"], f["echo_events"], f["echo_seconds"],
             f["echo_events"] / max(f["echo_seconds"], 0.001)))
-    co, bco = d["coalescing"], b.get("coalescing")
-    row("Coalescing: %d updates over %d customers in %.1f s: write ops; update commands" % (
+    co = d["coalescing"]
+    compare("Coalescing: %d updates over %d customers in %.1f s: write ops; update commands" % (
         co["updates"], co["keys"], co["seconds"]),
         "%d; %s" % (co["write_ops"], co["update_commands"]),
-        "%d; %s" % (bco["write_ops"], bco["update_commands"]) if bco else "",
-        "%s× fewer ops" % rat["coalescing_write_ops"] if "coalescing_write_ops" in rat else "")
+        lambda b: "%d; %s" % (b["coalescing"]["write_ops"], b["coalescing"]["update_commands"]),
+        lambda rat: "%s× fewer ops" % rat["coalescing_write_ops"] if "coalescing_write_ops" in rat else "")
     if "server_ceilings" in r:
         lines += ["", "Test-server ceilings (one pymongo client, bulks of 1000, nothing else running): "
                   "source updates %(source_updates)d/s; denormd's copy update_many %(copy_update_many)d/s; "
@@ -1135,7 +1169,7 @@ def main():
     p.add_argument("--quick", action="store_true", help="seconds-long smoke run (CI)")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--markdown", help="write the table here")
-    p.add_argument("--skip-baseline", action="store_true")
+    p.add_argument("--skip-baseline", action="store_true", help="measure denormd only, not the baseline scripts")
     p.add_argument("--render", metavar="RESULTS_JSON", help="print the table of an earlier run's --json output")
     p.add_argument("--only", help="measurements to run, comma-separated: copy, recent, latency, coalescing, "
                    "fanout, catch_up (of denormd; the main table needs all), realistic_catch_up (denormd and "
@@ -1147,12 +1181,11 @@ def main():
     if args.render:
         with open(args.render) as f:
             results = json.load(f)
-        for who in ("denormd", "baseline"):
+        for who in ("denormd",) + tuple(BASELINE_KEYS.values()):
             for k in ("copy", "recent"):
                 if k in results.get(who, {}):
                     results[who][k] = summarize_steps(results[who][k]["steps"])
-        if "baseline" in results:
-            results["ratios"] = ratios(results)
+        add_ratios(results)
         print(markdown(results))
         return
     unknown = set(args.only.split(",") if args.only else ()) - set(DENORMD_MEASUREMENTS + (REALISTIC,))

@@ -37,7 +37,7 @@ from pymongo import DeleteOne, InsertOne, UpdateMany, UpdateOne
 
 from tests.integration import seed
 from tests.integration.harness import DENORMD, EMULATOR, REAL_URI, Denormd, Emulator, write_mappings
-from tests.integration.shop import Shop
+from tests.integration.shop import NewDocuments, Shop
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -97,6 +97,30 @@ class Proc:
         except OSError:
             pass
         return 0
+
+
+class PeakRss:
+    """The highest RSS a process reached while the `with` block ran, sampled every 0.1 s (and its
+    own high-water mark, which the kernel keeps, in case a peak fell between samples)."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.peak = 0
+        self.stop = threading.Event()
+
+    def __enter__(self):
+        threading.Thread(target=self._sample, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+
+    def _sample(self):
+        while not self.stop.wait(0.1):
+            self.peak = max(self.peak, self.proc.status_kib("VmRSS"))
+
+    def peak_kib(self):
+        return max(self.peak, self.proc.status_kib("VmHWM"))
 
 
 class NoProc:
@@ -265,7 +289,7 @@ class BenchShop:
         return checks
 
 
-class ShopDay:
+class ShopDay(NewDocuments):
     """The integration suites' random workload (tests/integration/shop.py, Shop.random_change),
     same mix and same proportions, as (collection, write) pairs for Generator.drive: the
     documents it needs (a customer for a new order's snapshot, the newest reviews to hide or
@@ -275,6 +299,7 @@ class ShopDay:
     hides, moves and deletes."""
 
     def __init__(self, db, rng):
+        super().__init__()
         self.rng = rng
         self.customers = {c["_id"]: c for c in db.customers.find()}
         self.products = {p["_id"]: p for p in db.products.find()}
@@ -283,16 +308,6 @@ class ShopDay:
         self.open = [o["_id"] for o in db.orders.find({"status": {"$in": seed.OPEN}}, {"_id": 1}).sort("createdAt", 1)]
         self.reviews = []  # the workload's reviews, newest last: [id, productId, hidden]
         self.logs = []  # the workload's log lines, newest last
-        self.clock = 100000  # minutes; every new child is newer than the seed data
-        self.next_id = 1000000
-
-    def _id(self):
-        self.next_id += 1
-        return self.next_id
-
-    def _tick(self):
-        self.clock += 1
-        return seed.when(self.clock)
 
     def event(self):
         r, k = self.rng, self.rng.random()
@@ -733,17 +748,9 @@ class Bench:
         self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args())
         self.sync_proc = Proc(self.denormd.proc.pid)
         c0, s0 = self.sync_proc.cpu(), self.server_proc.cpu()
-        rss = [0]
-        stop = threading.Event()
-
-        def sample():
-            while not stop.wait(0.1):
-                rss[0] = max(rss[0], self.sync_proc.status_kib("VmRSS"))
-
-        threading.Thread(target=sample, daemon=True).start()
-        ok = wait_markers(checks, 1800)
-        t1 = time.time()
-        stop.set()
+        with PeakRss(self.sync_proc) as rss:
+            ok = wait_markers(checks, 1800)
+            t1 = time.time()
         if not ok:
             raise AssertionError("catch-up did not finish:\n" + self.denormd.log()[-3000:])
         m = self.denormd.metrics()
@@ -751,7 +758,7 @@ class Bench:
                    events_per_s=round(n / (t1 - t0)), events_read=int(metric_total(m, "denormd_events_total")),
                    cpu_us_per_event=round((self.sync_proc.cpu() - c0) / n * 1e6, 1),
                    server_cpu_us_per_event=round((self.server_proc.cpu() - s0) / n * 1e6, 1),
-                   rss_kib_peak=max(rss[0], self.sync_proc.status_kib("VmHWM")),
+                   rss_kib_peak=rss.peak_kib(),
                    history_lost=int(metric_total(m, "denormd_history_lost_total")))
         if row["history_lost"]:
             raise AssertionError("the backlog fell off the server's history; catch-up measured a re-sync")
@@ -815,17 +822,9 @@ class Bench:
             checks = self.shop.write_markers(ALL_SOURCES)
             t0, s0 = time.time(), self.server_proc.cpu()
             sync = self.start_sync(who, meta, mappings, start)
-            rss = [0]
-            stop = threading.Event()
-
-            def sample():
-                while not stop.wait(0.1):
-                    rss[0] = max(rss[0], self.sync_proc.status_kib("VmRSS"))
-
-            threading.Thread(target=sample, daemon=True).start()
-            ok = wait_markers(checks, 120 if self.quick else 3600, lambda: sync.proc.poll() is None)
-            t1 = time.time()
-            stop.set()
+            with PeakRss(self.sync_proc) as rss:
+                ok = wait_markers(checks, 120 if self.quick else 3600, lambda: sync.proc.poll() is None)
+                t1 = time.time()
             if not ok:
                 raise AssertionError("realistic catch-up: %s did not finish" % who)
             # CPU and events read include the echoes the catch-up's own writes caused: the
@@ -837,7 +836,7 @@ class Bench:
                        echo_seconds=round(time.time() - t1, 2),
                        cpu_us_per_event=round(self.sync_proc.cpu() / n * 1e6, 1),
                        server_cpu_us_per_event=round((self.server_proc.cpu() - s0) / n * 1e6, 1),
-                       rss_kib_peak=max(rss[0], self.sync_proc.status_kib("VmHWM")))
+                       rss_kib_peak=rss.peak_kib())
             if who == "denormd":
                 m = self.denormd.metrics()
                 if metric_total(m, "denormd_history_lost_total"):

@@ -7,11 +7,12 @@ from tests.integration import seed as shop_seed
 from tests.integration.seed import CITIES, OPEN, RECENT_PARENTS, customer_snapshot, host_id, logmsg, order_item, when
 
 
-class Shop:
-    def __init__(self, db, seed=1):
-        self.db = db
-        self.rng = random.Random(seed)
-        self.clock = 100000  # minutes; every new child is newer than the seed data
+class NewDocuments:
+    """Ids and times for the documents a workload adds: ids past the seed's, and every new child
+    newer than the seed data."""
+
+    def __init__(self):
+        self.clock = 100000  # minutes
         self.next_id = 1000000
 
     def _id(self):
@@ -21,6 +22,13 @@ class Shop:
     def _tick(self):
         self.clock += 1
         return when(self.clock)
+
+
+class Shop(NewDocuments):
+    def __init__(self, db, seed=1):
+        super().__init__()
+        self.db = db
+        self.rng = random.Random(seed)
 
     # ---- seed -----------------------------------------------------------------------------
     def seed(self, customers=40, products=25, orders=150, hosts=4, logs=250, reviews=120):

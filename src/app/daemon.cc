@@ -120,6 +120,7 @@ pipeline::pipeline_options pipeline_options_of(const options& o) {
   pipeline::pipeline_options po;
   po.applier.dry_run = o.dry_run;
   po.applier.linger = std::chrono::milliseconds(o.linger_ms);
+  po.writers = static_cast<std::size_t>(o.writers);
   po.applier.checkpoint_interval = std::chrono::milliseconds(o.checkpoint_interval_ms);
   return po;
 }

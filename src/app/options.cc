@@ -21,8 +21,8 @@ const std::map<std::string, command_info>& commands() {
       {"run",
        {command::run, "watch the sources and keep every copy true",
         "--uri URI --db NAME --mappings DIR --metrics-addr HOST:PORT [--resume-after TOKEN | "
-        "--start-at TIME] [--linger-ms MS] [--checkpoint-interval-ms MS] [--headroom-interval-ms "
-        "MS] "
+        "--start-at TIME] [--linger-ms MS] [--writers N] [--checkpoint-interval-ms MS] "
+        "[--headroom-interval-ms MS] "
         "[--no-auto-backfill] "
         "[--watch-mappings] [--dry-run] [--log-format text|json] [--log-level LEVEL]"}},
       {"check",
@@ -96,8 +96,8 @@ const po::options_description& flags() {
       d.add_options()(name, "");
     for (const char* name :
          {"uri", "db", "mappings", "metrics-addr", "resume-after", "start-at", "events",
-          "log-format", "log-level", "linger-ms", "checkpoint-interval-ms", "headroom-interval-ms",
-          "timeout", "mapping"}) {
+          "log-format", "log-level", "linger-ms", "writers", "checkpoint-interval-ms",
+          "headroom-interval-ms", "timeout", "mapping"}) {
       d.add_options()(name, po::value<std::string>());
     }
     return d;
@@ -156,6 +156,10 @@ status apply_flag(const std::string& key, const std::string& v, const std::strin
     o.*(b->second) = true;
   } else if (key == "linger-ms") {
     return whole_number_flag("--linger-ms", v, 1000, o.linger_ms);
+  } else if (key == "writers") {
+    const auto n = whole_number(v, 1, 16);
+    if (!n) return fail("--writers must be a whole number from 1 to 16, not \"" + v + "\"");
+    o.writers = *n;
   } else if (key == "checkpoint-interval-ms") {
     return whole_number_flag("--checkpoint-interval-ms", v, 600000, o.checkpoint_interval_ms);
   } else if (key == "headroom-interval-ms") {

@@ -29,6 +29,7 @@ struct options {
   bool no_auto_backfill = false;      // run: leave new and changed mappings to `backfill`
   bool watch_mappings = false;        // run: reload when a mapping file changes
   int linger_ms = 5;                  // run: --linger-ms
+  int writers = 1;                    // run: --writers (per source)
   int checkpoint_interval_ms = 1000;  // run: --checkpoint-interval-ms
   int headroom_interval_ms = 30000;   // run: --headroom-interval-ms (0: no history-headroom probe)
   int timeout_s = 30;  // backfill, verify, status: --timeout, how long the server may be away

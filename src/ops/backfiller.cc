@@ -231,8 +231,9 @@ mongo::status backfiller::apply_batch(const mapping::mapping& m,
   {
     std::vector<std::jthread> threads;
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      threads.emplace_back(
-          [&, i] { results[i] = sink::writer(conn_, metrics_, wo).apply({ops[i]}, {}, m.source); });
+      threads.emplace_back([&, i] {
+        results[i] = sink::writer(conn_, metrics_, wo).apply(std::span(&ops[i], 1), {}, m.source);
+      });
     }
   }
   for (const auto& st : results) {

@@ -51,8 +51,12 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
       parts_(parts),
       metrics_(m),
       name_(source_.full()),
-      queue_(std::make_unique<source::event_queue>(opts.queue_items, opts.queue_bytes)),
-      writer_(parts.make_writer()) {
+      queue_(std::make_unique<source::event_queue>(opts.queue_items, opts.queue_bytes)) {
+  std::vector<sink::batch_writer*> writers;
+  for (std::size_t i = 0; i < std::max<std::size_t>(1, opts.writers); ++i) {
+    writers_.push_back(parts.make_writer());
+    writers.push_back(writers_.back().get());
+  }
   sink::applier_options ao = opts.applier;
   ao.source = source_;
   ao.initial_checkpoint_ms = from_.saved_ms;
@@ -66,7 +70,8 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   } else {
     ao.initial_position_time = from_.start_at;
   }
-  applier_ = std::make_unique<sink::applier>(planner_, *writer_, parts.positions(), *queue_, m, ao);
+  applier_ = std::make_unique<sink::applier>(planner_, std::move(writers), parts.positions(),
+                                             *queue_, m, ao);
   reader_ = parts.make_source(source_, from_, planner_->needs_images(source_), stages_, *queue_,
                               [this](std::stop_token stop) { return resync(stop); });
 }

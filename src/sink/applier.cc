@@ -1,11 +1,13 @@
 #include "sink/applier.h"
 
+#include <cassert>
 #include <iterator>
 
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "mapping/coalescer.h"
+#include "mapping/partitioner.h"
 
 namespace denormd::sink {
 
@@ -28,16 +30,17 @@ std::optional<bson::timestamp> position_time(const checkpoint::checkpoint& cp) {
 
 }  // namespace
 
-applier::applier(std::shared_ptr<const mapping::planner> planner, batch_writer& w,
-                 checkpoint::position_store& checkpoints, source::event_queue& queue,
-                 metrics::metrics& m, applier_options opts)
+applier::applier(std::shared_ptr<const mapping::planner> planner,
+                 std::vector<batch_writer*> writers, checkpoint::position_store& checkpoints,
+                 source::event_queue& queue, metrics::metrics& m, applier_options opts)
     : planner_(std::move(planner)),
-      writer_(w),
+      writers_(std::move(writers)),
       checkpoints_(checkpoints),
       queue_(queue),
       metrics_(m),
       opts_(std::move(opts)),
       name_(opts_.source.full()) {
+  assert(!writers_.empty());
   checkpoint_ms_ = opts_.initial_checkpoint_ms;
   if (opts_.initial_position_time) stored_through_ = pack(*opts_.initial_position_time);
 }
@@ -147,7 +150,50 @@ std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) 
   }
   if (!events_.empty()) metrics_.observe_batch(name_, events_.size());
   ops_ = mapping::coalesce(std::move(ops_));
+  if (writers_.size() > 1 && ops_.size() >= opts_.min_split_ops) {
+    groups_ = mapping::partition(ops_, writers_.size());
+  } else {
+    groups_ = {0, ops_.size()};
+  }
+  written_.assign(groups_.size() - 1, false);
   return last_event_ms;
+}
+
+mongo::status applier::write_groups() {
+  std::vector<std::size_t> pending;
+  for (std::size_t g = 0; g + 1 < groups_.size(); ++g) {
+    if (!written_[g] && groups_[g] < groups_[g + 1]) pending.push_back(g);
+  }
+  std::vector<mongo::status> results(pending.size());
+  auto write = [&](std::size_t i) {
+    const std::size_t g = pending[i];
+    const std::span<const mapping::write_op> ops(ops_.data() + groups_[g],
+                                                 groups_[g + 1] - groups_[g]);
+    results[i] = writers_[g]->apply(ops, tokens_, opts_.source);
+  };
+  if (pending.size() <= 1) {
+    if (pending.empty()) return writers_.front()->apply({}, tokens_, opts_.source);
+    write(0);
+  } else {
+    if (!split_logged_) {
+      log::info("applier", "writing a batch in groups at the same time (--writers)",
+                {{"source", name_}, {"groups", pending.size()}});
+      split_logged_ = true;
+    }
+    std::vector<std::jthread> others;
+    for (std::size_t i = 1; i < pending.size(); ++i)
+      others.emplace_back(write, i);
+    write(0);
+  }
+  mongo::status first;
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    if (results[i]) {
+      written_[pending[i]] = true;
+    } else if (first) {
+      first = results[i];
+    }
+  }
+  return first;
 }
 
 std::optional<bson::timestamp> applier::applied_through() const {
@@ -189,7 +235,7 @@ void applier::run(std::stop_token stop) {
     read_any_ = true;
 
     // The checkpoint rule: the batch's token is taken only once its writes are acknowledged.
-    if (!with_retry(stop, "write", [&] { return writer_.apply(ops_, tokens_, opts_.source); })) {
+    if (!with_retry(stop, "write", [&] { return write_groups(); })) {
       break;  // stopping mid-retry: the checkpoint stays before this batch, replay is safe
     }
     applied_ += events_.size();

@@ -1,6 +1,9 @@
 #pragma once
 // The consumer side of one source: takes whatever its watcher queued (up to a batch), plans
-// it, coalesces, writes, and only then may store the checkpoint of the last item. A failed
+// it, coalesces, writes, and only then may store the checkpoint of the last item. With more
+// than one writer, a large batch is split into groups of ops that commute (mapping::partition)
+// and the groups are written at the same time, one writer each; the batch is applied when
+// every group is (docs/architecture.md, "Writes in flight"). A failed
 // batch is retried whole (ops are idempotent) with capped exponential backoff and jitter,
 // so position is never lost. The planner is an immutable snapshot the applier shares, so
 // whoever swaps plans never changes one under a running batch.
@@ -15,6 +18,7 @@
 #include <optional>
 #include <stop_token>
 #include <thread>
+#include <vector>
 
 #include "checkpoint/position_store.h"
 #include "mapping/planner.h"
@@ -43,6 +47,9 @@ struct applier_options {
   std::chrono::milliseconds checkpoint_interval{1000};
   // The stream's server-side filter as JSON, kept with each checkpoint.
   std::string filter;
+  // A batch with fewer ops than this is written by one writer: splitting a small batch saves
+  // less than starting its groups costs.
+  std::size_t min_split_ops = 64;
   // While replaying history that only some mappings need, which mapping takes which event;
   // dropped once the stream is past every position it holds back.
   std::optional<mapping::replay_gate> gate;
@@ -53,9 +60,15 @@ struct applier_options {
 
 class applier {
  public:
-  applier(std::shared_ptr<const mapping::planner> planner, batch_writer& w,
+  // `writers`: at least one; each is used by one thread at a time.
+  applier(std::shared_ptr<const mapping::planner> planner, std::vector<batch_writer*> writers,
           checkpoint::position_store& checkpoints, source::event_queue& queue, metrics::metrics& m,
           applier_options opts);
+  applier(std::shared_ptr<const mapping::planner> planner, batch_writer& w,
+          checkpoint::position_store& checkpoints, source::event_queue& queue, metrics::metrics& m,
+          applier_options opts)
+      : applier(std::move(planner), std::vector<batch_writer*>{&w}, checkpoints, queue, m,
+                std::move(opts)) {}
   ~applier();
   applier(const applier&) = delete;
   applier& operator=(const applier&) = delete;
@@ -104,13 +117,16 @@ class applier {
   bool store_pending(std::stop_token& stop);
   // Parses and plans `items` into the batch buffers; returns the newest event's wall time.
   std::int64_t plan_batch(const std::vector<source::stream_item>& items);
+  // Writes the batch's groups not written yet, at the same time; the first failure, if any
+  // (the groups written are not written again when the batch is retried).
+  mongo::status write_groups();
   // Everything up to `cp` is applied: it is pending until stored.
   void advance(checkpoint::checkpoint cp);
   // `cp` was stored: a restart resumes from it.
   void stored(const checkpoint::checkpoint& cp);
 
   const std::shared_ptr<const mapping::planner> planner_;
-  batch_writer& writer_;
+  const std::vector<batch_writer*> writers_;
   checkpoint::position_store& checkpoints_;
   source::event_queue& queue_;
   metrics::metrics& metrics_;
@@ -120,6 +136,10 @@ class applier {
   std::vector<mapping::change_event> events_;
   std::vector<bson::document> tokens_;
   std::vector<mapping::write_op> ops_;
+  // Where each group of ops_ begins (and ops_.size() last), and which groups are written.
+  std::vector<std::size_t> groups_;
+  std::vector<bool> written_;
+  bool split_logged_ = false;  // the first batch written in groups is logged
   // The newest applied position, and whether it is not stored yet (applier thread).
   std::optional<checkpoint::checkpoint> position_;
   bool pending_ = false;

@@ -1,7 +1,8 @@
 #pragma once
 // What an applier writes a batch through: every op acknowledged, or an error (then the whole
 // batch is retried; ops are idempotent). sink::writer is the MongoDB one; tests use fakes.
-// Implementations say their own thread-safety; an applier calls one from its thread only.
+// Implementations say their own thread-safety; an applier calls each of its writers from one
+// thread at a time.
 
 #include <span>
 #include <vector>
@@ -17,7 +18,7 @@ class batch_writer {
   virtual ~batch_writer() = default;
 
   // `event_tokens[op.event]` is the resume token of the event each op came from.
-  virtual mongo::status apply(const std::vector<mapping::write_op>& ops,
+  virtual mongo::status apply(std::span<const mapping::write_op> ops,
                               std::span<const bson::document> event_tokens,
                               const mapping::ns& source) = 0;
 

@@ -38,7 +38,7 @@ void writer::acknowledged(const mapping::write_op& op, std::int64_t now) {
   }
 }
 
-mongo::status writer::apply(const std::vector<mapping::write_op>& ops,
+mongo::status writer::apply(std::span<const mapping::write_op> ops,
                             std::span<const bson::document> event_tokens,
                             const mapping::ns& source) {
   rejected_.clear();

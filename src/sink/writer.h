@@ -33,7 +33,7 @@ class writer final : public batch_writer {
   writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts);
 
   // `event_tokens[op.event]` is the resume token of the event each op came from.
-  mongo::status apply(const std::vector<mapping::write_op>& ops,
+  mongo::status apply(std::span<const mapping::write_op> ops,
                       std::span<const bson::document> event_tokens,
                       const mapping::ns& source) override;
 

@@ -50,6 +50,24 @@ class DaemonTest(ShopTestCase):
         self.assertGreaterEqual(d2.metric_sum("denormd_resumes_total", reason="checkpoint"), 1)
         self.assertEqual(d2.stop(), 0)
 
+    def test_several_writers_per_source_catch_up_exactly_through_failures(self):
+        """--writers 3: a backlog's batches are split over three writers, some groups fail and
+        are written again; every copy ends exact."""
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        d = self.start("--writers", "3")
+        self.converge()
+        self.assertEqual(d.stop(), 0)
+        for _ in range(2500):  # while it is down: large batches on restart
+            self.shop.random_change()
+        self.fail_point(mode={"times": 4}, failCommands=["update"], errorCode=91,
+                        errorLabels=["RetryableWriteError"])
+        d = self.start("--writers", "3")
+        self.converge()
+        self.assertIn("writing a batch in groups at the same time", d.log())
+        self.assertGreater(d.metric_sum("denormd_errors_total", stage="write"), 0)
+        self.assertEqual(d.stop(), 0)
+
     def test_fail_points_on_update_getmore_and_connection_converge(self):
         self.shop.seed()
         self.shop.fill_recent_arrays()

@@ -18,6 +18,7 @@ TEST(options_test, parses_flags_in_both_forms) {
   EXPECT_EQ(o->only_mappings, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(o->log_format, "json");
   EXPECT_EQ(o->linger_ms, 5);
+  EXPECT_EQ(o->writers, 1);
   EXPECT_EQ(o->checkpoint_interval_ms, 1000);
   EXPECT_EQ(o->headroom_interval_ms, 30000);
   EXPECT_FALSE(o->watch_mappings);
@@ -26,9 +27,12 @@ TEST(options_test, parses_flags_in_both_forms) {
   EXPECT_TRUE(o->watch_mappings);
   EXPECT_TRUE(o->no_auto_backfill);
   EXPECT_NE(help_text("run").find("[--watch-mappings]"), std::string::npos);
-  o = parse_options({"run", "--linger-ms", "0", "--checkpoint-interval-ms=250"}, "");
+  o = parse_options({"run", "--linger-ms", "0", "--checkpoint-interval-ms=250", "--writers", "4"},
+                    "");
   ASSERT_TRUE(o.has_value()) << o.error().message;
   EXPECT_EQ(o->linger_ms, 0);
+  EXPECT_EQ(o->writers, 4);
+  EXPECT_NE(help_text("run").find("[--writers N]"), std::string::npos);
   EXPECT_EQ(o->checkpoint_interval_ms, 250);
   o = parse_options({"run", "--headroom-interval-ms", "0"}, "");
   ASSERT_TRUE(o.has_value()) << o.error().message;
@@ -75,6 +79,8 @@ TEST(options_test, usage_errors_say_what_is_wrong) {
       {{"run", "--linger-ms=5ms"}, "not \"5ms\""},
       {{"run", "--checkpoint-interval-ms", "999999"}, "from 0 to 600000"},
       {{"run", "--headroom-interval-ms", "3600001"}, "from 0 to 3600000"},
+      {{"run", "--writers", "0"}, "--writers must be a whole number from 1 to 16, not \"0\""},
+      {{"run", "--writers", "17"}, "from 1 to 16"},
   };
   for (const auto& c : cases) {
     auto o = parse_options(c.args, "");

@@ -153,7 +153,7 @@ class fake_source final : public source::change_source {
 class fake_writer final : public sink::batch_writer {
  public:
   explicit fake_writer(journal& j) : journal_(j) {}
-  mongo::status apply(const std::vector<mapping::write_op>& ops,
+  mongo::status apply(std::span<const mapping::write_op> ops,
                       std::span<const bson::document> event_tokens,
                       const mapping::ns& source) override {
     if (journal_.writes_fail) {

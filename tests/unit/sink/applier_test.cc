@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -38,13 +40,15 @@ std::string data_of(const bson::document& t) {
   return d != nullptr && d->is_string() ? d->as_string() : "";
 }
 
-// A rename of customer 1, as the watcher queues it.
-source::stream_item rename(const std::string& data, std::int64_t wall_ms) {
+// A rename of a customer (1 unless said), as the watcher queues it.
+source::stream_item rename(const std::string& data, std::int64_t wall_ms, int customer = 1) {
+  const std::string id = std::to_string(customer);
   auto doc = bson::parse_json(R"({"_id":{"_data":")" + data +
                               R"("},"operationType":"update","ns":{"db":"shop","coll":"customers"},
-    "documentKey":{"_id":1},"updateDescription":{"updatedFields":{"name":"n)" +
-                              data + R"("},"removedFields":[]},"fullDocument":{"_id":1,"name":"n)" +
-                              data + R"("}})");
+    "documentKey":{"_id":)" + id +
+                              R"(},"updateDescription":{"updatedFields":{"name":"n)" + data +
+                              R"("},"removedFields":[]},"fullDocument":{"_id":)" + id +
+                              R"(,"name":"n)" + data + R"("}})");
   EXPECT_TRUE(doc.has_value());
   source::stream_item item;
   bson::append_bytes(doc ? *doc : bson::document{}, item.event);
@@ -84,7 +88,7 @@ class fake_writer final : public batch_writer {
   // Whether the batch with these event tokens fails (called with the journal locked).
   std::function<bool(const std::vector<std::string>&)> fails = [](const auto&) { return false; };
 
-  mongo::status apply(const std::vector<mapping::write_op>&,
+  mongo::status apply(std::span<const mapping::write_op>,
                       std::span<const bson::document> event_tokens, const mapping::ns&) override {
     std::vector<std::string> tokens;
     for (const auto& t : event_tokens)
@@ -140,8 +144,10 @@ class applier_test : public ::testing::Test {
     options_.checkpoint_interval = std::chrono::milliseconds(0);
   }
 
-  applier& start() {
-    applier_ = std::make_unique<applier>(planner_, writer_, store_, queue_, metrics_, options_);
+  applier& start(std::vector<batch_writer*> writers = {}) {
+    if (writers.empty()) writers.push_back(&writer_);
+    applier_ =
+        std::make_unique<applier>(planner_, std::move(writers), store_, queue_, metrics_, options_);
     applier_->start();
     return *applier_;
   }
@@ -298,6 +304,134 @@ TEST_F(applier_test, lag_while_a_write_fails_is_the_age_of_the_event_being_writt
   stop();
   std::lock_guard lock(journal_.mutex);
   EXPECT_TRUE(journal_.saved.empty());
+}
+
+// One of several writers of an applier: records the customers each call wrote ("ack" lines
+// for its tokens once all groups are in), and can wait for its peers to be writing too.
+class group_writer final : public batch_writer {
+ public:
+  group_writer(journal& j, int index, std::atomic<int>& writing)
+      : journal_(j), index_(index), writing_(writing) {}
+  std::atomic<int> peers = 1;  // how many writers to wait for inside apply() (1: none)
+  std::atomic<int> failures_left = 0;
+  std::atomic<bool> overlapped = false;  // a call saw all its peers inside apply() at once
+  std::atomic<int> calls = 0;
+  std::mutex mutex;
+  std::vector<std::int32_t> customers;  // the merge keys written, in order
+
+  mongo::status apply(std::span<const mapping::write_op> ops, std::span<const bson::document>,
+                      const mapping::ns&) override {
+    ++calls;
+    ++writing_;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (writing_.load() < peers.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (writing_.load() >= peers.load()) overlapped = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let peers see this one
+    --writing_;
+    if (failures_left.fetch_sub(1) > 0) {
+      return mongo::failure(
+          mongo::driver_error{mongo::driver_error::origin::server, 91, "shutting down", {}});
+    }
+    std::lock_guard lock(mutex);
+    for (const auto& op : ops)
+      customers.push_back(op.merge_key.as<std::int32_t>());
+    journal_.add("writer " + std::to_string(index_) + " wrote " + std::to_string(ops.size()));
+    return {};
+  }
+
+ private:
+  journal& journal_;
+  const int index_;
+  std::atomic<int>& writing_;
+};
+
+class applier_groups_test : public applier_test {
+ protected:
+  // Queues renames of customers 0..n-1 (e0..) before the applier starts: one batch.
+  void queue_renames(int n) {
+    for (int c = 0; c < n; ++c)
+      ASSERT_TRUE(queue_.push(rename("e" + std::to_string(c), 1000 + c, c)));
+  }
+  std::vector<batch_writer*> both() { return {&w0_, &w1_}; }
+
+  std::atomic<int> writing_ = 0;
+  group_writer w0_{journal_, 0, writing_};
+  group_writer w1_{journal_, 1, writing_};
+};
+
+TEST_F(applier_groups_test, a_large_batch_is_split_over_the_writers_written_at_once_then_stored) {
+  options_.min_split_ops = 8;
+  w0_.peers = 2;
+  w1_.peers = 2;
+  queue_renames(40);
+  start(both());
+  ASSERT_TRUE(saved("e39"));
+  stop();
+  EXPECT_EQ(w0_.calls.load(), 1);
+  EXPECT_EQ(w1_.calls.load(), 1);
+  EXPECT_TRUE(w0_.overlapped && w1_.overlapped) << "the groups were written one after the other";
+  // Every customer written once, by one writer.
+  std::vector<std::int32_t> all = w0_.customers;
+  all.insert(all.end(), w1_.customers.begin(), w1_.customers.end());
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), 40u);
+  for (std::int32_t c = 0; c < 40; ++c)
+    EXPECT_EQ(all[static_cast<std::size_t>(c)], c);
+  EXPECT_FALSE(w0_.customers.empty());
+  EXPECT_FALSE(w1_.customers.empty());
+  // The checkpoint came after both groups.
+  std::lock_guard lock(journal_.mutex);
+  const auto at = [&](const std::string& line) {
+    return std::find(journal_.lines.begin(), journal_.lines.end(), line) - journal_.lines.begin();
+  };
+  const auto save = at("save e39");
+  EXPECT_LT(at("writer 0 wrote " + std::to_string(w0_.customers.size())), save);
+  EXPECT_LT(at("writer 1 wrote " + std::to_string(w1_.customers.size())), save);
+  EXPECT_EQ(applier_->applied_events(), 40u);
+}
+
+TEST_F(applier_groups_test, only_the_group_that_failed_is_written_again) {
+  options_.min_split_ops = 8;
+  w1_.failures_left = 2;
+  queue_renames(40);
+  start(both());
+  ASSERT_TRUE(saved("e39"));
+  stop();
+  EXPECT_EQ(w0_.calls.load(), 1);
+  EXPECT_EQ(w1_.calls.load(), 3);
+  EXPECT_EQ(w0_.customers.size() + w1_.customers.size(), 40u);
+  std::lock_guard lock(journal_.mutex);
+  // Nothing was stored before the failed group was written at last.
+  const auto first_save = std::find_if(journal_.lines.begin(), journal_.lines.end(),
+                                       [](const auto& l) { return l.starts_with("save "); });
+  EXPECT_LT(std::find(journal_.lines.begin(), journal_.lines.end(),
+                      "writer 1 wrote " + std::to_string(w1_.customers.size())),
+            first_save);
+}
+
+TEST_F(applier_groups_test, stopping_while_one_group_fails_stores_nothing_of_that_batch) {
+  options_.min_split_ops = 8;
+  w1_.failures_left = 1000;
+  queue_renames(40);
+  start(both());
+  ASSERT_TRUE(journal_.wait([&] { return w1_.calls.load() >= 2; }));
+  stop();
+  EXPECT_EQ(w0_.calls.load(), 1);
+  std::lock_guard lock(journal_.mutex);
+  EXPECT_TRUE(journal_.saved.empty());
+  EXPECT_EQ(applier_->applied_events(), 0u);
+  EXPECT_FALSE(applier_->applied_position().has_value());
+}
+
+TEST_F(applier_groups_test, a_small_batch_is_written_by_one_writer) {
+  queue_renames(5);  // fewer ops than the default min_split_ops
+  start(both());
+  ASSERT_TRUE(saved("e4"));
+  stop();
+  EXPECT_EQ(w0_.calls.load(), 1);
+  EXPECT_EQ(w1_.calls.load(), 0);
+  EXPECT_EQ(w0_.customers.size(), 5u);
 }
 
 }  // namespace

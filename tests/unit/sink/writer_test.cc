@@ -332,7 +332,8 @@ TEST_F(writer_test, a_recompute_writes_its_parents_in_one_bulk_and_a_refused_one
   client_.aggregate_results = {doc(R"({"_id":1,"v0":2})"), doc(R"({"_id":3,"v0":1})")};
   client_.outcomes.push_back(failed_at(1, 17419));  // parent 2's update is refused
   auto w = make();
-  ASSERT_TRUE(w.apply({k.recompute(m.front(), bson::array{1, 2, 3})}, tokens_, source_));
+  const std::vector<mapping::write_op> ops{k.recompute(m.front(), bson::array{1, 2, 3})};
+  ASSERT_TRUE(w.apply(ops, tokens_, source_));
   ASSERT_EQ(client_.calls.size(), 5u);
   EXPECT_EQ(client_.calls[0], R"(find shop.products {"_id":{"$in":[1,2,3]}})");
   EXPECT_TRUE(client_.calls[1].starts_with("aggregate shop.reviews "));
@@ -363,7 +364,8 @@ TEST_F(writer_test, a_planned_dead_letter_writes_nothing_but_the_letter) {
 TEST_F(writer_test, a_dry_run_sends_nothing) {
   auto m = load(copy_json);
   writer w(client_, metrics_, writer_options{"meta", true});
-  ASSERT_TRUE(w.apply({set_name(m.front(), 1, "a")}, tokens_, source_));
+  const std::vector<mapping::write_op> ops{set_name(m.front(), 1, "a")};
+  ASSERT_TRUE(w.apply(ops, tokens_, source_));
   EXPECT_TRUE(client_.calls.empty());
 }
 

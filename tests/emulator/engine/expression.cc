@@ -1,6 +1,7 @@
 #include "expression.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "expression_node.h"
 #include "field_path.h"
@@ -38,6 +39,15 @@ expected<expression> parse_variable(const std::string& text, parse_scope& scope)
     n->k = expression::node::kind::root;
   } else if (variable == "REMOVE") {
     n->k = expression::node::kind::remove;
+  } else if (variable == "NOW") {
+    // MongoDB's $$NOW: the time the command started, the same everywhere in it (an
+    // expression is parsed once per command).
+    n->k = expression::node::kind::constant;
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
+    n->constant = bson::date_time{now.count()};
+    if (!n->path.empty()) n->k = expression::node::kind::remove;  // a date has no fields
+    n->path.clear();
   } else if (std::find(scope.bound.rbegin(), scope.bound.rend(), variable) != scope.bound.rend()) {
     n->k = expression::node::kind::variable;
     n->name = variable;

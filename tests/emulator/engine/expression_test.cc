@@ -3,6 +3,8 @@
 
 #include "expression.h"
 
+#include <chrono>
+
 #include "query_operators.h"
 #include "test_support.h"
 
@@ -351,6 +353,31 @@ TEST(expression, a_commands_let_variables_are_constants) {
   auto failed = evaluate_let(&doc(R"({"l": {"x": {"$size": 1}}})").fields()[0].val);
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().code, 17124);
+}
+
+TEST(expression, now_is_the_commands_start_time) {
+  const auto ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const std::int64_t before = ms();
+  auto e = expression::parse(bson::value("$$NOW"));
+  ASSERT_TRUE(e) << e.error().message;
+  const std::int64_t after = ms();
+  auto now = e->evaluate(doc("{}"));
+  ASSERT_TRUE(now && now->is<bson::date_time>());
+  EXPECT_GE(now->as<bson::date_time>().millis, before);
+  EXPECT_LE(now->as<bson::date_time>().millis, after);
+  // The same value wherever it is used in one parsed expression.
+  EXPECT_EQ(eval(R"({"$eq": ["$$NOW", "$$NOW"]})"), v("true"));
+  EXPECT_EQ(eval(R"("$$NOW.x")"), "missing");
+  // As a lease table uses it: expired when its expiry is before now.
+  auto m = compile_query(doc(R"({"$expr": {"$lt": ["$expiresAt", "$$NOW"]}})"));
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_TRUE(m->matches(doc(R"({"expiresAt": {"$date": 1000}})")));
+  EXPECT_FALSE(m->matches(doc(R"({"expiresAt": {"$date": 32503680000000}})")));
+  EXPECT_EQ(eval(R"({"$gt": [{"$add": ["$$NOW", 10000]}, "$$NOW"]})"), v("true"));
 }
 
 TEST(expression, expr_in_a_query) {

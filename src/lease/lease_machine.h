@@ -1,0 +1,84 @@
+#pragma once
+// Which units (watched namespaces) this instance should hold, renew, give up or stop writing,
+// decided from what it last read of the lease table and of the live instances. Pure: times in
+// (ms of a steady clock), decisions out; the coordinator does the I/O and reports outcomes back.
+//
+// Work spreads by rendezvous hashing: a unit's owner is the live instance with the highest
+// score for (unit, instance), so a change of membership moves only the units that the joining
+// or leaving instance wins or held. A lease held is writable until its *deadline*: the local
+// time its last acquisition or renewal was sent, plus the TTL, minus a margin. The server
+// dates the expiry from when it applied that write (later), so the deadline passes before any
+// other instance can take the lease (docs/architecture.md, "High availability").
+// Lifecycle: one per instance. Not thread-safe: the coordinator's thread only.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace denormd::lease {
+
+// One row of the lease table as read. `owner` is "" once released; `expired` is judged by the
+// server's clock when read.
+struct lease_row {
+  std::string unit;
+  std::string owner;
+  std::int64_t epoch = 0;
+  bool expired = false;
+};
+
+struct lease_action {
+  enum class kind {
+    acquire,  // take the lease (free, expired, released, or ours from an earlier life)
+    renew,    // extend a lease held
+    release,  // give it up: stop the unit, store its checkpoint, then release (rebalance, stop)
+    drop      // its deadline passed unrenewed: stop writing the unit now (lost)
+  };
+  kind what = kind::acquire;
+  std::string unit;
+  std::int64_t epoch = 0;  // of the lease held (renew, release, drop)
+  bool operator==(const lease_action&) const = default;
+};
+
+struct held_lease {
+  std::int64_t epoch = 0;
+  std::int64_t deadline_ms = 0;
+};
+
+// The instance among `live` that should own `unit` (rendezvous hashing); "" when none is live.
+// The same on every instance and build: FNV-1a and a fixed mixer, not std::hash.
+std::string owner_of(const std::string& unit, const std::vector<std::string>& live);
+
+class lease_machine {
+ public:
+  // `margin_ms`: how long before the server's expiry this instance stops writing.
+  lease_machine(std::string me, std::vector<std::string> units, std::int64_t ttl_ms,
+                std::int64_t margin_ms);
+
+  // What to do at `now_ms`. `live`: the instances whose heartbeat has not expired (this one
+  // counts as live whatever the list says). `stopping`: release every lease.
+  std::vector<lease_action> decide(std::int64_t now_ms, const std::vector<std::string>& live,
+                                   const std::vector<lease_row>& table, bool stopping) const;
+
+  // Outcomes. `sent_ms`: when the write that took or renewed the lease was sent.
+  void acquired(const std::string& unit, std::int64_t epoch, std::int64_t sent_ms);
+  void renewed(const std::string& unit, std::int64_t sent_ms);
+  // No longer held (released, lost, or found taken by another).
+  void dropped(const std::string& unit);
+
+  // Until when `unit` may be written; nullopt when it is not held.
+  std::optional<std::int64_t> deadline(const std::string& unit) const;
+  const std::map<std::string, held_lease>& held() const { return held_; }
+  const std::string& me() const { return me_; }
+  const std::vector<std::string>& units() const { return units_; }
+
+ private:
+  const std::string me_;
+  const std::vector<std::string> units_;
+  const std::int64_t ttl_ms_;
+  const std::int64_t margin_ms_;
+  std::map<std::string, held_lease> held_;
+};
+
+}  // namespace denormd::lease

@@ -1,0 +1,112 @@
+// The lease state machine: who should own what (rendezvous hashing), and what an instance
+// does with each unit given the time, the live instances and the lease table.
+#include "lease/lease_machine.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace denormd::lease {
+namespace {
+
+using kind = lease_action::kind;
+
+std::vector<std::string> units(int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back("shop.c" + std::to_string(i));
+  return out;
+}
+
+TEST(lease_machine_test, rendezvous_moves_only_the_units_a_joining_or_leaving_instance_wins) {
+  EXPECT_EQ(owner_of("shop.c", {}), "");
+  const std::vector<std::string> abc{"a", "b", "c"};
+  std::map<std::string, int> per;
+  for (const auto& u : units(300)) {
+    const std::string owner = owner_of(u, abc);
+    ++per[owner];
+    EXPECT_EQ(owner_of(u, {"c", "a", "b"}), owner) << "order of the live list matters";
+    const std::string with_d = owner_of(u, {"a", "b", "c", "d"});
+    EXPECT_TRUE(with_d == owner || with_d == "d") << u;
+    const std::string without_c = owner_of(u, {"a", "b"});
+    if (owner != "c") {
+      EXPECT_EQ(without_c, owner) << u;
+    }
+  }
+  ASSERT_EQ(per.size(), 3u);
+  for (const auto& [instance, n] : per)
+    EXPECT_GT(n, 70) << instance << " got " << n << " of 300";
+}
+
+TEST(lease_machine_test, a_lone_instance_takes_every_free_expired_released_or_own_lease) {
+  lease_machine m("me", {"u1", "u2", "u3", "u4", "u5"}, 10000, 2000);
+  const std::vector<lease_row> table{{"u2", "other", 3, true},    // expired
+                                     {"u3", "", 4, false},        // released
+                                     {"u4", "me", 5, false},      // ours, from an earlier life
+                                     {"u5", "other", 6, false}};  // held by a live peer
+  const auto actions = m.decide(0, {}, table, false);
+  EXPECT_EQ(actions, (std::vector<lease_action>{{kind::acquire, "u1", 0},
+                                                {kind::acquire, "u2", 0},
+                                                {kind::acquire, "u3", 0},
+                                                {kind::acquire, "u4", 0}}));
+}
+
+TEST(lease_machine_test, only_the_units_it_should_own_are_taken) {
+  const std::vector<std::string> live{"a", "b"};
+  lease_machine a("a", units(20), 10000, 2000);
+  for (const auto& act : a.decide(0, live, {}, false)) {
+    EXPECT_EQ(act.what, kind::acquire);
+    EXPECT_EQ(owner_of(act.unit, live), "a") << act.unit;
+  }
+  EXPECT_FALSE(a.decide(0, live, {}, false).empty());
+  EXPECT_LT(a.decide(0, live, {}, false).size(), 20u);
+}
+
+TEST(lease_machine_test, a_held_lease_is_renewed_until_its_deadline_then_dropped) {
+  lease_machine m("me", {"u"}, 10000, 2000);
+  m.acquired("u", 7, 1000);
+  EXPECT_EQ(m.deadline("u"), 9000);  // sent + TTL - margin
+  EXPECT_EQ(m.decide(5000, {"me"}, {}, false), (std::vector<lease_action>{{kind::renew, "u", 7}}));
+  m.renewed("u", 5000);
+  EXPECT_EQ(m.deadline("u"), 13000);
+  EXPECT_EQ(m.decide(12999, {"me"}, {}, false), (std::vector<lease_action>{{kind::renew, "u", 7}}));
+  // Not renewed in time: stop writing before the server can give it to anyone else.
+  EXPECT_EQ(m.decide(13000, {"me"}, {}, false), (std::vector<lease_action>{{kind::drop, "u", 7}}));
+  m.dropped("u");
+  EXPECT_FALSE(m.deadline("u").has_value());
+  EXPECT_TRUE(m.held().empty());
+}
+
+TEST(lease_machine_test, leases_are_released_to_a_joining_owner_and_all_at_a_stop) {
+  const auto all = units(30);
+  lease_machine m("a", all, 10000, 2000);
+  for (const auto& u : all)
+    m.acquired(u, 1, 0);
+  // b joins: a gives up exactly the units b now owns, and renews the rest.
+  std::size_t released = 0;
+  for (const auto& act : m.decide(100, {"a", "b"}, {}, false)) {
+    if (act.what == kind::release) {
+      EXPECT_EQ(owner_of(act.unit, {"a", "b"}), "b") << act.unit;
+      ++released;
+    } else {
+      EXPECT_EQ(act.what, kind::renew);
+      EXPECT_EQ(owner_of(act.unit, {"a", "b"}), "a") << act.unit;
+    }
+  }
+  EXPECT_GT(released, 0u);
+  EXPECT_LT(released, all.size());
+  // Stopping: everything is released, nothing taken.
+  for (const auto& act : m.decide(100, {"a"}, {}, true))
+    EXPECT_EQ(act.what, kind::release);
+  lease_machine idle("b", all, 10000, 2000);
+  EXPECT_TRUE(idle.decide(0, {"b"}, {}, true).empty());
+}
+
+TEST(lease_machine_test, a_past_deadline_wins_over_a_release) {
+  lease_machine m("a", {"u"}, 10000, 2000);
+  m.acquired("u", 2, 0);
+  EXPECT_EQ(m.decide(9000, {"a"}, {}, true), (std::vector<lease_action>{{kind::drop, "u", 2}}));
+}
+
+}  // namespace
+}  // namespace denormd::lease

@@ -1,8 +1,13 @@
 #include "app/daemon.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <thread>
+
+#include <unistd.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -18,6 +23,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "http/endpoint.h"
+#include "lease/coordinator.h"
+#include "lease/lease_store.h"
 #include "mapping/planner.h"
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
@@ -125,13 +132,15 @@ pipeline::pipeline_options pipeline_options_of(const options& o) {
   return po;
 }
 
-// What /readyz reports: every watched namespace streaming, else which are not and why.
+// What /readyz reports: every watched namespace streaming, else which are not and why. With
+// --ha, every namespace this instance holds: a standby that holds none is ready (healthy).
 http::readiness readiness_of(const std::vector<mapping::ns>& watched,
-                             const pipeline::supervisor& pipelines) {
+                             const pipeline::supervisor& pipelines, bool ha) {
   http::readiness r{true, ""};
   for (const auto& src : watched) {
     const auto s = pipelines.status(src);
     if (s && s->ready) continue;
+    if (!s && ha) continue;
     r.ready = false;
     r.detail += src.full() + ": " + (s ? s->state : "starting") + "\n";
   }
@@ -150,13 +159,23 @@ std::jthread exit_at_deadline() {
   });
 }
 
-// Stops the pipelines (within the stop deadline), then the endpoint.
-void shut_down(pipeline::supervisor& pipelines, http::endpoint& endpoint) {
+// This instance's name among its peers: hostname:pid.
+std::string default_instance_id() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "denormd");
+  return std::string(host) + ":" + std::to_string(getpid());
+}
+
+// Stops the pipelines (within the stop deadline), then releases the leases (after the last
+// checkpoints, so a peer starts exactly where this instance stopped), then the endpoint.
+void shut_down(pipeline::supervisor& pipelines, lease::coordinator* leases,
+               http::endpoint& endpoint) {
   // Reverse order: stop reading (a watcher ends within one await), close the hand-overs, let
   // writers finish and checkpoint; a stop still waiting on the server after the deadline
   // exits without it.
   std::jthread deadline = exit_at_deadline();
   const std::uint64_t applied = pipelines.stop_all();
+  if (leases != nullptr) leases->release_all();
   deadline.request_stop();
   deadline.join();
   endpoint.stop();
@@ -224,7 +243,7 @@ int daemon::run() {
 
   auto endpoint = http::endpoint::start(
       opts_.metrics_addr, [&] { return m.serialize(); },
-      [&] { return readiness_of(running.watched(), pipelines); },
+      [&] { return readiness_of(running.watched(), pipelines, opts_.ha); },
       [&reloads](std::function<void(http::reload_outcome)> done) {
         log::info("reload", "reload asked for over HTTP");
         reloads.post(std::move(done));
@@ -250,6 +269,42 @@ int daemon::run() {
   // The pipelines, then the automatic backfill, then the history-headroom probe, which reads
   // the pipelines' stored positions; stopped in reverse order.
   running.start(*replay, stop_.get_token());
+  // With --ha the namespaces start as their leases are taken: the coordinator asks, the main
+  // thread (serve, below) starts and stops them.
+  std::optional<lease::lease_store> lease_table;
+  std::unique_ptr<lease::coordinator> leases;
+  if (opts_.ha) {
+    std::map<std::string, mapping::ns> unit_ns;
+    std::vector<std::string> units;
+    for (const auto& src : planner->watched_namespaces()) {
+      unit_ns.emplace(src.full(), src);
+      units.push_back(src.full());
+    }
+    m.declare_leases(units);
+    lease_table.emplace(**conn, meta_db, opts_.lease_ttl_ms);
+    lease::unit_hooks hooks;
+    hooks.start = [&, unit_ns](const std::string& unit, const lease::lease_grant& grant) {
+      reloads.post_task([&, src = unit_ns.at(unit), grant] {
+        running.start_unit(src, grant.epoch, grant.deadline, stop_.get_token());
+      });
+    };
+    hooks.stop = [&, unit_ns](const std::string& unit, bool release) {
+      reloads.post_task([&, src = unit_ns.at(unit), unit, release] {
+        running.stop_unit(src);
+        if (release) leases->released(unit);
+      });
+    };
+    hooks.fence = [&checkpoints, unit_ns](const std::string& unit, std::int64_t epoch) {
+      return checkpoints.fence(unit_ns.at(unit), epoch);
+    };
+    leases = std::make_unique<lease::coordinator>(
+        *lease_table, m,
+        lease::coordinator_options{
+            opts_.instance_id.empty() ? default_instance_id() : opts_.instance_id, units,
+            std::chrono::milliseconds(opts_.lease_ttl_ms)},
+        std::move(hooks));
+    leases->start();
+  }
   ops::history_probe headroom(
       **conn, m,
       [&pipelines] {
@@ -267,7 +322,8 @@ int daemon::run() {
   }
   headroom.stop();
   running.stop();
-  shut_down(pipelines, **endpoint);
+  if (leases) leases->drain();
+  shut_down(pipelines, leases.get(), **endpoint);
   return 0;
 }
 

@@ -22,7 +22,7 @@ const std::map<std::string, command_info>& commands() {
        {command::run, "watch the sources and keep every copy true",
         "--uri URI --db NAME --mappings DIR --metrics-addr HOST:PORT [--resume-after TOKEN | "
         "--start-at TIME] [--linger-ms MS] [--writers N] [--checkpoint-interval-ms MS] "
-        "[--headroom-interval-ms MS] "
+        "[--headroom-interval-ms MS] [--ha [--instance-id ID] [--lease-ttl-ms MS]] "
         "[--no-auto-backfill] "
         "[--watch-mappings] [--dry-run] [--log-format text|json] [--log-level LEVEL]"}},
       {"check",
@@ -92,12 +92,12 @@ const po::options_description& flags() {
     po::options_description d;
     d.add_options()("help,h", "");
     for (const char* name :
-         {"dry-run", "repair", "json", "coalesce", "no-auto-backfill", "watch-mappings"})
+         {"dry-run", "repair", "json", "coalesce", "no-auto-backfill", "watch-mappings", "ha"})
       d.add_options()(name, "");
     for (const char* name :
          {"uri", "db", "mappings", "metrics-addr", "resume-after", "start-at", "events",
           "log-format", "log-level", "linger-ms", "writers", "checkpoint-interval-ms",
-          "headroom-interval-ms", "timeout", "mapping"}) {
+          "headroom-interval-ms", "timeout", "mapping", "instance-id", "lease-ttl-ms"}) {
       d.add_options()(name, po::value<std::string>());
     }
     return d;
@@ -142,14 +142,16 @@ status apply_flag(const std::string& key, const std::string& v, const std::strin
       {"start-at", &options::start_at},
       {"events", &options::events_file},
       {"log-format", &options::log_format},
-      {"log-level", &options::log_level}};
+      {"log-level", &options::log_level},
+      {"instance-id", &options::instance_id}};
   static const std::map<std::string, bool options::*> switches = {
       {"dry-run", &options::dry_run},
       {"repair", &options::repair},
       {"json", &options::json},
       {"coalesce", &options::coalesce},
       {"no-auto-backfill", &options::no_auto_backfill},
-      {"watch-mappings", &options::watch_mappings}};
+      {"watch-mappings", &options::watch_mappings},
+      {"ha", &options::ha}};
   if (auto s = strings.find(key); s != strings.end()) {
     o.*(s->second) = v;
   } else if (auto b = switches.find(key); b != switches.end()) {
@@ -160,6 +162,10 @@ status apply_flag(const std::string& key, const std::string& v, const std::strin
     const auto n = whole_number(v, 1, 16);
     if (!n) return fail("--writers must be a whole number from 1 to 16, not \"" + v + "\"");
     o.writers = *n;
+  } else if (key == "lease-ttl-ms") {
+    if (auto st = whole_number_flag("--lease-ttl-ms", v, 600000, o.lease_ttl_ms); !st) return st;
+    if (o.lease_ttl_ms < 1000)
+      return fail("--lease-ttl-ms must be at least 1000, not \"" + v + "\"");
   } else if (key == "checkpoint-interval-ms") {
     return whole_number_flag("--checkpoint-interval-ms", v, 600000, o.checkpoint_interval_ms);
   } else if (key == "headroom-interval-ms") {
@@ -230,6 +236,15 @@ status check_combination(const options& o) {
   if (!o.resume_after.empty() && !o.start_at.empty()) {
     return fail("--resume-after and --start-at cannot be used together");
   }
+  if (!o.ha && (!o.instance_id.empty() || o.lease_ttl_ms != 10000))
+    return fail("--instance-id and --lease-ttl-ms are for --ha");
+  if (o.ha && (!o.resume_after.empty() || !o.start_at.empty()))
+    return fail(
+        "--resume-after and --start-at cannot be used with --ha (stop the instances and "
+        "replay with one)");
+  if (o.ha && o.watch_mappings)
+    return fail("--watch-mappings cannot be used with --ha yet (restart the instances one by one)");
+  if (o.ha && o.dry_run) return fail("--dry-run cannot be used with --ha");
   if (o.cmd == command::plan && o.events_file.empty())
     return fail("plan needs --events FILE (or - for stdin)");
   return {};

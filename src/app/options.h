@@ -28,6 +28,9 @@ struct options {
   bool coalesce = false;              // plan: apply the batch step over all events
   bool no_auto_backfill = false;      // run: leave new and changed mappings to `backfill`
   bool watch_mappings = false;        // run: reload when a mapping file changes
+  bool ha = false;                    // run: share the namespaces with other instances by leases
+  std::string instance_id;            // run: --instance-id ("" = hostname:pid)
+  int lease_ttl_ms = 10000;           // run: --lease-ttl-ms
   int linger_ms = 5;                  // run: --linger-ms
   int writers = 1;                    // run: --writers (per source)
   int checkpoint_interval_ms = 1000;  // run: --checkpoint-interval-ms

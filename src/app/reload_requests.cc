@@ -21,12 +21,24 @@ void reload_requests::post(answer done) {
   if (done) done(stopping);
 }
 
-bool reload_requests::take(std::stop_token stop, std::vector<answer>& out) {
+void reload_requests::post_task(std::function<void()> task) {
+  std::lock_guard lock(mutex_);
+  if (closed_) return;
+  tasks_.push_back(std::move(task));
+  changed_.notify_all();
+}
+
+bool reload_requests::take(std::stop_token stop, bool& reload, std::vector<answer>& out,
+                           std::vector<std::function<void()>>& tasks) {
   std::unique_lock lock(mutex_);
-  if (!changed_.wait(lock, stop, [&] { return asked_ || closed_; }) || closed_) return false;
+  if (!changed_.wait(lock, stop, [&] { return asked_ || !tasks_.empty() || closed_; }) || closed_)
+    return false;
+  reload = asked_;
   asked_ = false;
   out = std::move(waiting_);
   waiting_.clear();
+  tasks = std::move(tasks_);
+  tasks_.clear();
   return true;
 }
 
@@ -37,6 +49,7 @@ void reload_requests::close() {
     closed_ = true;
     refused = std::move(waiting_);
     waiting_.clear();
+    tasks_.clear();
   }
   answer_all(refused, stopping);
 }

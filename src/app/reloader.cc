@@ -47,7 +47,9 @@ std::optional<pipeline::start_position> start_position_of(const mapping::ns& sou
         0,
         std::nullopt,
         replay.resume_after ? mapping::token_time(*replay.resume_after) : std::nullopt,
-        ""};
+        "",
+        0,
+        nullptr};
   }
   auto cp = until_answered(stop, m, "daemon", "cannot read the checkpoint", "source", source.full(),
                            [&] { return checkpoints.load(source); });
@@ -57,7 +59,8 @@ std::optional<pipeline::start_position> start_position_of(const mapping::ns& sou
   // A checkpoint stored by a denormd without stream filters has neither its event's time nor a
   // filter: the token's own encoding tells the time.
   const auto time = c.event_time || !c.filter.empty() ? c.event_time : mapping::token_time(c.token);
-  return pipeline::start_position{c.token, std::nullopt, c.saved_ms, std::nullopt, time, c.filter};
+  return pipeline::start_position{c.token, std::nullopt, c.saved_ms, std::nullopt,
+                                  time,    c.filter,     0,          nullptr};
 }
 
 bool contains(const std::vector<mapping::ns>& in, const mapping::ns& n) {
@@ -100,7 +103,8 @@ void reloader::start(const replay_point& replay, std::stop_token stop) {
   const bool replaying = replay.resume_after || replay.start_at;
   // A replay asked for on the command line replays every mapping from there already.
   if (!replaying && !note_removed_at_start(stop)) return;
-  for (const auto& src : watched_) {
+  // With --ha a namespace starts when its lease is taken (start_unit).
+  for (const auto& src : opts_.ha ? std::vector<mapping::ns>{} : watched_) {
     if (stop.stop_requested()) return;  // stopped while starting
     auto from = start_position_of(src, replay, checkpoints_, metrics_, stop);
     if (!from) return;
@@ -141,11 +145,38 @@ bool reloader::note_removed_at_start(std::stop_token stop) {
 
 void reloader::serve(reload_requests& requests, std::stop_token stop) {
   std::vector<reload_requests::answer> waiting;
-  while (requests.take(stop, waiting)) {
+  std::vector<std::function<void()>> tasks;
+  bool reload_asked = false;
+  while (requests.take(stop, reload_asked, waiting, tasks)) {
+    for (auto& task : tasks)
+      task();
+    if (!reload_asked) continue;
     const http::reload_outcome outcome = reload(stop);
     answer_all(waiting, outcome);
   }
   requests.close();
+}
+
+void reloader::start_unit(const mapping::ns& source, std::int64_t lease_epoch,
+                          std::shared_ptr<const std::atomic<std::int64_t>> lease_deadline,
+                          std::stop_token stop) {
+  if (pipelines_.status(source)) {
+    log::warn("lease", "the namespace already streams; not started again",
+              {{"source", source.full()}});
+    return;
+  }
+  auto from = start_position_of(source, replay_point{}, checkpoints_, metrics_, stop);
+  if (!from) return;
+  from = with_returning(std::move(*from), source, *planner_, stop);
+  from->lease_epoch = lease_epoch;
+  from->lease_deadline = std::move(lease_deadline);
+  pipelines_.start(source, planner_, std::move(*from));
+}
+
+void reloader::stop_unit(const mapping::ns& source) {
+  pipelines_.stop(source);
+  // Its lag, age and readiness are another instance's to report now.
+  metrics_.remove_source(source.full());
 }
 
 void reloader::stop() {
@@ -164,6 +195,14 @@ void reloader::start_backfill() {
 
 http::reload_outcome reloader::reload(std::stop_token stop) {
   log::info("reload", "reloading the mappings", {{"path", opts_.mappings_dir}});
+  if (opts_.ha) {
+    metrics_.count_reload("error");
+    const std::string why =
+        "reloading the mappings is not supported with --ha yet: restart the instances one by "
+        "one with the new files (each hands its namespaces over at once when it stops)";
+    log::error("reload", why);
+    return http::reload_outcome{false, why};
+  }
   auto failed = [&](const std::string& what, const std::string& detail) {
     metrics_.count_reload("error");
     log::error("reload", what + "; the running mappings run on unchanged",

@@ -58,6 +58,14 @@ class reloader {
   // The namespaces the running set watches.
   std::vector<mapping::ns> watched() const;
 
+  // With --ha, on the main thread: the lease of `source` was taken; start its pipeline from its
+  // checkpoint, writing under the lease.
+  void start_unit(const mapping::ns& source, std::int64_t lease_epoch,
+                  std::shared_ptr<const std::atomic<std::int64_t>> lease_deadline,
+                  std::stop_token stop);
+  // The lease of `source` is lost or given up: stop its pipeline (its checkpoint stored).
+  void stop_unit(const mapping::ns& source);
+
  private:
   // Reads which mappings went away and where they stopped (also those gone since the last
   // run: at their namespaces' checkpoints). False when stopped first.

@@ -18,6 +18,7 @@ bson::document save_update(const checkpoint& cp, std::int64_t now_ms) {
     set.append("filter", cp.filter);
   else
     unset.append("filter", "");
+  if (cp.lease_epoch != 0) set.append("leaseEpoch", cp.lease_epoch);
   bson::document update{{"$set", std::move(set)}};
   if (!unset.empty()) update.append("$unset", std::move(unset));
   return update;
@@ -51,18 +52,60 @@ mongo::result<std::optional<checkpoint>> checkpoint_store::load(const mapping::n
   return parse_checkpoint(**doc);
 }
 
-mongo::status checkpoint_store::save(const mapping::ns& source, const checkpoint& cp) {
-  const std::int64_t now = wall_ms();
-  const bson::document filter{{"_id", source.full()}};
-  const bson::document update = save_update(cp, now);
+namespace {
+
+// {_id} and, under a lease, "no newer lease has marked it": an upsert that matches nothing
+// because of the epoch fails on the duplicate _id instead of writing.
+bson::document fenced_filter(const mapping::ns& source, std::int64_t epoch) {
+  bson::document filter{{"_id", source.full()}};
+  if (epoch != 0) {
+    filter.append("$or",
+                  bson::array{bson::document{{"leaseEpoch", bson::document{{"$lte", epoch}}}},
+                              bson::document{{"leaseEpoch", bson::document{{"$exists", false}}}}});
+  }
+  return filter;
+}
+
+constexpr std::uint32_t duplicate_key = 11000;
+
+}  // namespace
+
+mongo::status checkpoint_store::upsert(const mapping::ns& source, std::int64_t epoch,
+                                       const bson::document& update) {
+  const bson::document filter = fenced_filter(source, epoch);
   mongo::write_request r;
   r.filter = &filter;
   r.update = &update;
   r.upsert = true;
   auto out = conn_.update_bulk(db_, collection_name, std::span(&r, 1), true);
   if (!out) return out.error();
-  if (out->write_error) return *out->write_error;
+  if (out->write_error) {
+    if (epoch != 0 && out->write_error->code == duplicate_key) {
+      return mongo::failure(mongo::driver_error{
+          mongo::driver_error::origin::client,
+          mongo::lease_fenced_code,
+          "the checkpoint of " + source.full() + " is held under a newer lease than epoch " +
+              std::to_string(epoch) + ": another instance took the namespace over",
+          {}});
+    }
+    return *out->write_error;
+  }
   return {};
+}
+
+mongo::status checkpoint_store::save(const mapping::ns& source, const checkpoint& cp) {
+  return upsert(source, cp.lease_epoch, save_update(cp, wall_ms()));
+}
+
+mongo::result<std::int64_t> checkpoint_store::fence(const mapping::ns& source, std::int64_t epoch) {
+  auto st = upsert(source, epoch, bson::document{{"$set", bson::document{{"leaseEpoch", epoch}}}});
+  if (st) return epoch;
+  if (st.error().code != mongo::lease_fenced_code) return st.error();
+  auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.full()}});
+  if (!doc) return doc.error();
+  const bson::value* e = *doc ? (*doc)->get("leaseEpoch") : nullptr;
+  if (e == nullptr || !e->is_number()) return st.error();
+  return static_cast<std::int64_t>(e->to_double());
 }
 
 }  // namespace denormd::checkpoint

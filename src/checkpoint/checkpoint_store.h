@@ -1,8 +1,9 @@
 #pragma once
 // Where denormd keeps its place: one document per watched namespace in
-// `<db>.denormd_checkpoints`, {_id: "shop.customers", token, wallTime, savedAt} (the token itself
-// carries the cluster time). Written with w:"majority" only after every write up to that point was
-// acknowledged. Stateless apart from the connection; thread-safe.
+// `<db>.denormd_checkpoints`, {_id: "shop.customers", token, wallTime, savedAt, leaseEpoch} (the
+// token itself carries the cluster time; leaseEpoch only with --ha). Written with w:"majority" only
+// after every write up to that point was acknowledged. Stateless apart from the connection;
+// thread-safe.
 
 #include <cstdint>
 #include <optional>
@@ -28,9 +29,16 @@ class checkpoint_store final : public position_store {
 
   mongo::result<std::optional<checkpoint>> load(const mapping::ns& source) override;
   mongo::status save(const mapping::ns& source, const checkpoint& cp) override;
+  // Marks `source`'s checkpoint with lease `epoch` (creating the document if needed), so that a
+  // save with an older epoch is refused from now on. Returns the epoch the checkpoint carries
+  // afterwards: `epoch`, or a newer one already there (then nothing changed).
+  mongo::result<std::int64_t> fence(const mapping::ns& source, std::int64_t epoch);
   const std::string& db() const { return db_; }
 
  private:
+  // Upserts `update` unless a lease newer than `epoch` (0: none) marked the document.
+  mongo::status upsert(const mapping::ns& source, std::int64_t epoch, const bson::document& update);
+
   mongo::document_client& conn_;
   std::string db_;
 };

@@ -23,6 +23,9 @@ struct checkpoint {
   // The server-side filter of the stream the token came from, as JSON ("" for none). A stream
   // with another filter cannot resume from an event token its filter drops.
   std::string filter;
+  // With --ha: the epoch of the lease the writer holds. The store refuses the save when the
+  // stored checkpoint carries a newer one (another instance took the namespace over).
+  std::int64_t lease_epoch = 0;
 };
 
 class position_store {

@@ -17,6 +17,13 @@ inline std::int64_t wall_ms() {
       .count();
 }
 
+// Now, in milliseconds of the steady clock (for deadlines; not a calendar time).
+inline std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // Sleeps for `d` unless `stop` is requested first (then returns at once); false when stopped.
 bool sleep_unless_stopped(std::stop_token stop, std::chrono::milliseconds d);
 

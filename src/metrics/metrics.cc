@@ -214,6 +214,23 @@ struct metrics::impl {
             "from it (0 or less: that history is already gone). Absent while the oplog cannot "
             "be read."),
       {"source"}};
+  labelled<prometheus::Gauge, 1> lease_held{
+      gauge(*registry, "denormd_lease_held",
+            "With --ha: 1 while this instance holds the lease of a watched namespace (the "
+            "unit) and so streams and writes it, 0 otherwise. Summed over instances, 1 per "
+            "unit."),
+      {"unit"}};
+  labelled<prometheus::Counter, 1> lease_changes{
+      counter(*registry, "denormd_lease_changes_total",
+              "With --ha: leases this instance acquired, lost (not renewed before its "
+              "deadline: it stopped writing), released (rebalancing to a joining instance, or "
+              "stopping) or found stolen (taken by another instance when it came to renew)."),
+      {"reason"}};
+  labelled<prometheus::Gauge, 0> instances{
+      gauge(*registry, "denormd_instances",
+            "With --ha: the live instances this one sees (heartbeats not expired), itself "
+            "included."),
+      {}};
   prometheus::Family<prometheus::Gauge>& build_info = gauge(
       *registry, "denormd_build_info", "Always 1; the label carries the running denormd version.");
 };
@@ -316,6 +333,26 @@ void metrics::set_history_headroom(std::string_view source, double seconds) {
 
 void metrics::remove_history_headroom(std::string_view source) {
   impl_->history_headroom.remove_if([&](const auto& labels) { return labels[0] == source; });
+}
+
+void metrics::set_lease_held(std::string_view unit, bool held) {
+  impl_->lease_held.get({unit}).Set(held ? 1 : 0);
+}
+
+void metrics::count_lease_change(std::string_view reason) {
+  impl_->lease_changes.get({reason}).Increment();
+}
+
+void metrics::set_instances(std::size_t n) {
+  impl_->instances.get({}).Set(static_cast<double>(n));
+}
+
+void metrics::declare_leases(const std::vector<std::string>& units) {
+  for (const auto& u : units)
+    impl_->lease_held.get({u});
+  for (const std::string_view reason : {"acquired", "lost", "released", "stolen"})
+    impl_->lease_changes.get({reason});
+  impl_->instances.get({});
 }
 
 void metrics::count_reload(std::string_view result) {

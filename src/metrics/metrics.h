@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace denormd::metrics {
 
@@ -65,6 +66,16 @@ class metrics {
   void set_history_headroom(std::string_view source, double seconds);
   // Its series goes (the oplog cannot be read, or the source no longer runs).
   void remove_history_headroom(std::string_view source);
+
+  // With --ha only. denormd_lease_held{unit}: 1 while this instance holds the unit's lease.
+  void set_lease_held(std::string_view unit, bool held);
+  // denormd_lease_changes_total{reason}: acquired, lost (not renewed in time), released,
+  // stolen (found taken by another instance when renewing).
+  void count_lease_change(std::string_view reason);
+  // denormd_instances: the live instances this one sees, itself included.
+  void set_instances(std::size_t n);
+  // Creates the lease series of `units` (held 0) and every reason, for dashboards and alerts.
+  void declare_leases(const std::vector<std::string>& units);
 
   // Creates the zero-valued series of a source or a mapping, so every family is visible from
   // start-up (dashboards and rate()/increase() alerts need a series before its first event).

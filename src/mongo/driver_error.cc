@@ -28,7 +28,10 @@ bool driver_error::history_lost() const {
 }
 
 std::string driver_error::metric_code() const {
-  return from == origin::network ? "network" : std::to_string(code);
+  if (from == origin::network) return "network";
+  if (from == origin::client && code == lease_fenced_code) return "lease_fenced";
+  if (from == origin::client && code == lease_expired_code) return "lease_expired";
+  return std::to_string(code);
 }
 
 std::string driver_error::to_string() const {

@@ -10,6 +10,11 @@
 
 namespace denormd::mongo {
 
+// denormd's own refusals under --ha (origin client), named in metrics as "lease_fenced" (a
+// checkpoint under a newer lease) and "lease_expired" (a write past the lease's deadline).
+inline constexpr std::uint32_t lease_fenced_code = 900001;
+inline constexpr std::uint32_t lease_expired_code = 900002;
+
 struct driver_error {
   enum class origin { network, server, client };
   origin from = origin::client;

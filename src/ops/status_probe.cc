@@ -1,5 +1,7 @@
 #include "ops/status_probe.h"
 
+#include "lease/lease_store.h"
+
 #include "bson/json.h"
 #include "checkpoint/checkpoint_store.h"
 #include "common/clock.h"
@@ -52,12 +54,19 @@ status_probe::status_probe(mongo::connection& conn, std::string meta_db)
 mongo::result<std::vector<source_status>> status_probe::run(
     const std::vector<mapping::ns>& sources) {
   checkpoint::checkpoint_store store(conn_, meta_db_);
+  lease::lease_store leases(conn_, meta_db_, 0);
+  auto table = leases.table();
+  if (!table) return table.error();
   // Read once, when some source has a checkpoint to measure.
   std::optional<mongo::result<std::optional<bson::timestamp>>> oldest;
   std::vector<source_status> out;
   for (const auto& ns : sources) {
     source_status s;
     s.source = ns;
+    for (const auto& e : *table) {
+      if (e.row.unit == ns.full())
+        s.lease = lease_status{e.row.owner, e.row.epoch, e.expires_ms, e.row.expired};
+    }
     auto cp = store.load(ns);
     if (!cp) return cp.error();
     if (*cp) {
@@ -106,8 +115,21 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) 
   std::string out;
   for (const auto& s : all) {
     out += s.source.full() + ":";
+    std::string lease_line;
+    if (s.lease) {
+      lease_line = "  lease: ";
+      if (s.lease->owner.empty()) {
+        lease_line += "released, nobody streams it";
+      } else if (s.lease->expired) {
+        lease_line += "expired " + format_duration(age_seconds(now_ms, s.lease->expires_ms)) +
+                      " ago (last held by " + s.lease->owner + "), nobody streams it";
+      } else {
+        lease_line += "held by " + s.lease->owner + ", expires " + iso8601(s.lease->expires_ms);
+      }
+      lease_line += " (epoch " + std::to_string(s.lease->epoch) + ")\n";
+    }
     if (!s.has_checkpoint) {
-      out += " no checkpoint (denormd run starts this source at the current time)\n";
+      out += " no checkpoint (denormd run starts this source at the current time)\n" + lease_line;
       continue;
     }
     out += " checkpoint saved " + iso8601(s.saved_ms) + " (" +
@@ -142,7 +164,7 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) 
       out += "none: the oldest entry the server keeps is " + format_duration(-*s.headroom_seconds) +
              " past the checkpoint";
     }
-    out += "\n";
+    out += "\n" + lease_line;
   }
   return out;
 }
@@ -168,6 +190,12 @@ bson::document to_document(const std::vector<source_status>& all, std::int64_t n
       d.append("headroomSeconds",
                s.headroom_seconds ? bson::value(*s.headroom_seconds) : bson::value());
       if (!s.headroom_detail.empty()) d.append("headroomDetail", s.headroom_detail);
+    }
+    if (s.lease) {
+      d.append("lease", bson::document{{"owner", s.lease->owner},
+                                       {"epoch", s.lease->epoch},
+                                       {"expiresAt", iso8601(s.lease->expires_ms)},
+                                       {"expired", s.lease->expired}});
     }
     sources.push_back(std::move(d));
   }

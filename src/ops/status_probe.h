@@ -1,8 +1,9 @@
 #pragma once
 // `denormd status`: per watched namespace, the stored checkpoint (token, the times in it,
 // its age), whether the server's history still reaches back to it, tested by opening a
-// change stream that resumes after the token and closing it at once, and its headroom: how
-// far the oldest entry the server keeps is behind it (oplog_window.h). Stateless apart from
+// change stream that resumes after the token and closing it at once, its headroom: how
+// far the oldest entry the server keeps is behind it (oplog_window.h), and with --ha its
+// lease: which instance streams it, under which epoch, until when. Stateless apart from
 // the connection; thread-safe like it. The renderings are pure.
 
 #include <cstdint>
@@ -18,6 +19,14 @@ namespace denormd::ops {
 
 enum class history_state { reachable, lost, unknown, no_checkpoint };
 
+// A namespace's lease as status shows it (owner "" when released).
+struct lease_status {
+  std::string owner;
+  std::int64_t epoch = 0;
+  std::int64_t expires_ms = 0;  // the server's time
+  bool expired = false;         // judged by the server when read
+};
+
 struct source_status {
   mapping::ns source;
   bool has_checkpoint = false;
@@ -31,6 +40,8 @@ struct source_status {
   // nullopt when not measured, and then why in headroom_detail.
   std::optional<double> headroom_seconds;
   std::string headroom_detail;
+  // With --ha: the namespace's lease; nullopt when it has none.
+  std::optional<lease_status> lease;
 };
 
 class status_probe {

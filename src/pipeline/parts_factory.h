@@ -5,6 +5,7 @@
 // calls, which a pipeline makes from its source's and its backfill's threads (so they must be
 // thread-safe).
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -36,6 +37,9 @@ struct start_position {
   // high-water mark or when unknown) and the server-side filter of that stream ("" for none).
   std::optional<bson::timestamp> token_time;
   std::string filter;
+  // With --ha: the lease the pipeline writes under (sink::applier_options).
+  std::int64_t lease_epoch = 0;
+  std::shared_ptr<const std::atomic<std::int64_t>> lease_deadline;
 };
 
 class parts_factory {

@@ -62,6 +62,8 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   ao.initial_checkpoint_ms = from_.saved_ms;
   ao.gate = from_.gate;
   ao.filter = filter_text_;
+  ao.lease_epoch = from_.lease_epoch;
+  ao.lease_deadline = from_.lease_deadline;
   if (from_.start_at) ao.start_at_ms = static_cast<std::int64_t>(from_.start_at->t) * 1000;
   // Where a restart resumes until this pipeline stores a position of its own.
   if (from_.resume_after) {
@@ -115,8 +117,9 @@ start_position pipeline::resume_position() const {
   if (resync_unfinished_) return from_;
   const auto& applied = applier_->applied_position();
   if (!applied) return from_;  // nothing applied: the old start is still where to begin
-  start_position next{applied->token, std::nullopt,        applier_->checkpoint_ms(),
-                      std::nullopt,   applied->event_time, applied->filter};
+  start_position next{applied->token,    std::nullopt,        applier_->checkpoint_ms(),
+                      std::nullopt,      applied->event_time, applied->filter,
+                      from_.lease_epoch, from_.lease_deadline};
   // A replay that has not reached the end of what it holds back goes on holding it back.
   if (from_.gate && !from_.gate->passed(mapping::token_position(applied->token)))
     next.gate = from_.gate;

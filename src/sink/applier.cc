@@ -23,6 +23,14 @@ std::optional<bson::timestamp> unpack(std::uint64_t packed) {
                          static_cast<std::uint32_t>(packed & 0xFFFFFFFFU)};
 }
 
+mongo::status lease_expired(const std::string& source) {
+  return mongo::failure(mongo::driver_error{
+      mongo::driver_error::origin::client,
+      mongo::lease_expired_code,
+      "the lease of " + source + " was not renewed in time; nothing is written under it",
+      {}});
+}
+
 // The cluster time of a checkpoint's position: its event's, or the one its token encodes.
 std::optional<bson::timestamp> position_time(const checkpoint::checkpoint& cp) {
   return cp.event_time ? cp.event_time : mapping::token_time(cp.token);
@@ -104,10 +112,20 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
   }
 }
 
+bool applier::lease_valid() const {
+  return !opts_.lease_deadline || steady_ms() < opts_.lease_deadline->load();
+}
+
+mongo::status applier::save_position() {
+  if (!lease_valid()) return lease_expired(name_);
+  checkpoint::checkpoint cp = *position_;
+  cp.lease_epoch = opts_.lease_epoch;
+  return checkpoints_.save(opts_.source, cp);
+}
+
 bool applier::store_pending(std::stop_token& stop) {
   if (!pending_ || opts_.dry_run || held_) return true;
-  if (!with_retry(stop, "checkpoint", [&] { return checkpoints_.save(opts_.source, *position_); }))
-    return false;
+  if (!with_retry(stop, "checkpoint", [&] { return save_position(); })) return false;
   pending_ = false;
   stored(*position_);
   stored_at_ = std::chrono::steady_clock::now();
@@ -160,6 +178,7 @@ std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) 
 }
 
 mongo::status applier::write_groups() {
+  if (!lease_valid()) return lease_expired(name_);
   std::vector<std::size_t> pending;
   for (std::size_t g = 0; g + 1 < groups_.size(); ++g) {
     if (!written_[g] && groups_[g] < groups_[g + 1]) pending.push_back(g);
@@ -269,7 +288,7 @@ void applier::run(std::stop_token stop) {
   }
   // One attempt to store what was applied; if it fails, the next start replays it.
   if (pending_ && !opts_.dry_run && !held_) {
-    if (auto st = checkpoints_.save(opts_.source, *position_); st) {
+    if (auto st = save_position(); st) {
       stored(*position_);
       checkpoint_ms_ = wall_ms();
     } else {

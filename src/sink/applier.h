@@ -53,6 +53,11 @@ struct applier_options {
   // While replaying history that only some mappings need, which mapping takes which event;
   // dropped once the stream is past every position it holds back.
   std::optional<mapping::replay_gate> gate;
+  // With --ha: the epoch of the lease this source is written under (its checkpoints carry it),
+  // and the steady-clock deadline (ms) past which nothing may be written or stored (0 once the
+  // lease is gone). None without a lease.
+  std::int64_t lease_epoch = 0;
+  std::shared_ptr<const std::atomic<std::int64_t>> lease_deadline;
   // The cluster time of the stored position the stream starts from (its checkpoint's, or
   // --start-at's), if known: stored_through() until this applier stores one.
   std::optional<bson::timestamp> initial_position_time;
@@ -115,6 +120,10 @@ class applier {
   bool with_retry(std::stop_token& stop, const char* stage, F&& attempt);
   // Stores `position_` if pending (retrying until stored or stopped); false when stopped first.
   bool store_pending(std::stop_token& stop);
+  // Saves `position_` under the lease, if any; refused once the lease's deadline has passed.
+  mongo::status save_position();
+  // Without a lease, or before its deadline.
+  bool lease_valid() const;
   // Parses and plans `items` into the batch buffers; returns the newest event's wall time.
   std::int64_t plan_batch(const std::vector<source::stream_item>& items);
   // Writes the batch's groups not written yet, at the same time; the first failure, if any

@@ -329,3 +329,25 @@ def wait_until(predicate, timeout=30, interval=0.1, message="condition"):
     if isinstance(last, list) and len(last) > 5:
         last = "%d differences, the first 5: %r" % (len(last), last[:5])
     raise AssertionError("timed out waiting for %s; last result: %s" % (message, str(last)[:4000]))
+
+
+# --ha: the owner rendezvous hashing gives a unit (src/lease/lease_machine.cc), written again
+# here so that tests check the spread against an independent copy.
+M64 = (1 << 64) - 1
+
+
+def fnv1a(text, h=0xcbf29ce484222325):
+    for c in text.encode():
+        h = ((h ^ c) * 0x100000001b3) & M64
+    return h
+
+
+def mix(z):
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    return z ^ (z >> 31)
+
+
+def rendezvous_owner(unit, live):
+    """The instance among `live` that should hold `unit`."""
+    return max(sorted(live), key=lambda i: mix(fnv1a(i, fnv1a(unit) ^ 0x9e3779b97f4a7c15)))

@@ -103,6 +103,18 @@ class memory_client final : public mongo::document_client {
     for (const auto& r : requests) {
       const std::string id = r.filter->get("_id")->as_string();
       upserted = r.upsert;
+      // A fenced save: {$or: [{leaseEpoch: {$lte: e}}, {leaseEpoch: {$exists: false}}]}. An
+      // upsert that does not match an existing _id fails on the duplicate key, as MongoDB's.
+      if (const bson::value* any = r.filter->get("$or"); any != nullptr && docs.contains(id)) {
+        const auto& lte = any->as_array()[0].as_document().get("leaseEpoch")->as_document();
+        const bson::value* stored_epoch = docs[id].get("leaseEpoch");
+        if (stored_epoch != nullptr && stored_epoch->to_double() > lte.get("$lte")->to_double()) {
+          out.failed_index = 0;
+          out.write_error = mongo::driver_error{
+              mongo::driver_error::origin::server, 11000, "E11000 duplicate key error", {}};
+          return out;
+        }
+      }
       bson::document& d = docs[id];
       if (!d.contains("_id")) d.append("_id", id);
       for (const auto& f : r.update->get("$set")->as_document())
@@ -171,6 +183,34 @@ TEST(checkpoint_store_test, save_then_load_round_trips_per_namespace_in_the_meta
   EXPECT_EQ((*back)->event_ms, 1000);
   EXPECT_GT((*back)->saved_ms, 0);
   EXPECT_EQ(client.docs.size(), 2u);
+}
+
+TEST(checkpoint_store_test, a_newer_lease_fences_saves_and_marks_of_older_ones) {
+  memory_client client;
+  checkpoint_store store(client, "meta");
+  const mapping::ns customers{"shop", "customers"};
+  auto under = [&](std::int64_t epoch, const char* data) {
+    checkpoint cp{parse(std::string(R"({"_data":")") + data + "\"}"), 1, 0, std::nullopt, ""};
+    cp.lease_epoch = epoch;
+    return store.save(customers, cp);
+  };
+  // Before any lease (or without --ha) a save is not fenced.
+  ASSERT_TRUE(under(0, "01"));
+  ASSERT_EQ(store.fence(customers, 3).value(), 3);
+  ASSERT_TRUE(under(3, "02"));
+  EXPECT_EQ(client.docs["shop.customers"].get("leaseEpoch")->to_double(), 3);
+  // Instance B takes the namespace over at epoch 4: A, at 3, can store nothing any more.
+  ASSERT_EQ(store.fence(customers, 4).value(), 4);
+  auto refused = under(3, "03");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, mongo::lease_fenced_code);
+  EXPECT_EQ(refused.error().metric_code(), "lease_fenced");
+  EXPECT_NE(refused.error().message.find("newer lease than epoch 3"), std::string::npos);
+  EXPECT_EQ(bson::to_json(store.load(customers).value()->token), R"({"_data":"02"})");
+  // Marking under an older epoch changes nothing and says which epoch is there.
+  EXPECT_EQ(store.fence(customers, 2).value(), 4);
+  ASSERT_TRUE(under(4, "04"));
+  EXPECT_EQ(bson::to_json(store.load(customers).value()->token), R"({"_data":"04"})");
 }
 
 TEST(checkpoint_store_test, failures_are_returned_as_values) {

@@ -96,6 +96,9 @@ void use_every_family(metrics& m) {
   m.count_reload("ok");
   m.set_applied_through("orders-customer", 1700000000);
   m.set_history_headroom("shop.customers", 7200);
+  m.set_lease_held("shop.customers", true);
+  m.count_lease_change("acquired");
+  m.set_instances(3);
 }
 
 struct family_spec {
@@ -127,6 +130,9 @@ const std::vector<family_spec>& design_families() {
       {"denormd_mapping_reloads_total", "counter", {{"result", "ok"}}},
       {"denormd_applied_through_seconds", "gauge", {{"mapping", "orders-customer"}}},
       {"denormd_history_headroom_seconds", "gauge", {{"source", "shop.customers"}}},
+      {"denormd_lease_held", "gauge", {{"unit", "shop.customers"}}},
+      {"denormd_lease_changes_total", "counter", {{"reason", "acquired"}}},
+      {"denormd_instances", "gauge", {}},
   };
   return specs;
 }

@@ -50,6 +50,10 @@ std::vector<source_status> sample() {
   refused.source = {"shop", "reviews"};
   refused.headroom_seconds.reset();
   refused.headroom_detail = "cannot read the oldest entry of local.oplog.rs: the user lacks ...";
+  // With --ha: held, expired, released.
+  kept.lease = lease_status{"host-a:1", 3, 1714557625000, false};
+  refused.lease = lease_status{"host-b:7", 5, 1714557608000, true};
+  none.lease = lease_status{"", 2, 0, true};
   return {lost, none, kept, refused};
 }
 
@@ -74,6 +78,26 @@ TEST(ops_status_probe_test, renders_text) {
                       "local.oplog.rs: the user lacks"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("  lease: held by host-a:1, expires 2024-05-01T10:00:25.000Z (epoch 3)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  lease: expired 12s ago (last held by host-b:7), nobody streams it "
+                      "(epoch 5)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("shop.orders: no checkpoint (denormd run starts this source at the current "
+                      "time)\n  lease: released, nobody streams it (epoch 2)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(
+      text.find(
+          "shop.customers: checkpoint saved 2024-05-01T10:00:10.000Z (10s ago), last "
+          "event 2024-05-01T10:00:00.000Z (20s ago)\n  token {\"_data\":\"000000650000000100\"}"
+          "\n  history: LOST: the server no longer keeps changes that old; denormd run "
+          "must re-sync (server error 286: history lost)\n  history headroom none: the "
+          "oldest entry the server keeps is 2m05s past the checkpoint\n  lease"),
+      std::string::npos)
+      << "a namespace without a lease row shows none";
 }
 
 TEST(ops_status_probe_test, renders_json) {
@@ -100,6 +124,13 @@ TEST(ops_status_probe_test, renders_json) {
   const auto& refused = sources[3].as_document();
   EXPECT_TRUE(refused.get("headroomSeconds")->is_null());
   EXPECT_NE(refused.get("headroomDetail")->as_string().find("local.oplog.rs"), std::string::npos);
+  EXPECT_EQ(lost.get("lease"), nullptr);
+  const auto& held = kept.get("lease")->as_document();
+  EXPECT_EQ(held.get("owner")->as_string(), "host-a:1");
+  EXPECT_EQ(held.get("epoch")->to_double(), 3);
+  EXPECT_EQ(held.get("expiresAt")->as_string(), "2024-05-01T10:00:25.000Z");
+  EXPECT_EQ(*held.get("expired"), bson::value(false));
+  EXPECT_EQ(*refused.get("lease")->as_document().get("expired"), bson::value(true));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "bson/convert.h"
 #include "bson/json.h"
+#include "common/clock.h"
 #include "config/mapping_loader.h"
 
 namespace denormd::sink {
@@ -304,6 +305,27 @@ TEST_F(applier_test, lag_while_a_write_fails_is_the_age_of_the_event_being_writt
   stop();
   std::lock_guard lock(journal_.mutex);
   EXPECT_TRUE(journal_.saved.empty());
+}
+
+TEST_F(applier_test, nothing_is_written_or_stored_past_the_lease_deadline) {
+  auto deadline = std::make_shared<std::atomic<std::int64_t>>(0);  // lost (or not yet renewed)
+  options_.lease_deadline = deadline;
+  options_.lease_epoch = 5;
+  start();
+  ASSERT_TRUE(queue_.push(rename("e1", 1000)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  {
+    std::lock_guard lock(journal_.mutex);
+    EXPECT_EQ(journal_.write_calls, 0);
+    EXPECT_TRUE(journal_.saved.empty());
+  }
+  EXPECT_NE(metrics_.serialize().find("code=\"lease_expired\""), std::string::npos);
+  // Renewed: the batch goes out, and its checkpoint carries the lease's epoch.
+  *deadline = steady_ms() + 60000;
+  ASSERT_TRUE(saved("e1"));
+  stop();
+  std::lock_guard lock(journal_.mutex);
+  EXPECT_EQ(journal_.saved.back().lease_epoch, 5);
 }
 
 // One of several writers of an applier: records the customers each call wrote ("ack" lines

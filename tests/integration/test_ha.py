@@ -1,0 +1,210 @@
+"""--ha: several instances share the watched namespaces through leases in MongoDB. Each test
+starts instances against one test server and checks, from the lease table and each instance's
+metrics, that no namespace is written by two instances at once, and that every copy ends
+exact after kills, pauses and restarts."""
+import os
+import signal
+import threading
+import time
+
+from bson import json_util
+
+from tests.integration.base import ShopTestCase
+from tests.integration.harness import rendezvous_owner, wait_until
+
+
+class HaTest(ShopTestCase):
+    TTL_MS = 2000
+
+    def instance(self, name, ttl_ms=None):
+        return self.daemon(self.uri, "--ha", "--instance-id", name, "--lease-ttl-ms",
+                           str(ttl_ms or self.TTL_MS))
+
+    def units(self, d):
+        return {dict(labels)["unit"] for (n, labels), _ in d.metrics().items() if n == "denormd_lease_held"}
+
+    def held_by(self, d):
+        try:
+            return {dict(labels)["unit"] for (n, labels), v in d.metrics().items()
+                    if n == "denormd_lease_held" and v == 1}
+        except (OSError, AssertionError):
+            return set()  # stopped, or stopping
+
+    def owners(self, instances):
+        """{unit: [names of the live instances that say they hold it]}."""
+        out = {}
+        for name, d in instances.items():
+            if d.proc.poll() is None:
+                for u in self.held_by(d):
+                    out.setdefault(u, []).append(name)
+        return out
+
+    def all_held_once(self, instances, units):
+        o = self.owners(instances)
+        return set(o) == units and all(len(v) == 1 for v in o.values())
+
+    def check_one_writer(self, instances):
+        """Every unit an instance says it holds is its lease in the table, read after: no two
+        instances write one namespace."""
+        said = {name: self.held_by(d) for name, d in instances.items() if d.proc.poll() is None}
+        table = {row["_id"]: row for row in self.db.denormd_leases.find()}
+        for name, units in said.items():
+            for u in units:
+                self.assertEqual(table[u]["owner"], name, "%s says it holds %s, the table says %s" %
+                                 (name, u, table[u]["owner"]))
+
+    def checkpoints(self):
+        return {cp["_id"]: cp["token"]["_data"] for cp in self.db.denormd_checkpoints.find() if "token" in cp}
+
+    # -----------------------------------------------------------------------------------------
+    def test_three_instances_share_the_work_and_a_kill9_moves_its_units_within_the_ttl(self):
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        ds = {n: self.instance(n) for n in ("a", "b", "c")}
+        units = self.units(ds["a"])
+        self.assertGreaterEqual(len(units), 4)
+        # The first to start takes everything, then each unit moves to its rendezvous owner.
+        spread = {u: [rendezvous_owner(u, ds)] for u in units}
+        wait_until(lambda: self.owners(ds) == spread, timeout=20, message="units spread as rendezvous hashing says")
+        for d in ds.values():
+            self.assertEqual(d.metric_sum("denormd_instances"), 3)
+
+        done = threading.Event()
+        worker = threading.Thread(target=lambda: ([self.shop.random_change() for _ in range(1500)], done.set()))
+        worker.start()
+        time.sleep(0.5)
+        self.check_one_writer(ds)
+        owners = self.owners(ds)
+        counts = {n: sum(1 for v in owners.values() if n in v) for n in ds}
+        victim = max(counts, key=counts.get)
+        ds[victim].kill9()
+        killed_at = time.time()
+        rest = {n: d for n, d in ds.items() if n != victim}
+        while not self.all_held_once(rest, units):
+            self.check_one_writer(rest)
+            self.assertLess(time.time() - killed_at, self.TTL_MS / 1000 + 5, "units not taken over in time")
+            time.sleep(0.1)
+        worker.join()
+        self.converge()
+        self.check_one_writer(rest)
+        # Each of the dead instance's units went to the one rendezvous hashing gives it now.
+        wait_until(lambda: self.owners(rest) == {u: [rendezvous_owner(u, rest)] for u in units}, timeout=10,
+                   message="units spread over the survivors as rendezvous hashing says")
+        self.assertGreaterEqual(sum(d.metric_sum("denormd_lease_changes_total", reason="acquired")
+                                    for d in rest.values()), counts[victim])
+        for d in rest.values():
+            self.assertEqual(d.stop(), 0)
+
+    def test_a_paused_owner_stops_writing_and_checkpoints_never_go_back(self):
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        ds = {n: self.instance(n) for n in ("a", "b")}
+        units = self.units(ds["a"])
+        wait_until(lambda: self.all_held_once(ds, units), timeout=20, message="every unit held once")
+        owners = self.owners(ds)
+        victim = max(ds, key=lambda n: sum(1 for v in owners.values() if n in v))
+        other = [n for n in ds if n != victim][0]
+        victims_units = {u for u, v in owners.items() if victim in v}
+
+        seen = {}
+        went_back = []
+        stop_sampling = threading.Event()
+
+        def sample():
+            while not stop_sampling.is_set():
+                for unit, data in self.checkpoints().items():
+                    if unit in seen and data < seen[unit]:
+                        went_back.append((unit, seen[unit], data))
+                    seen[unit] = max(data, seen.get(unit, data))
+                time.sleep(0.05)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            for _ in range(200):
+                self.shop.random_change()
+            os.kill(ds[victim].proc.pid, signal.SIGSTOP)
+            for _ in range(300):  # while it is paused
+                self.shop.random_change()
+            wait_until(lambda: victims_units <= self.held_by(ds[other]), timeout=self.TTL_MS / 1000 + 8,
+                       message="the paused owner's units taken over")
+            os.kill(ds[victim].proc.pid, signal.SIGCONT)
+            # Back, it finds its leases gone or past their deadline, and stops writing them.
+            wait_until(lambda: not (self.held_by(ds[victim]) & victims_units), timeout=10,
+                       message="the resumed owner gives its units up")
+            for _ in range(300):
+                self.shop.random_change()
+            self.converge()
+            self.check_one_writer(ds)
+        finally:
+            stop_sampling.set()
+            sampler.join()
+        self.assertEqual(went_back, [], "a checkpoint went back")
+        log = ds[victim].log()
+        self.assertTrue("lease not renewed before its deadline" in log or "lease taken by another instance" in log,
+                        log[-3000:])
+        for d in ds.values():
+            self.assertEqual(d.stop(), 0)
+
+    def test_a_rolling_restart_under_load_hands_over_without_waiting_for_the_ttl(self):
+        ttl_ms = 8000
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        ds = {n: self.instance(n, ttl_ms) for n in ("a", "b")}
+        units = self.units(ds["a"])
+        wait_until(lambda: self.all_held_once(ds, units), timeout=30, message="every unit held once")
+        stop_load = threading.Event()
+        worker = threading.Thread(target=lambda: [self.shop.random_change() for _ in iter(stop_load.is_set, True)])
+        worker.start()
+        try:
+            for name in ("a", "b"):
+                self.assertEqual(ds[name].stop(), 0)
+                stopped_at = time.time()
+                rest = {n: d for n, d in ds.items() if n != name}
+                wait_until(lambda: self.all_held_once(rest, units), timeout=ttl_ms / 1000 + 10,
+                           message="units taken over after %s stopped" % name)
+                # A released lease is taken at the next round (TTL/3), not after the TTL.
+                self.assertLess(time.time() - stopped_at, ttl_ms / 1000 * 0.75)
+                ds[name] = self.instance(name, ttl_ms)
+                wait_until(lambda: self.all_held_once(ds, units) and name in sum(self.owners(ds).values(), []),
+                           timeout=ttl_ms / 1000 + 10, message="%s back with units of its own" % name)
+        finally:
+            stop_load.set()
+            worker.join()
+        self.converge()
+        for d in ds.values():
+            self.assertEqual(d.stop(), 0)
+
+    def test_one_instance_holds_everything_and_survives_a_lost_lease_table(self):
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        d = self.instance("solo")
+        units = self.units(d)
+        wait_until(lambda: self.held_by(d) == units, timeout=20, message="the lone instance holds every unit")
+        for _ in range(200):
+            self.shop.random_change()
+        self.converge()
+        self.assertEqual(d.metric_sum("denormd_instances"), 1)
+        rc, out, err = self.cmd("status")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("lease: held by solo, expires "), len(units), out)
+        self.assertEqual(d.stop(), 0)
+        # Every checkpoint carries its lease's epoch, and every lease was released at the stop.
+        leases = {row["_id"]: row for row in self.db.denormd_leases.find()}
+        for cp in self.db.denormd_checkpoints.find():
+            self.assertEqual(cp["leaseEpoch"], leases[cp["_id"]]["epoch"])
+            self.assertEqual(leases[cp["_id"]]["owner"], "")
+        # The lease table is lost (dropped) while the checkpoints keep their epochs: the next
+        # run's leases start at epoch 1, below the checkpoints', and are raised above them.
+        self.db.denormd_leases.drop()
+        some = sorted(units)[0]
+        self.db.denormd_checkpoints.update_one({"_id": some}, {"$set": {"leaseEpoch": 1000}})
+        d = self.instance("solo")
+        wait_until(lambda: self.held_by(d) == units, timeout=20, message="every unit held again")
+        self.assertIn("the checkpoint carries a newer lease epoch than the lease table", d.log())
+        self.assertEqual(self.db.denormd_leases.find_one({"_id": some})["epoch"], 1001)
+        for _ in range(100):
+            self.shop.random_change()
+        self.converge()
+        self.assertEqual(d.stop(), 0)
+        self.assertEqual(self.db.denormd_checkpoints.find_one({"_id": some})["leaseEpoch"], 1001)

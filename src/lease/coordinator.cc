@@ -34,7 +34,15 @@ void coordinator::run(std::stop_token stop) {
   const auto every = std::max(std::chrono::milliseconds(50), opts_.ttl / 3);
   do {
     round();
-  } while (sleep_unless_stopped(stop, every));
+  } while (sleep_unless_stopped(stop, next_round(every)));
+}
+
+std::chrono::milliseconds coordinator::next_round(std::chrono::milliseconds every) const {
+  std::lock_guard lock(mutex_);
+  if (!next_expiry_ms_) return every;
+  // Just after that lease expires (and its owner's heartbeat, renewed in the same round).
+  return std::clamp(std::chrono::milliseconds(*next_expiry_ms_ + 50),
+                    std::chrono::milliseconds(50), every);
 }
 
 void coordinator::drain() {
@@ -60,8 +68,13 @@ void coordinator::round() {
   }
   if (auto table = store_.table(); table) {
     table_.clear();
-    for (auto& e : *table)
+    next_expiry_ms_.reset();
+    for (auto& e : *table) {
+      if (!e.row.owner.empty() && e.row.owner != opts_.instance_id && !e.row.expired) {
+        next_expiry_ms_ = std::min(next_expiry_ms_.value_or(e.remaining_ms), e.remaining_ms);
+      }
       table_.push_back(std::move(e.row));
+    }
   } else {
     metrics_.count_error("lease", table.error().metric_code());
   }

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -71,6 +72,7 @@ class coordinator {
  private:
   void run(std::stop_token stop);
   void round();
+  std::chrono::milliseconds next_round(std::chrono::milliseconds every) const;
   void acquire(const std::string& unit, std::int64_t sent_ms);
   void renew(const std::string& unit, std::int64_t epoch, std::int64_t sent_ms);
   // No longer held: fence the writers, count `reason`, forget it.
@@ -87,6 +89,9 @@ class coordinator {
   std::set<std::string> releasing_;  // given up, waiting for the daemon to stop them
   std::vector<std::string> live_;
   std::vector<lease_row> table_;
+  // Until the next lease held by another instance expires (ms, as the server counted when
+  // read); the next round comes no later, so a dead owner's units move as soon as they can.
+  std::optional<std::int64_t> next_expiry_ms_;
   bool draining_ = false;
   std::jthread thread_;
 };

@@ -145,7 +145,9 @@ mongo::result<std::vector<std::string>> lease_store::live() {
 mongo::result<std::vector<lease_entry>> lease_store::table() {
   const bson::array pipeline{bson::document{
       {"$addFields",
-       bson::document{{"expired", bson::document{{"$lt", bson::array{"$expiresAt", "$$NOW"}}}}}}}};
+       bson::document{
+           {"expired", bson::document{{"$lt", bson::array{"$expiresAt", "$$NOW"}}}},
+           {"remainingMs", bson::document{{"$subtract", bson::array{"$expiresAt", "$$NOW"}}}}}}}};
   auto docs = conn_.aggregate(db_, leases_collection, pipeline);
   if (!docs) return docs.error();
   std::vector<lease_entry> out;
@@ -162,6 +164,8 @@ mongo::result<std::vector<lease_entry>> lease_store::table() {
       e.row.expired = v->as<bool>();
     if (const bson::value* v = d.get("expiresAt"); v != nullptr && v->is<bson::date_time>())
       e.expires_ms = v->as<bson::date_time>().millis;
+    if (const bson::value* v = d.get("remainingMs"); v != nullptr && v->is_number())
+      e.remaining_ms = static_cast<std::int64_t>(v->to_double());
     out.push_back(std::move(e));
   }
   return out;

@@ -21,7 +21,8 @@ inline constexpr const char* instances_collection = "denormd_instances";
 // A lease row with its expiry, as `denormd status` shows it.
 struct lease_entry {
   lease_row row;
-  std::int64_t expires_ms = 0;  // server time
+  std::int64_t expires_ms = 0;    // server time
+  std::int64_t remaining_ms = 0;  // until it expires, by the server's clock when read
 };
 
 class lease_store {

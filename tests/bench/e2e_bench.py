@@ -27,6 +27,7 @@ import os
 import platform
 import random
 import re
+import statistics
 import subprocess
 import sys
 import threading
@@ -36,7 +37,7 @@ import pymongo
 from pymongo import DeleteOne, InsertOne, UpdateMany, UpdateOne
 
 from tests.integration import seed
-from tests.integration.harness import DENORMD, EMULATOR, REAL_URI, Denormd, Emulator, write_mappings
+from tests.integration.harness import DENORMD, EMULATOR, REAL_URI, Denormd, Emulator, rendezvous_owner, write_mappings
 from tests.integration.shop import NewDocuments, Shop
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,6 +53,9 @@ REALISTIC = "realistic_catch_up"
 # command; not part of the main table.
 WRITERS = "writers"
 WRITER_COUNTS = (1, 2, 4)
+# --ha: the catch-up with 1, 2 and 3 instances, and the failover time over kills.
+HA = "ha"
+HA_INSTANCES = (1, 2, 3)
 # The baselines, the one the targets are stated against first: (script file, row label).
 SCRIPTS = (("thread_sync.py", "threads"), ("naive_sync.py", "naive"))
 # Where each script's sustained-throughput results go in --json, and the key of denormd's ratios
@@ -636,7 +640,8 @@ class Bench:
                                   ("latency", self.denormd_latency), ("coalescing", self.denormd_coalescing),
                                   ("fanout", self.denormd_fanout),
                                   ("catch_up", lambda: self.denormd_catch_up(mappings, meta)),
-                                  (WRITERS, lambda: self.denormd_writers(mappings, meta))):
+                                  (WRITERS, lambda: self.denormd_writers(mappings, meta)),
+                                  (HA, lambda: self.denormd_ha(mappings, meta))):
                 if not self.args.only or name in self.args.only.split(","):
                     r[name] = measure()
         finally:
@@ -810,6 +815,108 @@ class Bench:
         self.wait_ready()
         return out
 
+    def ha_instances(self, mappings, meta, names, ttl_ms):
+        return {n: Denormd(self.uri, meta, mappings, *self.denormd_args(), "--ha", "--instance-id", n,
+                           "--lease-ttl-ms", str(ttl_ms)) for n in names}
+
+    @staticmethod
+    def lease_owners(instances):
+        """{unit: [instances that say they hold it]}, from each live instance's metrics."""
+        out = {}
+        for name, d in instances.items():
+            if d.proc.poll() is not None:
+                continue
+            try:
+                m = d.metrics()
+            except OSError:
+                continue
+            for (metric, labels), v in m.items():
+                if metric == "denormd_lease_held" and v == 1:
+                    out.setdefault(dict(labels)["unit"], []).append(name)
+        return out
+
+    def wait_spread(self, instances, units, timeout=120, settled=True):
+        """Until every unit is held once (and, when `settled`, by its rendezvous owner among
+        `instances`); returns the owners."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            o = self.lease_owners(instances)
+            if set(o) == units and all(len(v) == 1 for v in o.values()):
+                if not settled or all(v == [rendezvous_owner(u, instances)] for u, v in o.items()):
+                    return o
+            time.sleep(0.05)
+        raise AssertionError("the units were not held once each within %d s" % timeout)
+
+    def denormd_ha(self, mappings, meta):
+        """--ha. The copy catch-up (a fifth of its backlog) with 1, 2 and 3 instances started
+        together, from the moment they start (their lease rounds included) until every marker
+        is applied. Then the failover time over --ha-kills kills: three instances with
+        --ha-ttl-ms under a steady 500 events/s, the one holding the most units killed (-9),
+        timed until every unit is held again by a survivor; the killed one is restarted under
+        the same name before the next kill."""
+        out = dict(backlog=max(1000, self.backlog // 5), ttl_ms=self.args.ha_ttl_ms, catch_up=[], failovers_s=[])
+        self.settle()
+        if self.denormd.stop() != 0:
+            raise AssertionError("denormd did not stop cleanly:\n" + self.denormd.log()[-3000:])
+        units = None
+        for n in HA_INSTANCES:
+            count, _ = self.gen.drive(self.shop.mixed_event, None, count=out["backlog"])
+            checks = self.shop.write_markers(ALL_SOURCES)
+            t0 = time.time()
+            group = self.ha_instances(mappings, meta, ["i%d" % k for k in range(n)], self.args.ha_ttl_ms)
+            try:
+                if not wait_markers(checks, 1800):
+                    raise AssertionError("the --ha catch-up did not finish")
+                t1 = time.time()
+                units = units or {dict(labels)["unit"] for (m, labels) in group["i0"].metrics()
+                                  if m == "denormd_lease_held"}
+                row = dict(instances=n, seconds=round(t1 - t0, 2), events_per_s=round(count / (t1 - t0)))
+                say("  ha catch-up: %s" % row)
+                out["catch_up"].append(row)
+            finally:
+                for d in group.values():
+                    d.stop(60)
+        names = ["a", "b", "c"]
+        group = self.ha_instances(mappings, meta, names, self.args.ha_ttl_ms)
+        stop_load = threading.Event()
+
+        def steady_load():
+            while not stop_load.is_set():
+                self.gen.drive(self.shop.mixed_event, 500, seconds=1)
+
+        load = threading.Thread(target=steady_load)
+        load.start()
+        try:
+            owners = self.wait_spread(group, units)
+            for _ in range(self.args.ha_kills):
+                held = {n: sum(1 for v in owners.values() if n in v) for n in names}
+                victim = max(held, key=held.get)
+                group[victim].kill9()
+                killed = time.time()
+                rest = {n: d for n, d in group.items() if n != victim}
+                self.wait_spread(rest, units, timeout=self.args.ha_ttl_ms / 1000 + 60, settled=False)
+                took = round(time.time() - killed, 2)
+                say("  ha failover: %s held %d units; all held again after %.2f s" % (victim, held[victim], took))
+                out["failovers_s"].append(took)
+                group[victim] = self.ha_instances(mappings, meta, [victim], self.args.ha_ttl_ms)[victim]
+                owners = self.wait_spread(group, units)
+        finally:
+            stop_load.set()
+            load.join()
+        if not wait_markers(self.shop.write_markers(ALL_SOURCES), 600):
+            raise AssertionError("the --ha instances did not apply everything after the kills")
+        for d in group.values():
+            if d.stop(60) not in (0, None):
+                raise AssertionError("an --ha instance did not stop cleanly")
+        f = out["failovers_s"]
+        out["failover_median_s"] = round(statistics.median(f), 2) if f else None
+        out["failover_max_s"] = max(f) if f else None
+        # The daemon the other measurements expect, back as it was.
+        self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args())
+        self.sync_proc = Proc(self.denormd.proc.pid)
+        self.wait_ready()
+        return out
+
     # -- the realistic catch-up: denormd and both scripts, each on a fresh server
     def realistic_catch_up(self):
         out = {}
@@ -972,7 +1079,7 @@ class Bench:
         self.results["machine"] = machine()
         t0, cpu0 = time.time(), cpu_times()
         only = self.args.only.split(",") if self.args.only else None
-        if not only or set(only) & set(DENORMD_MEASUREMENTS + (WRITERS,)):
+        if not only or set(only) & set(DENORMD_MEASUREMENTS + (WRITERS, HA)):
             self.run_denormd()
         if not only or REALISTIC in only:
             self.results[REALISTIC] = self.realistic_catch_up()
@@ -1094,7 +1201,23 @@ def markdown(r):
         parts.append(realistic_table(r[REALISTIC]))
     if WRITERS in r.get("denormd", {}):
         parts.append(writers_table(r["denormd"][WRITERS]))
+    if HA in r.get("denormd", {}):
+        parts.append(ha_table(r["denormd"][HA]))
     return "\n".join(parts)
+
+
+def ha_table(h):
+    """--ha: catch-up by instances, and the failover times."""
+    lines = ["| --ha (lease TTL %d ms) | %s |" % (h["ttl_ms"], " | ".join(
+        "%d instance%s" % (row["instances"], "" if row["instances"] == 1 else "s") for row in h["catch_up"])),
+             "|---|" + "---|" * len(h["catch_up"]),
+             "| Copy catch-up of %d source events: source events/s | %s |" % (
+                 h["backlog"], " | ".join("{:,}".format(row["events_per_s"]) for row in h["catch_up"]))]
+    if h["failovers_s"]:
+        lines.append("\nFailover after kill -9 of the instance holding the most units, until every unit is held "
+                     "again (%d kills): median %.2f s, max %.2f s.\n" % (
+                         len(h["failovers_s"]), h["failover_median_s"], h["failover_max_s"]))
+    return "\n".join(lines) + "\n"
 
 
 def writers_table(w):
@@ -1239,6 +1362,10 @@ def main():
     p.add_argument("--write-delay-ms", type=int, default=5, metavar="MS",
                    help="for the writers measurement: how long each of denormd's write commands is held "
                         "(0: only as the test server answers; default 5)")
+    p.add_argument("--ha-ttl-ms", type=int, default=None, metavar="MS",
+                   help="for the ha measurement: --lease-ttl-ms of the instances (default 10000; --quick 2000)")
+    p.add_argument("--ha-kills", type=int, default=None, metavar="N",
+                   help="for the ha measurement: instances killed one after another (default 10; --quick 2)")
     p.add_argument("--denormd-arg", action="append", help="extra flag(s) for denormd run, e.g. '--linger-ms 2'")
     args = p.parse_args()
     if args.render:
@@ -1251,9 +1378,13 @@ def main():
         add_ratios(results)
         print(markdown(results))
         return
-    unknown = set(args.only.split(",") if args.only else ()) - set(DENORMD_MEASUREMENTS + (REALISTIC, WRITERS))
+    unknown = set(args.only.split(",") if args.only else ()) - set(DENORMD_MEASUREMENTS + (REALISTIC, WRITERS, HA))
     if unknown:
         p.error("--only: unknown measurement(s) %s" % ", ".join(sorted(unknown)))
+    if args.ha_ttl_ms is None:
+        args.ha_ttl_ms = 2000 if args.quick else 10000
+    if args.ha_kills is None:
+        args.ha_kills = 2 if args.quick else 10
     results = Bench(args).run()
     text = json.dumps(results, indent=1)
     if args.json:

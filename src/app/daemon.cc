@@ -271,7 +271,7 @@ int daemon::run() {
   running.start(*replay, stop_.get_token());
   // With --ha the namespaces start as their leases are taken: the coordinator asks, the main
   // thread (serve, below) starts and stops them.
-  std::optional<lease::lease_store> lease_table;
+  std::optional<lease::lease_store> leases_in_db;
   std::unique_ptr<lease::coordinator> leases;
   if (opts_.ha) {
     std::map<std::string, mapping::ns> unit_ns;
@@ -281,7 +281,7 @@ int daemon::run() {
       units.push_back(src.full());
     }
     m.declare_leases(units);
-    lease_table.emplace(**conn, meta_db, opts_.lease_ttl_ms);
+    leases_in_db.emplace(**conn, meta_db, opts_.lease_ttl_ms);
     lease::unit_hooks hooks;
     hooks.start = [&, unit_ns](const std::string& unit, const lease::lease_grant& grant) {
       reloads.post_task([&, src = unit_ns.at(unit), grant] {
@@ -298,7 +298,7 @@ int daemon::run() {
       return checkpoints.fence(unit_ns.at(unit), epoch);
     };
     leases = std::make_unique<lease::coordinator>(
-        *lease_table, m,
+        *leases_in_db, m,
         lease::coordinator_options{
             opts_.instance_id.empty() ? default_instance_id() : opts_.instance_id, units,
             std::chrono::milliseconds(opts_.lease_ttl_ms)},

@@ -7,7 +7,7 @@
 
 namespace denormd::lease {
 
-coordinator::coordinator(lease_store& store, metrics::metrics& m, coordinator_options opts,
+coordinator::coordinator(lease_table& store, metrics::metrics& m, coordinator_options opts,
                          unit_hooks hooks)
     : store_(store),
       metrics_(m),
@@ -41,8 +41,8 @@ std::chrono::milliseconds coordinator::next_round(std::chrono::milliseconds ever
   std::lock_guard lock(mutex_);
   if (!next_expiry_ms_) return every;
   // Just after that lease expires (and its owner's heartbeat, renewed in the same round).
-  return std::clamp(std::chrono::milliseconds(*next_expiry_ms_ + 50),
-                    std::chrono::milliseconds(50), every);
+  return std::clamp(std::chrono::milliseconds(*next_expiry_ms_ + 50), std::chrono::milliseconds(50),
+                    every);
 }
 
 void coordinator::drain() {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "lease/lease_machine.h"
-#include "lease/lease_store.h"
+#include "lease/lease_table.h"
 #include "metrics/metrics.h"
 
 namespace denormd::lease {
@@ -57,12 +57,14 @@ struct coordinator_options {
 
 class coordinator {
  public:
-  coordinator(lease_store& store, metrics::metrics& m, coordinator_options opts, unit_hooks hooks);
+  coordinator(lease_table& store, metrics::metrics& m, coordinator_options opts, unit_hooks hooks);
   ~coordinator();
   coordinator(const coordinator&) = delete;
   coordinator& operator=(const coordinator&) = delete;
 
   void start();
+  // One round now: what the thread does every period (tests call it without start()).
+  void round();
   void drain();
   void release_all();
   // The daemon stopped a unit given up: release its lease.
@@ -71,7 +73,6 @@ class coordinator {
 
  private:
   void run(std::stop_token stop);
-  void round();
   std::chrono::milliseconds next_round(std::chrono::milliseconds every) const;
   void acquire(const std::string& unit, std::int64_t sent_ms);
   void renew(const std::string& unit, std::int64_t epoch, std::int64_t sent_ms);
@@ -79,7 +80,7 @@ class coordinator {
   void forget(const std::string& unit, const char* reason);
   void release_locked(const std::string& unit);
 
-  lease_store& store_;
+  lease_table& store_;
   metrics::metrics& metrics_;
   const coordinator_options opts_;
   const unit_hooks hooks_;

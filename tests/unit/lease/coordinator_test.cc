@@ -1,0 +1,226 @@
+// The coordinator's rounds against an in-memory lease table: what it takes, renews, gives
+// up and drops, what it asks the daemon to start and stop, and how it fences checkpoints.
+#include "lease/coordinator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/clock.h"
+
+namespace denormd::lease {
+namespace {
+
+// The lease table as MongoDB would keep it, without the clock: a test expires a row by hand.
+class memory_table final : public lease_table {
+ public:
+  struct row {
+    std::string owner;
+    std::int64_t epoch = 0;
+    bool expired = false;
+  };
+  std::map<std::string, row> rows;
+  std::vector<std::string> live_list;
+  bool renewals_fail = false;
+  int heartbeats = 0;
+  bool left = false;
+
+  mongo::result<std::optional<std::int64_t>> acquire(const std::string& unit,
+                                                     const std::string& me) override {
+    row& r = rows[unit];
+    if (!r.owner.empty() && !r.expired && r.owner != me) return std::optional<std::int64_t>{};
+    r = row{me, r.epoch + 1, false};
+    return std::optional<std::int64_t>{r.epoch};
+  }
+  mongo::result<bool> renew(const std::string& unit, const std::string& me,
+                            std::int64_t epoch) override {
+    if (renewals_fail)
+      return mongo::failure(
+          mongo::driver_error{mongo::driver_error::origin::network, 0, "down", {}});
+    const row& r = rows[unit];
+    return r.owner == me && r.epoch == epoch;
+  }
+  mongo::result<bool> raise_epoch(const std::string& unit, const std::string& me, std::int64_t from,
+                                  std::int64_t to) override {
+    row& r = rows[unit];
+    if (r.owner != me || r.epoch != from) return false;
+    r.epoch = to;
+    return true;
+  }
+  mongo::status release(const std::string& unit, const std::string& me,
+                        std::int64_t epoch) override {
+    row& r = rows[unit];
+    if (r.owner == me && r.epoch == epoch) r.owner.clear();
+    return {};
+  }
+  mongo::status heartbeat(const std::string&, const std::vector<std::string>&) override {
+    ++heartbeats;
+    return {};
+  }
+  mongo::status leave(const std::string&) override {
+    left = true;
+    return {};
+  }
+  mongo::result<std::vector<std::string>> live() override { return live_list; }
+  mongo::result<std::vector<lease_entry>> table() override {
+    std::vector<lease_entry> out;
+    for (const auto& [unit, r] : rows)
+      out.push_back(
+          lease_entry{lease_row{unit, r.owner, r.epoch, r.expired}, 0, r.expired ? 0 : 5000});
+    return out;
+  }
+};
+
+class coordinator_test : public ::testing::Test {
+ protected:
+  coordinator_test() : metrics_("test") {
+    table_.live_list = {"a"};
+    hooks_.start = [this](const std::string& unit, const lease_grant& g) { started_[unit] = g; };
+    hooks_.stop = [this](const std::string& unit, bool release) {
+      stopped_.push_back(unit + (release ? " release" : " drop"));
+    };
+    hooks_.fence = [this](const std::string& unit,
+                          std::int64_t epoch) -> mongo::result<std::int64_t> {
+      fenced_.push_back(unit + " " + std::to_string(epoch));
+      if (fence_fails_)
+        return mongo::failure(
+            mongo::driver_error{mongo::driver_error::origin::network, 0, "down", {}});
+      return std::max(epoch, checkpoint_epoch_);
+    };
+  }
+  coordinator& make(std::vector<std::string> units) {
+    c_ = std::make_unique<coordinator>(
+        table_, metrics_, coordinator_options{"a", std::move(units), std::chrono::seconds(10)},
+        hooks_);
+    return *c_;
+  }
+  double metric(const std::string& line_start) {
+    const std::string text = metrics_.serialize();
+    const auto at = text.find("\n" + line_start);
+    return at == std::string::npos ? -1 : std::stod(text.substr(at + 1 + line_start.size()));
+  }
+
+  memory_table table_;
+  metrics::metrics metrics_;
+  unit_hooks hooks_;
+  std::map<std::string, lease_grant> started_;
+  std::vector<std::string> stopped_;
+  std::vector<std::string> fenced_;
+  bool fence_fails_ = false;
+  std::int64_t checkpoint_epoch_ = 0;
+  std::unique_ptr<coordinator> c_;
+};
+
+TEST_F(coordinator_test, a_round_takes_the_free_units_fences_their_checkpoints_and_starts_them) {
+  auto& c = make({"s.x", "s.y"});
+  const std::int64_t before = steady_ms();
+  c.round();
+  EXPECT_EQ(table_.heartbeats, 1);
+  EXPECT_EQ(fenced_, (std::vector<std::string>{"s.x 1", "s.y 1"}));
+  ASSERT_EQ(started_.size(), 2u);
+  EXPECT_EQ(started_["s.x"].epoch, 1);
+  // Writable until the renewal sent + TTL - TTL/5.
+  EXPECT_GE(started_["s.x"].deadline->load(), before + 8000);
+  EXPECT_LE(started_["s.x"].deadline->load(), steady_ms() + 8000);
+  EXPECT_EQ(c.held_units(), (std::vector<std::string>{"s.x", "s.y"}));
+  EXPECT_EQ(metric("denormd_lease_held{unit=\"s.x\"} "), 1);
+  EXPECT_EQ(metric("denormd_lease_changes_total{reason=\"acquired\"} "), 2);
+  EXPECT_EQ(metric("denormd_instances "), 1);
+  // The next round renews: nothing started again.
+  c.round();
+  EXPECT_EQ(started_.size(), 2u);
+  EXPECT_EQ(table_.rows["s.x"].epoch, 1);
+}
+
+TEST_F(coordinator_test, a_unit_given_up_is_released_only_once_the_daemon_stopped_it) {
+  std::vector<std::string> units;
+  for (int i = 0; i < 12; ++i)
+    units.push_back("s.c" + std::to_string(i));
+  auto& c = make(units);
+  c.round();
+  ASSERT_EQ(c.held_units().size(), 12u);
+  table_.live_list = {"a", "b"};  // b joins
+  c.round();
+  std::vector<std::string> expected;
+  for (const auto& u : units) {
+    if (owner_of(u, {"a", "b"}) == "b") expected.push_back(u + " release");
+  }
+  ASSERT_FALSE(expected.empty());
+  std::sort(expected.begin(), expected.end());  // units go in name order
+  EXPECT_EQ(stopped_, expected);
+  // Still held and renewed until the daemon says the pipeline stopped; asked only once.
+  c.round();
+  EXPECT_EQ(stopped_, expected);
+  const std::string first = expected.front().substr(0, expected.front().find(' '));
+  EXPECT_EQ(table_.rows[first].owner, "a");
+  c.released(first);
+  EXPECT_EQ(table_.rows[first].owner, "");
+  EXPECT_EQ(c.held_units().size(), 11u);
+  EXPECT_EQ(started_[first].deadline->load(), 0);
+  EXPECT_EQ(metric("denormd_lease_changes_total{reason=\"released\"} "), 1);
+}
+
+TEST_F(coordinator_test, a_lease_found_taken_is_stolen_and_its_writers_fenced_at_once) {
+  auto& c = make({"s.x"});
+  c.round();
+  table_.rows["s.x"] = {"other", 2, false};  // expired on the server and taken meanwhile
+  c.round();
+  EXPECT_EQ(stopped_, (std::vector<std::string>{"s.x drop"}));
+  EXPECT_EQ(started_["s.x"].deadline->load(), 0);
+  EXPECT_TRUE(c.held_units().empty());
+  EXPECT_EQ(metric("denormd_lease_changes_total{reason=\"stolen\"} "), 1);
+  c.round();  // held by a live owner: not taken back
+  EXPECT_EQ(table_.rows["s.x"].owner, "other");
+}
+
+TEST_F(coordinator_test, a_failed_renewal_keeps_the_deadline_it_had) {
+  auto& c = make({"s.x"});
+  c.round();
+  const std::int64_t deadline = started_["s.x"].deadline->load();
+  table_.renewals_fail = true;
+  c.round();
+  EXPECT_EQ(started_["s.x"].deadline->load(), deadline);
+  EXPECT_TRUE(stopped_.empty());
+  EXPECT_NE(metrics_.serialize().find("denormd_errors_total{code=\"network\",stage=\"lease\"} 1"),
+            std::string::npos);
+}
+
+TEST_F(coordinator_test, a_checkpoint_marked_by_a_newer_epoch_than_the_table_is_passed) {
+  checkpoint_epoch_ = 1000;  // the lease table was lost; the checkpoint kept its epoch
+  auto& c = make({"s.x"});
+  c.round();
+  EXPECT_EQ(fenced_, (std::vector<std::string>{"s.x 1", "s.x 1001"}));
+  EXPECT_EQ(started_["s.x"].epoch, 1001);
+  EXPECT_EQ(table_.rows["s.x"].epoch, 1001);
+}
+
+TEST_F(coordinator_test, a_checkpoint_that_cannot_be_marked_gives_the_lease_back) {
+  fence_fails_ = true;
+  auto& c = make({"s.x"});
+  c.round();
+  EXPECT_TRUE(started_.empty());
+  EXPECT_TRUE(c.held_units().empty());
+  EXPECT_EQ(table_.rows["s.x"].owner, "");
+  fence_fails_ = false;
+  c.round();  // the next round takes it
+  EXPECT_EQ(started_["s.x"].epoch, 2);
+}
+
+TEST_F(coordinator_test, draining_takes_nothing_and_release_all_releases_everything) {
+  auto& c = make({"s.x", "s.y"});
+  table_.rows["s.y"] = {"other", 4, false};
+  c.round();
+  EXPECT_EQ(c.held_units(), (std::vector<std::string>{"s.x"}));
+  c.drain();
+  table_.rows["s.y"].expired = true;  // free now, but a draining instance does not take it
+  c.round();
+  EXPECT_EQ(c.held_units(), (std::vector<std::string>{"s.x"}));
+  c.release_all();
+  EXPECT_TRUE(c.held_units().empty());
+  EXPECT_EQ(table_.rows["s.x"].owner, "");
+  EXPECT_TRUE(table_.left);
+}
+
+}  // namespace
+}  // namespace denormd::lease

@@ -159,6 +159,9 @@ std::jthread exit_at_deadline() {
   });
 }
 
+// With --ha, the lease unit of the automatic backfill (no namespace: it has no dot).
+constexpr const char* backfill_unit = "auto-backfill";
+
 // This instance's name among its peers: hostname:pid.
 std::string default_instance_id() {
   char host[256] = {};
@@ -280,21 +283,35 @@ int daemon::run() {
       unit_ns.emplace(src.full(), src);
       units.push_back(src.full());
     }
+    // One more unit: the automatic backfill runs on the one instance that holds it.
+    units.push_back(backfill_unit);
     m.declare_leases(units);
     leases_in_db.emplace(**conn, meta_db, opts_.lease_ttl_ms);
     lease::unit_hooks hooks;
     hooks.start = [&, unit_ns](const std::string& unit, const lease::lease_grant& grant) {
+      if (unit == backfill_unit) {
+        reloads.post_task([&] { running.start_backfill_unit(); });
+        return;
+      }
       reloads.post_task([&, src = unit_ns.at(unit), grant] {
         running.start_unit(src, grant.epoch, grant.deadline, stop_.get_token());
       });
     };
     hooks.stop = [&, unit_ns](const std::string& unit, bool release) {
-      reloads.post_task([&, src = unit_ns.at(unit), unit, release] {
-        running.stop_unit(src);
+      reloads.post_task([&, unit_ns, unit, release] {
+        if (unit == backfill_unit) {
+          running.stop_backfill_unit();
+        } else {
+          running.stop_unit(unit_ns.at(unit));
+        }
         if (release) leases->released(unit);
       });
     };
-    hooks.fence = [&checkpoints, unit_ns](const std::string& unit, std::int64_t epoch) {
+    hooks.fence = [&checkpoints, unit_ns](const std::string& unit,
+                                          std::int64_t epoch) -> mongo::result<std::int64_t> {
+      // The backfill stores its progress per mapping and races the streams by design: there
+      // is no checkpoint of its own to fence.
+      if (unit == backfill_unit) return epoch;
       return checkpoints.fence(unit_ns.at(unit), epoch);
     };
     leases = std::make_unique<lease::coordinator>(

@@ -113,7 +113,18 @@ void reloader::start(const replay_point& replay, std::stop_token stop) {
   }
   for (const auto& m : planner_->mappings())
     removed_.erase(m.name);  // back (replayed above) or back changed (backfilled)
-  if (!stop.stop_requested()) start_backfill();
+  // With --ha it runs on the instance holding its lease (start_backfill_unit).
+  if (!stop.stop_requested() && !opts_.ha) start_backfill();
+}
+
+void reloader::start_backfill_unit() {
+  if (!backfill_) start_backfill();
+}
+
+void reloader::stop_backfill_unit() {
+  if (!backfill_) return;
+  backfill_->stop();  // between two batches: its progress is stored for the next holder
+  backfill_.reset();
 }
 
 bool reloader::note_removed_at_start(std::stop_token stop) {

@@ -65,6 +65,9 @@ class reloader {
                   std::stop_token stop);
   // The lease of `source` is lost or given up: stop its pipeline (its checkpoint stored).
   void stop_unit(const mapping::ns& source);
+  // With --ha, on the main thread: the automatic backfill's lease was taken or went.
+  void start_backfill_unit();
+  void stop_backfill_unit();
 
  private:
   // Reads which mappings went away and where they stopped (also those gone since the last

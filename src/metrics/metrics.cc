@@ -217,8 +217,8 @@ struct metrics::impl {
   labelled<prometheus::Gauge, 1> lease_held{
       gauge(*registry, "denormd_lease_held",
             "With --ha: 1 while this instance holds the lease of a watched namespace (the "
-            "unit) and so streams and writes it, 0 otherwise. Summed over instances, 1 per "
-            "unit."),
+            "unit) and so streams and writes it, or of auto-backfill and so runs the automatic "
+            "backfill, 0 otherwise. Summed over instances, 1 per unit."),
       {"unit"}};
   labelled<prometheus::Counter, 1> lease_changes{
       counter(*registry, "denormd_lease_changes_total",

@@ -11,6 +11,7 @@ from bson import json_util
 
 from tests.integration.base import ShopTestCase
 from tests.integration.harness import rendezvous_owner, wait_until
+from tests.integration.seed import OPEN
 
 
 class HaTest(ShopTestCase):
@@ -185,9 +186,10 @@ class HaTest(ShopTestCase):
             self.shop.random_change()
         self.converge()
         self.assertEqual(d.metric_sum("denormd_instances"), 1)
+        namespaces = {u for u in units if u != "auto-backfill"}
         rc, out, err = self.cmd("status")
         self.assertEqual(rc, 0, err)
-        self.assertEqual(out.count("lease: held by solo, expires "), len(units), out)
+        self.assertEqual(out.count("lease: held by solo, expires "), len(namespaces), out)
         self.assertEqual(d.stop(), 0)
         # Every checkpoint carries its lease's epoch, and every lease was released at the stop.
         leases = {row["_id"]: row for row in self.db.denormd_leases.find()}
@@ -197,7 +199,7 @@ class HaTest(ShopTestCase):
         # The lease table is lost (dropped) while the checkpoints keep their epochs: the next
         # run's leases start at epoch 1, below the checkpoints', and are raised above them.
         self.db.denormd_leases.drop()
-        some = sorted(units)[0]
+        some = sorted(namespaces)[0]
         self.db.denormd_checkpoints.update_one({"_id": some}, {"$set": {"leaseEpoch": 1000}})
         d = self.instance("solo")
         wait_until(lambda: self.held_by(d) == units, timeout=20, message="every unit held again")
@@ -208,3 +210,31 @@ class HaTest(ShopTestCase):
         self.converge()
         self.assertEqual(d.stop(), 0)
         self.assertEqual(self.db.denormd_checkpoints.find_one({"_id": some})["leaseEpoch"], 1001)
+
+    def test_the_automatic_backfill_runs_on_the_instance_holding_its_lease(self):
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        # Copies written before the mappings existed: only the automatic backfill repairs them.
+        self.db.orders.update_many({"status": {"$in": OPEN}}, {"$set": {"customer.name": "stale"}})
+        names = ["a", "b"]
+        holder = rendezvous_owner("auto-backfill", names)
+        other = [n for n in names if n != holder][0]
+
+        def start(name):
+            return self.daemon(self.uri, "--ha", "--instance-id", name, "--lease-ttl-ms", str(self.TTL_MS),
+                               auto_backfill=True)
+
+        ds = {holder: start(holder)}
+        wait_until(lambda: "auto-backfill" in self.held_by(ds[holder]), timeout=20,
+                   message="the first instance holds the backfill's lease")
+        ds[other] = start(other)
+        units = self.units(ds[holder])
+        spread = {u: [rendezvous_owner(u, names)] for u in units}
+        wait_until(lambda: self.owners(ds) == spread, timeout=20, message="units spread as rendezvous hashing says")
+        self.converge()
+        wait_until(lambda: "new and changed mappings are backfilled" in ds[holder].log(), timeout=20,
+                   message="the holder finished the backfill")
+        # The other instance never held the backfill's lease, so it never ran the backfill.
+        self.assertNotIn("mappings are backfilled", ds[other].log())
+        for d in ds.values():
+            self.assertEqual(d.stop(), 0)

@@ -90,9 +90,10 @@ void coordinator::round() {
         renew(a.unit, a.epoch, sent);
         break;
       case lease_action::kind::release:
-        // Kept renewed until its pipeline has stopped and released() is called.
+        // Kept renewed until its pipeline has stopped and released() is called (unless the
+        // renewal finds it taken: then it is gone already).
         renew(a.unit, a.epoch, sent);
-        if (!draining_ && releasing_.insert(a.unit).second) {
+        if (!draining_ && machine_.held().contains(a.unit) && releasing_.insert(a.unit).second) {
           log::info("lease", "giving a namespace up to the instance it belongs to now",
                     {{"unit", a.unit}});
           hooks_.stop(a.unit, true);
@@ -197,7 +198,9 @@ void coordinator::release_locked(const std::string& unit) {
 
 void coordinator::released(const std::string& unit) {
   std::lock_guard lock(mutex_);
-  if (releasing_.contains(unit)) release_locked(unit);
+  if (!releasing_.contains(unit)) return;
+  release_locked(unit);
+  releasing_.erase(unit);  // also when it was lost meanwhile
 }
 
 void coordinator::release_all() {

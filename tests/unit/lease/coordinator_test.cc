@@ -72,6 +72,13 @@ class memory_table final : public lease_table {
   }
 };
 
+std::vector<std::string> twelve_units() {
+  std::vector<std::string> units;
+  for (int i = 0; i < 12; ++i)
+    units.push_back("s.c" + std::to_string(i));
+  return units;
+}
+
 class coordinator_test : public ::testing::Test {
  protected:
   coordinator_test() : metrics_("test") {
@@ -134,9 +141,7 @@ TEST_F(coordinator_test, a_round_takes_the_free_units_fences_their_checkpoints_a
 }
 
 TEST_F(coordinator_test, a_unit_given_up_is_released_only_once_the_daemon_stopped_it) {
-  std::vector<std::string> units;
-  for (int i = 0; i < 12; ++i)
-    units.push_back("s.c" + std::to_string(i));
+  const std::vector<std::string> units = twelve_units();
   auto& c = make(units);
   c.round();
   ASSERT_EQ(c.held_units().size(), 12u);
@@ -159,6 +164,32 @@ TEST_F(coordinator_test, a_unit_given_up_is_released_only_once_the_daemon_stoppe
   EXPECT_EQ(c.held_units().size(), 11u);
   EXPECT_EQ(started_[first].deadline->load(), 0);
   EXPECT_EQ(metric("denormd_lease_changes_total{reason=\"released\"} "), 1);
+}
+
+TEST_F(coordinator_test, a_unit_stolen_while_being_given_up_is_given_up_again_next_time) {
+  const std::vector<std::string> units = twelve_units();
+  auto& c = make(units);
+  c.round();
+  std::string moving;  // a unit that b wins
+  for (const auto& u : units) {
+    if (owner_of(u, {"a", "b"}) == "b") moving = u;
+  }
+  ASSERT_FALSE(moving.empty());
+  table_.live_list = {"a", "b"};
+  table_.rows[moving] = {"other", 9, false};  // taken just before a gives it up
+  c.round();
+  EXPECT_EQ(std::count(stopped_.begin(), stopped_.end(), moving + " drop"), 1);
+  EXPECT_EQ(std::count(stopped_.begin(), stopped_.end(), moving + " release"), 0);
+  c.released(moving);  // a stop the daemon finished late changes nothing
+  // Later a holds it again, and b comes back: it is given up again.
+  table_.live_list = {"a"};
+  table_.rows[moving].expired = true;
+  c.round();
+  ASSERT_TRUE(started_.contains(moving));
+  table_.live_list = {"a", "b"};
+  stopped_.clear();
+  c.round();
+  EXPECT_EQ(std::count(stopped_.begin(), stopped_.end(), moving + " release"), 1);
 }
 
 TEST_F(coordinator_test, a_lease_found_taken_is_stolen_and_its_writers_fenced_at_once) {

@@ -169,6 +169,65 @@ std::string default_instance_id() {
   return std::string(host) + ":" + std::to_string(getpid());
 }
 
+// With --ha: the lease table and the coordinator of this instance's leases.
+struct ha_parts {
+  std::optional<lease::lease_store> table;
+  std::unique_ptr<lease::coordinator> coordinator;
+};
+
+// Starts taking part in the leases of the watched namespaces and of the automatic backfill.
+// Taking or losing one posts a task that the main thread (reloader::serve) runs: it starts or
+// stops the unit there.
+void start_leases(ha_parts& ha, const options& o, mongo::connection& conn,
+                  const std::string& meta_db, const mapping::planner& planner, metrics::metrics& m,
+                  reloader& running, reload_requests& tasks,
+                  checkpoint::checkpoint_store& checkpoints, std::stop_token stop) {
+  std::map<std::string, mapping::ns> unit_ns;
+  std::vector<std::string> units;
+  for (const auto& src : planner.watched_namespaces()) {
+    unit_ns.emplace(src.full(), src);
+    units.push_back(src.full());
+  }
+  // One more unit: the automatic backfill runs on the one instance that holds it.
+  units.push_back(backfill_unit);
+  m.declare_leases(units);
+  ha.table.emplace(conn, meta_db, o.lease_ttl_ms);
+  lease::unit_hooks hooks;
+  hooks.start = [&running, &tasks, unit_ns, stop](const std::string& unit,
+                                                  const lease::lease_grant& grant) {
+    if (unit == backfill_unit) {
+      tasks.post_task([&running] { running.start_backfill_unit(); });
+      return;
+    }
+    tasks.post_task([&running, src = unit_ns.at(unit), grant, stop] {
+      running.start_unit(src, grant.epoch, grant.deadline, stop);
+    });
+  };
+  hooks.stop = [&running, &tasks, &ha, unit_ns](const std::string& unit, bool release) {
+    tasks.post_task([&running, &ha, unit_ns, unit, release] {
+      if (unit == backfill_unit) {
+        running.stop_backfill_unit();
+      } else {
+        running.stop_unit(unit_ns.at(unit));
+      }
+      if (release) ha.coordinator->released(unit);
+    });
+  };
+  hooks.fence = [&checkpoints, unit_ns](const std::string& unit,
+                                        std::int64_t epoch) -> mongo::result<std::int64_t> {
+    // The backfill stores its progress per mapping and races the streams by design: there is
+    // no checkpoint of its own to fence.
+    if (unit == backfill_unit) return epoch;
+    return checkpoints.fence(unit_ns.at(unit), epoch);
+  };
+  ha.coordinator = std::make_unique<lease::coordinator>(
+      *ha.table, m,
+      lease::coordinator_options{o.instance_id.empty() ? default_instance_id() : o.instance_id,
+                                 units, std::chrono::milliseconds(o.lease_ttl_ms)},
+      std::move(hooks));
+  ha.coordinator->start();
+}
+
 // Stops the pipelines (within the stop deadline), then releases the leases (after the last
 // checkpoints, so a peer starts exactly where this instance stopped), then the endpoint.
 void shut_down(pipeline::supervisor& pipelines, lease::coordinator* leases,
@@ -274,54 +333,10 @@ int daemon::run() {
   running.start(*replay, stop_.get_token());
   // With --ha the namespaces start as their leases are taken: the coordinator asks, the main
   // thread (serve, below) starts and stops them.
-  std::optional<lease::lease_store> leases_in_db;
-  std::unique_ptr<lease::coordinator> leases;
-  if (opts_.ha) {
-    std::map<std::string, mapping::ns> unit_ns;
-    std::vector<std::string> units;
-    for (const auto& src : planner->watched_namespaces()) {
-      unit_ns.emplace(src.full(), src);
-      units.push_back(src.full());
-    }
-    // One more unit: the automatic backfill runs on the one instance that holds it.
-    units.push_back(backfill_unit);
-    m.declare_leases(units);
-    leases_in_db.emplace(**conn, meta_db, opts_.lease_ttl_ms);
-    lease::unit_hooks hooks;
-    hooks.start = [&, unit_ns](const std::string& unit, const lease::lease_grant& grant) {
-      if (unit == backfill_unit) {
-        reloads.post_task([&] { running.start_backfill_unit(); });
-        return;
-      }
-      reloads.post_task([&, src = unit_ns.at(unit), grant] {
-        running.start_unit(src, grant.epoch, grant.deadline, stop_.get_token());
-      });
-    };
-    hooks.stop = [&, unit_ns](const std::string& unit, bool release) {
-      reloads.post_task([&, unit_ns, unit, release] {
-        if (unit == backfill_unit) {
-          running.stop_backfill_unit();
-        } else {
-          running.stop_unit(unit_ns.at(unit));
-        }
-        if (release) leases->released(unit);
-      });
-    };
-    hooks.fence = [&checkpoints, unit_ns](const std::string& unit,
-                                          std::int64_t epoch) -> mongo::result<std::int64_t> {
-      // The backfill stores its progress per mapping and races the streams by design: there
-      // is no checkpoint of its own to fence.
-      if (unit == backfill_unit) return epoch;
-      return checkpoints.fence(unit_ns.at(unit), epoch);
-    };
-    leases = std::make_unique<lease::coordinator>(
-        *leases_in_db, m,
-        lease::coordinator_options{
-            opts_.instance_id.empty() ? default_instance_id() : opts_.instance_id, units,
-            std::chrono::milliseconds(opts_.lease_ttl_ms)},
-        std::move(hooks));
-    leases->start();
-  }
+  ha_parts ha;
+  if (opts_.ha)
+    start_leases(ha, opts_, **conn, meta_db, *planner, m, running, reloads, checkpoints,
+                 stop_.get_token());
   ops::history_probe headroom(
       **conn, m,
       [&pipelines] {
@@ -339,8 +354,8 @@ int daemon::run() {
   }
   headroom.stop();
   running.stop();
-  if (leases) leases->drain();
-  shut_down(pipelines, leases.get(), **endpoint);
+  if (ha.coordinator) ha.coordinator->drain();
+  shut_down(pipelines, ha.coordinator.get(), **endpoint);
   return 0;
 }
 

@@ -77,13 +77,12 @@ std::size_t value_hash(const bson::value& v) {
 
 std::vector<std::size_t> partition(std::vector<write_op>& ops, std::size_t groups) {
   assert(groups >= 1);
-  std::vector<std::size_t> bounds(groups + 1, 0);
   if (groups == 1 || ops.empty()) {
-    bounds.back() = ops.size();
-    for (std::size_t g = 1; g < groups; ++g)
-      bounds[g] = ops.size();
+    std::vector<std::size_t> bounds(groups + 1, ops.size());  // all in the first group
+    bounds[0] = 0;
     return bounds;
   }
+  std::vector<std::size_t> bounds(groups + 1, 0);
   // Mappings with an op of unknown documents stay whole.
   std::unordered_set<const mapping*> whole;
   for (const auto& op : ops) {

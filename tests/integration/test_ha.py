@@ -238,3 +238,26 @@ class HaTest(ShopTestCase):
         self.assertNotIn("mappings are backfilled", ds[other].log())
         for d in ds.values():
             self.assertEqual(d.stop(), 0)
+
+    def test_a_standby_that_holds_nothing_is_ready(self):
+        self.shop.seed()
+        a = self.instance("a")
+        units = self.units(a)
+        wait_until(lambda: self.held_by(a) == units, timeout=20, message="a holds every unit")
+        # A name that rendezvous hashing gives none of the units beside a: a pure standby.
+        standby = next(n for n in ("s%d" % i for i in range(100000))
+                       if all(rendezvous_owner(u, ["a", n]) == "a" for u in units))
+        s = self.instance(standby)  # waits until /readyz answers 200
+        wait_until(lambda: s.metric_sum("denormd_instances") == 2 and a.metric_sum("denormd_instances") == 2,
+                   timeout=20, message="both instances see each other")
+        time.sleep(self.TTL_MS / 1000)  # a few rounds: nothing moves
+        self.assertEqual(self.held_by(s), set())
+        self.assertEqual(self.held_by(a), units)
+        self.assertEqual(s.get("/readyz")[0], 200)
+        # It takes over when the owner goes.
+        self.assertEqual(a.stop(), 0)
+        wait_until(lambda: self.held_by(s) == units, timeout=self.TTL_MS / 1000 + 5,
+                   message="the standby takes every unit")
+        wait_until(lambda: s.get("/readyz")[0] == 200, timeout=20, message="the standby streams")
+        self.assertEqual(s.stop(), 0)
+

@@ -4,6 +4,45 @@
 
 namespace denormd::checkpoint {
 
+namespace {
+
+bson::document to_document(const stopped_mapping& s) {
+  bson::document d{{"mapping", s.mapping}, {"fingerprint", s.fingerprint}, {"token", s.token}};
+  if (s.token_time) d.append("clusterTime", *s.token_time);
+  if (!s.filter.empty()) d.append("filter", s.filter);
+  return d;
+}
+
+std::string string_at(const bson::document& d, std::string_view key) {
+  const bson::value* v = d.get(key);
+  return v != nullptr && v->is_string() ? v->as_string() : std::string();
+}
+
+// The entries of `stoppedMappings` that are whole; a malformed one (edited by hand) is
+// skipped: a mapping put back without its entry is backfilled instead of replayed.
+std::vector<stopped_mapping> parse_stopped(const bson::value& list) {
+  std::vector<stopped_mapping> out;
+  if (!list.is_array()) return out;
+  for (const auto& item : list.as_array()) {
+    if (!item.is_document()) continue;
+    const bson::document& d = item.as_document();
+    const bson::value* token = d.get("token");
+    stopped_mapping s{string_at(d, "mapping"),
+                      string_at(d, "fingerprint"),
+                      {},
+                      std::nullopt,
+                      string_at(d, "filter")};
+    if (s.mapping.empty() || token == nullptr || !token->is_document()) continue;
+    s.token = token->as_document();
+    if (const bson::value* t = d.get("clusterTime"); t != nullptr && t->is<bson::timestamp>())
+      s.token_time = t->as<bson::timestamp>();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
 bson::document save_update(const checkpoint& cp, std::int64_t now_ms) {
   bson::document set{{"token", cp.token},
                      {"savedAt", bson::date_time{cp.saved_ms != 0 ? cp.saved_ms : now_ms}}};
@@ -19,6 +58,14 @@ bson::document save_update(const checkpoint& cp, std::int64_t now_ms) {
   else
     unset.append("filter", "");
   if (cp.lease_epoch != 0) set.append("leaseEpoch", cp.lease_epoch);
+  if (cp.stopped && !cp.stopped->empty()) {
+    bson::array list;
+    for (const auto& s : *cp.stopped)
+      list.push_back(to_document(s));
+    set.append("stoppedMappings", std::move(list));
+  } else if (cp.stopped) {
+    unset.append("stoppedMappings", "");
+  }
   bson::document update{{"$set", std::move(set)}};
   if (!unset.empty()) update.append("$unset", std::move(unset));
   return update;
@@ -39,6 +86,8 @@ std::optional<checkpoint> parse_checkpoint(const bson::document& doc) {
     cp.event_time = t->as<bson::timestamp>();
   if (const bson::value* f = doc.get("filter"); f != nullptr && f->is_string())
     cp.filter = f->as_string();
+  if (const bson::value* s = doc.get("stoppedMappings"); s != nullptr)
+    cp.stopped = parse_stopped(*s);
   return cp;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Where denormd keeps its place: one document per watched namespace in
-// `<db>.denormd_checkpoints`, {_id: "shop.customers", token, wallTime, savedAt, leaseEpoch} (the
-// token itself carries the cluster time; leaseEpoch only with --ha). Written with w:"majority" only
+// `<db>.denormd_checkpoints`, {_id: "shop.customers", token, wallTime, savedAt, leaseEpoch,
+// stoppedMappings} (the token itself carries the cluster time; leaseEpoch and stoppedMappings
+// only with --ha). Written with w:"majority" only
 // after every write up to that point was acknowledged. Stateless apart from the connection;
 // thread-safe.
 

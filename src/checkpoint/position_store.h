@@ -6,12 +6,26 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bson/value.h"
 #include "mapping/mapping.h"
 #include "mongo/driver_error.h"
 
 namespace denormd::checkpoint {
+
+// With --ha: a mapping that no longer reads the namespace, and where it stopped (everything up to
+// `token` was applied for it). Kept with the namespace's checkpoint, so that it moves with the
+// lease: whichever instance holds the namespace when the mapping is put back with the same
+// `fingerprint` replays from there (docs/architecture.md, "Reloads with --ha").
+struct stopped_mapping {
+  std::string mapping;
+  std::string fingerprint;
+  bson::document token;
+  std::optional<bson::timestamp> token_time;  // of the event `token` names (none: unknown)
+  std::string filter;                         // of the stream `token` came from
+  bool operator==(const stopped_mapping&) const = default;
+};
 
 struct checkpoint {
   bson::document token;
@@ -26,6 +40,9 @@ struct checkpoint {
   // With --ha: the epoch of the lease the writer holds. The store refuses the save when the
   // stored checkpoint carries a newer one (another instance took the namespace over).
   std::int64_t lease_epoch = 0;
+  // With --ha: the mappings that stopped reading the namespace. A save writes them only when
+  // set (an empty list removes them); a pipeline's saves leave them as they are.
+  std::optional<std::vector<stopped_mapping>> stopped = std::nullopt;
 };
 
 class position_store {

@@ -86,7 +86,8 @@ TEST(checkpoint_store_test, a_document_without_a_token_is_no_checkpoint) {
   EXPECT_EQ(bare->saved_ms, 0);
 }
 
-// A client holding one collection in memory: an upsert by _id applies $set; finds by _id.
+// A client holding one collection in memory: an upsert by _id applies $set and $unset; finds by
+// _id.
 class memory_client final : public mongo::document_client {
  public:
   std::map<std::string, bson::document> docs;  // by _id
@@ -119,6 +120,13 @@ class memory_client final : public mongo::document_client {
       if (!d.contains("_id")) d.append("_id", id);
       for (const auto& f : r.update->get("$set")->as_document())
         d.set(f.name, f.val);
+      if (const bson::value* unset = r.update->get("$unset"); unset != nullptr) {
+        bson::document kept;
+        for (const auto& f : d) {
+          if (!unset->as_document().contains(f.name)) kept.append(f.name, f.val);
+        }
+        d = std::move(kept);
+      }
       ++out.matched;
     }
     return out;
@@ -211,6 +219,35 @@ TEST(checkpoint_store_test, a_newer_lease_fences_saves_and_marks_of_older_ones) 
   EXPECT_EQ(store.fence(customers, 2).value(), 4);
   ASSERT_TRUE(under(4, "04"));
   EXPECT_EQ(bson::to_json(store.load(customers).value()->token), R"({"_data":"04"})");
+}
+
+TEST(checkpoint_store_test, stopped_mappings_are_kept_until_a_save_sets_them_again) {
+  memory_client client;
+  checkpoint_store store(client, "meta");
+  const mapping::ns reviews{"shop", "reviews"};
+  checkpoint cp{parse(R"({"_data":"05"})"), 1, 0, std::nullopt, ""};
+  cp.lease_epoch = 2;
+  cp.stopped = std::vector<stopped_mapping>{
+      {"recent-reviews", "f1", parse(R"({"_data":"04"})"), bson::timestamp{9, 1}, "[]"},
+      {"twin", "f2", parse(R"({"_data":"03"})"), std::nullopt, ""}};
+  ASSERT_TRUE(store.save(reviews, cp));
+  // A pipeline's saves move the token and leave the list alone.
+  ASSERT_TRUE(store.save(
+      reviews, checkpoint{parse(R"({"_data":"06"})"), 1, 0, std::nullopt, "", 2, std::nullopt}));
+  auto back = store.load(reviews).value();
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(bson::to_json(back->token), R"({"_data":"06"})");
+  ASSERT_TRUE(back->stopped.has_value());
+  EXPECT_EQ(*back->stopped, *cp.stopped);
+  // An empty list removes them; a malformed entry is skipped, not fatal.
+  cp.stopped = std::vector<stopped_mapping>{};
+  ASSERT_TRUE(store.save(reviews, cp));
+  EXPECT_FALSE(client.docs["shop.reviews"].contains("stoppedMappings"));
+  auto odd = parse_checkpoint(parse(R"({"token":{"_data":"07"},"stoppedMappings":[
+      {"mapping":"a"},7,{"mapping":"b","fingerprint":"f","token":{"_data":"01"}}]})"));
+  ASSERT_TRUE(odd && odd->stopped);
+  ASSERT_EQ(odd->stopped->size(), 1u);
+  EXPECT_EQ(odd->stopped->front().mapping, "b");
 }
 
 TEST(checkpoint_store_test, failures_are_returned_as_values) {

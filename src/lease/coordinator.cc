@@ -196,6 +196,26 @@ void coordinator::release_locked(const std::string& unit) {
   forget(unit, "released");
 }
 
+void coordinator::set_units(std::vector<std::string> units) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> gone;
+  for (const auto& [unit, held] : machine_.held()) {
+    if (std::find(units.begin(), units.end(), unit) == units.end()) gone.push_back(unit);
+  }
+  for (const auto& u : gone) {
+    release_locked(u);
+    releasing_.erase(u);
+  }
+  for (const auto& u : machine_.units()) {
+    if (std::find(units.begin(), units.end(), u) == units.end()) metrics_.remove_lease(u);
+  }
+  metrics_.declare_leases(units);
+  log::info(
+      "lease", "the units to share changed",
+      {{"units", static_cast<int>(units.size())}, {"released", static_cast<int>(gone.size())}});
+  machine_.set_units(std::move(units));
+}
+
 void coordinator::released(const std::string& unit) {
   std::lock_guard lock(mutex_);
   if (!releasing_.contains(unit)) return;

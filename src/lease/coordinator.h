@@ -51,7 +51,7 @@ struct unit_hooks {
 
 struct coordinator_options {
   std::string instance_id;
-  std::vector<std::string> units;  // the watched namespaces' full names
+  std::vector<std::string> units;  // the watched namespaces' full names, at start
   std::chrono::milliseconds ttl{10000};
 };
 
@@ -67,6 +67,10 @@ class coordinator {
   void round();
   void drain();
   void release_all();
+  // The units to share from now on (a reload changed the watched namespaces): new ones are
+  // taken as rendezvous hashing says; a held one no longer among them is released at once, so
+  // the daemon must have stopped its pipeline first. Its lease series goes.
+  void set_units(std::vector<std::string> units);
   // The daemon stopped a unit given up: release its lease.
   void released(const std::string& unit);
   std::vector<std::string> held_units() const;

@@ -83,6 +83,10 @@ std::vector<lease_action> lease_machine::decide(std::int64_t now_ms,
   return out;
 }
 
+void lease_machine::set_units(std::vector<std::string> units) {
+  units_ = sorted(std::move(units));
+}
+
 void lease_machine::acquired(const std::string& unit, std::int64_t epoch, std::int64_t sent_ms) {
   held_[unit] = held_lease{epoch, sent_ms + ttl_ms_ - margin_ms_};
 }

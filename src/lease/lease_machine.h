@@ -67,6 +67,10 @@ class lease_machine {
   // No longer held (released, lost, or found taken by another).
   void dropped(const std::string& unit);
 
+  // The units to share from now on (a reload changed the watched namespaces). A held unit no
+  // longer among them is the caller's to release; decide() leaves it alone.
+  void set_units(std::vector<std::string> units);
+
   // Until when `unit` may be written; nullopt when it is not held.
   std::optional<std::int64_t> deadline(const std::string& unit) const;
   const std::map<std::string, held_lease>& held() const { return held_; }
@@ -75,7 +79,7 @@ class lease_machine {
 
  private:
   const std::string me_;
-  const std::vector<std::string> units_;
+  std::vector<std::string> units_;
   const std::int64_t ttl_ms_;
   const std::int64_t margin_ms_;
   std::map<std::string, held_lease> held_;

@@ -339,6 +339,10 @@ void metrics::set_lease_held(std::string_view unit, bool held) {
   impl_->lease_held.get({unit}).Set(held ? 1 : 0);
 }
 
+void metrics::remove_lease(std::string_view unit) {
+  impl_->lease_held.remove_if([&](const auto& labels) { return labels[0] == unit; });
+}
+
 void metrics::count_lease_change(std::string_view reason) {
   impl_->lease_changes.get({reason}).Increment();
 }

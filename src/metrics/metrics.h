@@ -69,6 +69,8 @@ class metrics {
 
   // With --ha only. denormd_lease_held{unit}: 1 while this instance holds the unit's lease.
   void set_lease_held(std::string_view unit, bool held);
+  // A unit is no longer shared (a reload stopped watching it): its lease_held series goes.
+  void remove_lease(std::string_view unit);
   // denormd_lease_changes_total{reason}: acquired, lost (not renewed in time), released,
   // stolen (found taken by another instance when renewing).
   void count_lease_change(std::string_view reason);

@@ -238,6 +238,45 @@ TEST_F(coordinator_test, a_checkpoint_that_cannot_be_marked_gives_the_lease_back
   EXPECT_EQ(started_["s.x"].epoch, 2);
 }
 
+TEST_F(coordinator_test, new_units_are_taken_and_units_no_longer_shared_released_at_once) {
+  auto& c = make({"s.x", "s.y"});
+  c.round();
+  ASSERT_EQ(c.held_units(), (std::vector<std::string>{"s.x", "s.y"}));
+  // A reload watches s.z instead of s.y (whose pipeline the daemon stopped already).
+  c.set_units({"s.x", "s.z"});
+  EXPECT_EQ(c.held_units(), (std::vector<std::string>{"s.x"}));
+  EXPECT_EQ(table_.rows["s.y"].owner, "");
+  EXPECT_EQ(started_["s.y"].deadline->load(), 0);
+  EXPECT_TRUE(stopped_.empty());  // nothing to ask the daemon: it stopped s.y itself
+  EXPECT_EQ(metric("denormd_lease_changes_total{reason=\"released\"} "), 1);
+  EXPECT_EQ(metric("denormd_lease_held{unit=\"s.y\"} "), -1);  // its series went
+  EXPECT_EQ(metric("denormd_lease_held{unit=\"s.z\"} "), 0);   // declared, not yet held
+  c.round();
+  EXPECT_EQ(c.held_units(), (std::vector<std::string>{"s.x", "s.z"}));
+  EXPECT_EQ(fenced_.back(), "s.z 1");
+  EXPECT_EQ(table_.rows["s.y"].owner, "");  // not taken again
+  // A unit being given up when it stops being shared is released once, and a late
+  // released() from the daemon changes nothing.
+  std::vector<std::string> units = twelve_units();
+  c.set_units(units);
+  c.round();
+  table_.live_list = {"a", "b"};  // b joins: a gives b's units up
+  c.round();
+  std::string giving_up;
+  for (const auto& u : units) {
+    if (owner_of(u, {"a", "b"}) == "b") giving_up = u;
+  }
+  ASSERT_FALSE(giving_up.empty());
+  ASSERT_EQ(table_.rows[giving_up].owner, "a");
+  ASSERT_NE(std::find(stopped_.begin(), stopped_.end(), giving_up + " release"), stopped_.end());
+  std::erase(units, giving_up);
+  c.set_units(units);
+  EXPECT_EQ(table_.rows[giving_up].owner, "");
+  const double released = metric("denormd_lease_changes_total{reason=\"released\"} ");
+  c.released(giving_up);
+  EXPECT_EQ(metric("denormd_lease_changes_total{reason=\"released\"} "), released);
+}
+
 TEST_F(coordinator_test, draining_takes_nothing_and_release_all_releases_everything) {
   auto& c = make({"s.x", "s.y"});
   table_.rows["s.y"] = {"other", 4, false};

@@ -51,6 +51,19 @@ TEST(lease_machine_test, a_lone_instance_takes_every_free_expired_released_or_ow
                                                 {kind::acquire, "u4", 0}}));
 }
 
+TEST(lease_machine_test, a_new_unit_set_is_decided_on_and_a_unit_left_out_is_the_callers) {
+  lease_machine m("me", {"u1", "u2"}, 10000, 2000);
+  m.acquired("u1", 1, 0);
+  m.set_units({"u3", "u1"});
+  // u1 is renewed, u3 taken; u2 is no longer shared.
+  EXPECT_EQ(m.decide(100, {}, {}, false),
+            (std::vector<lease_action>{{kind::renew, "u1", 1}, {kind::acquire, "u3", 0}}));
+  m.set_units({"u3"});
+  // u1 is still held (the caller releases it) but nothing is decided for it any more.
+  EXPECT_EQ(m.decide(100, {}, {}, false), (std::vector<lease_action>{{kind::acquire, "u3", 0}}));
+  EXPECT_TRUE(m.deadline("u1").has_value());
+}
+
 TEST(lease_machine_test, only_the_units_it_should_own_are_taken) {
   const std::vector<std::string> live{"a", "b"};
   lease_machine a("a", units(20), 10000, 2000);

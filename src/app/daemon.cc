@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <optional>
 #include <thread>
 
@@ -169,6 +168,13 @@ std::string default_instance_id() {
   return std::string(host) + ":" + std::to_string(getpid());
 }
 
+// A namespace's lease unit back as the namespace: its name up to the first dot is the
+// database (a database name has no dot).
+mapping::ns namespace_of(const std::string& unit) {
+  const auto dot = unit.find('.');
+  return mapping::ns{unit.substr(0, dot), unit.substr(dot + 1)};
+}
+
 // With --ha: the lease table and the coordinator of this instance's leases.
 struct ha_parts {
   std::optional<lease::lease_store> table;
@@ -177,54 +183,59 @@ struct ha_parts {
 
 // Starts taking part in the leases of the watched namespaces and of the automatic backfill.
 // Taking or losing one posts a task that the main thread (reloader::serve) runs: it starts or
-// stops the unit there.
+// stops the unit there. A reload changes the units.
 void start_leases(ha_parts& ha, const options& o, mongo::connection& conn,
                   const std::string& meta_db, const mapping::planner& planner, metrics::metrics& m,
                   reloader& running, reload_requests& tasks,
                   checkpoint::checkpoint_store& checkpoints, std::stop_token stop) {
-  std::map<std::string, mapping::ns> unit_ns;
-  std::vector<std::string> units;
-  for (const auto& src : planner.watched_namespaces()) {
-    unit_ns.emplace(src.full(), src);
-    units.push_back(src.full());
-  }
-  // One more unit: the automatic backfill runs on the one instance that holds it.
-  units.push_back(backfill_unit);
+  // One unit per watched namespace, and one more: the automatic backfill runs on the one
+  // instance that holds it.
+  auto units_of = [](const std::vector<mapping::ns>& watched) {
+    std::vector<std::string> units;
+    for (const auto& src : watched)
+      units.push_back(src.full());
+    units.push_back(backfill_unit);
+    return units;
+  };
+  const std::vector<std::string> units = units_of(planner.watched_namespaces());
   m.declare_leases(units);
   ha.table.emplace(conn, meta_db, o.lease_ttl_ms);
   lease::unit_hooks hooks;
-  hooks.start = [&running, &tasks, unit_ns, stop](const std::string& unit,
-                                                  const lease::lease_grant& grant) {
+  hooks.start = [&running, &tasks, stop](const std::string& unit, const lease::lease_grant& grant) {
     if (unit == backfill_unit) {
       tasks.post_task([&running] { running.start_backfill_unit(); });
       return;
     }
-    tasks.post_task([&running, src = unit_ns.at(unit), grant, stop] {
+    tasks.post_task([&running, src = namespace_of(unit), grant, stop] {
       running.start_unit(src, grant.epoch, grant.deadline, stop);
     });
   };
-  hooks.stop = [&running, &tasks, &ha, unit_ns](const std::string& unit, bool release) {
-    tasks.post_task([&running, &ha, unit_ns, unit, release] {
+  hooks.stop = [&running, &tasks, &ha](const std::string& unit, bool release) {
+    tasks.post_task([&running, &ha, unit, release] {
       if (unit == backfill_unit) {
         running.stop_backfill_unit();
       } else {
-        running.stop_unit(unit_ns.at(unit));
+        running.stop_unit(namespace_of(unit));
       }
       if (release) ha.coordinator->released(unit);
     });
   };
-  hooks.fence = [&checkpoints, unit_ns](const std::string& unit,
-                                        std::int64_t epoch) -> mongo::result<std::int64_t> {
+  hooks.fence = [&checkpoints](const std::string& unit,
+                               std::int64_t epoch) -> mongo::result<std::int64_t> {
     // The backfill stores its progress per mapping and races the streams by design: there is
     // no checkpoint of its own to fence.
     if (unit == backfill_unit) return epoch;
-    return checkpoints.fence(unit_ns.at(unit), epoch);
+    return checkpoints.fence(namespace_of(unit), epoch);
   };
   ha.coordinator = std::make_unique<lease::coordinator>(
       *ha.table, m,
       lease::coordinator_options{o.instance_id.empty() ? default_instance_id() : o.instance_id,
                                  units, std::chrono::milliseconds(o.lease_ttl_ms)},
       std::move(hooks));
+  // A reload changes the units, once the namespaces it stopped watching have stopped.
+  running.on_watched_changed([&ha, units_of](const std::vector<mapping::ns>& watched) {
+    ha.coordinator->set_units(units_of(watched));
+  });
   ha.coordinator->start();
 }
 

@@ -242,8 +242,6 @@ status check_combination(const options& o) {
     return fail(
         "--resume-after and --start-at cannot be used with --ha (stop the instances and "
         "replay with one)");
-  if (o.ha && o.watch_mappings)
-    return fail("--watch-mappings cannot be used with --ha yet (restart the instances one by one)");
   if (o.ha && o.dry_run) return fail("--dry-run cannot be used with --ha");
   if (o.cmd == command::plan && o.events_file.empty())
     return fail("plan needs --events FILE (or - for stdin)");

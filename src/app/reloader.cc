@@ -81,6 +81,61 @@ std::string joined(const std::vector<std::string>& names) {
   return out.empty() ? "-" : out;
 }
 
+// The namespaces `m` reads: its source, and the target it fills.
+std::vector<mapping::ns> reads_of(const mapping::mapping& m) {
+  std::vector<mapping::ns> out{m.source};
+  if (m.fill_new_targets && m.target != m.source) out.push_back(m.target);
+  return out;
+}
+
+// Where `source` starts from `base` when the mappings `back` were put back with the definition
+// they stopped with, each at its stop point: at the earliest of them, with a gate so that the
+// others skip what they applied. Also whether that is before `base`.
+std::pair<pipeline::start_position, bool> replay_from(
+    pipeline::start_position base, const mapping::ns& source,
+    const std::map<std::string, ops::stop_point, std::less<>>& back) {
+  const auto earliest =
+      std::min_element(back.begin(), back.end(), [](const auto& a, const auto& b) {
+        return mapping::token_position(a.second.token) < mapping::token_position(b.second.token);
+      });
+  const ops::stop_point& first = earliest->second;
+  const std::string earliest_key = mapping::token_position(first.token);
+  std::vector<std::string> names;
+  for (const auto& [name, point] : back)
+    names.push_back(name);
+
+  pipeline::start_position out = base;
+  const bool rewound =
+      !base.resume_after || earliest_key < mapping::token_position(*base.resume_after);
+  if (!base.resume_after) {
+    // Nothing applied before here: no position for the others to skip to. They see the
+    // missed changes again too, which writes nothing new (every write is idempotent).
+    out.resume_after = first.token;
+    out.token_time = first.token_time;
+    out.filter = first.filter;
+    out.start_at.reset();
+  } else {
+    const std::string base_key = mapping::token_position(*base.resume_after);
+    mapping::replay_gate gate = base.gate ? *base.gate : mapping::replay_gate{base_key, {}};
+    for (const auto& [name, point] : back) {
+      const std::string key = mapping::token_position(point.token);
+      auto [it, fresh] = gate.from.emplace(name, key);
+      if (!fresh && key < it->second) it->second = key;
+    }
+    out.gate = std::move(gate);
+    if (earliest_key < base_key) {
+      out.resume_after = first.token;
+      out.token_time = first.token_time;
+      out.filter = first.filter;
+    }
+  }
+  log::info("reload", "mappings put back replay the changes they missed",
+            {{"mappings", joined(names)},
+             {"source", source.full()},
+             {"from", mapping::token_position(*out.resume_after)}});
+  return {std::move(out), rewound};
+}
+
 }  // namespace
 
 reloader::reloader(const options& opts, mongo::connection& conn, metrics::metrics& m,
@@ -151,6 +206,14 @@ bool reloader::note_removed_at_start(std::stop_token stop) {
     }
     removed_[r.name] = std::move(gone);
   }
+  // With --ha they stopped on other instances too: each namespace's checkpoint keeps where.
+  for (const auto& r : recorded) {
+    if (find_mapping(*planner_, r.name) != nullptr) continue;
+    const auto it = removed_.find(r.name);
+    gone_[r.name] =
+        gone_mapping{r.fingerprint, r.reads,
+                     it != removed_.end() ? it->second.stopped_at : std::vector<ops::stop_point>{}};
+  }
   return true;
 }
 
@@ -176,12 +239,12 @@ void reloader::start_unit(const mapping::ns& source, std::int64_t lease_epoch,
               {{"source", source.full()}});
     return;
   }
+  if (!contains(watched(), source)) return;  // a reload stopped watching it meanwhile
   auto from = start_position_of(source, replay_point{}, checkpoints_, metrics_, stop);
   if (!from) return;
-  from = with_returning(std::move(*from), source, *planner_, stop);
   from->lease_epoch = lease_epoch;
   from->lease_deadline = std::move(lease_deadline);
-  pipelines_.start(source, planner_, std::move(*from));
+  pipelines_.start(source, planner_, settle_stopped(std::move(*from), source, *planner_, stop));
 }
 
 void reloader::stop_unit(const mapping::ns& source) {
@@ -199,6 +262,10 @@ std::vector<mapping::ns> reloader::watched() const {
   return watched_;
 }
 
+void reloader::on_watched_changed(std::function<void(const std::vector<mapping::ns>&)> f) {
+  on_watched_ = std::move(f);
+}
+
 void reloader::start_backfill() {
   backfill_ = std::make_unique<ops::auto_backfill>(conn_, planner_, metrics_, meta_db_);
   backfill_->start(wall_ms(), !opts_.no_auto_backfill && !opts_.dry_run, removed_);
@@ -206,14 +273,6 @@ void reloader::start_backfill() {
 
 http::reload_outcome reloader::reload(std::stop_token stop) {
   log::info("reload", "reloading the mappings", {{"path", opts_.mappings_dir}});
-  if (opts_.ha) {
-    metrics_.count_reload("error");
-    const std::string why =
-        "reloading the mappings is not supported with --ha yet: restart the instances one by "
-        "one with the new files (each hands its namespaces over at once when it stops)";
-    log::error("reload", why);
-    return http::reload_outcome{false, why};
-  }
   auto failed = [&](const std::string& what, const std::string& detail) {
     metrics_.count_reload("error");
     log::error("reload", what + "; the running mappings run on unchanged",
@@ -262,15 +321,27 @@ void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_t
     return;
   }
   if (backfill_) backfill_->stop();  // it walks with the running set; it starts again below
+  for (const auto& name : removed) {
+    const mapping::mapping* m = find_mapping(*planner_, name);
+    gone_[name] = gone_mapping{m->fingerprint(), reads_of(*m), {}};
+  }
+  for (const auto& m : next->mappings())
+    gone_.erase(m.name);
 
   const std::vector<mapping::ns> was_watched = watched();
   const std::vector<mapping::ns> now_watched = next->watched_namespaces();
   int kept = 0, handed_over = 0, started = 0, stopped = 0;
+  // With --ha only the namespaces this instance holds have a pipeline to move.
   for (const auto& src : was_watched) {
     if (contains(now_watched, src)) continue;
-    if (auto at = pipelines_.hand_over(src)) note_removed(src, *at, *next);
+    if (auto at = pipelines_.hand_over(src)) {
+      if (opts_.ha)
+        settle_stopped(std::move(*at), src, *next, stop);
+      else
+        note_removed(src, *at, *next);
+      ++stopped;
+    }
     metrics_.remove_source(src.full());
-    ++stopped;
   }
   for (const auto& src : now_watched) {
     if (stop.stop_requested()) break;
@@ -280,11 +351,15 @@ void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_t
         continue;
       }
       auto at = pipelines_.hand_over(src);
-      if (!at) continue;  // never started: the daemon was stopped while starting
-      note_removed(src, *at, *next);
-      pipelines_.start(src, next, with_returning(std::move(*at), src, *next, stop));
+      if (!at) continue;  // not held (--ha), or the daemon was stopped while starting
+      if (opts_.ha) {
+        pipelines_.start(src, next, settle_stopped(std::move(*at), src, *next, stop));
+      } else {
+        note_removed(src, *at, *next);
+        pipelines_.start(src, next, with_returning(std::move(*at), src, *next, stop));
+      }
       ++handed_over;
-    } else {
+    } else if (!opts_.ha) {  // with --ha it starts when its lease is taken
       metrics_.declare_source(src.full());
       auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
       if (!from) break;
@@ -305,6 +380,7 @@ void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_t
     std::lock_guard lock(watched_mutex_);
     watched_ = now_watched;
   }
+  if (on_watched_ && now_watched != was_watched) on_watched_(now_watched);
   log::info("reload", "the new mappings run",
             {{"added", joined(added)},
              {"changed", joined(changed)},
@@ -313,7 +389,8 @@ void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_t
              {"pipelines_handed_over", handed_over},
              {"pipelines_started", started},
              {"pipelines_stopped", stopped}});
-  if (!stop.stop_requested()) start_backfill();
+  // With --ha the automatic backfill runs where its lease is held.
+  if (!stop.stop_requested() && (!opts_.ha || backfill_)) start_backfill();
 }
 
 void reloader::note_removed(const mapping::ns& source, const pipeline::start_position& at,
@@ -348,46 +425,7 @@ pipeline::start_position reloader::with_returning(pipeline::start_position base,
     }
   }
   if (back.empty()) return base;
-
-  const auto earliest =
-      std::min_element(back.begin(), back.end(), [](const auto& a, const auto& b) {
-        return mapping::token_position(a.second.token) < mapping::token_position(b.second.token);
-      });
-  const ops::stop_point& first = earliest->second;
-  const std::string earliest_key = mapping::token_position(first.token);
-  std::vector<std::string> names;
-  for (const auto& [name, point] : back)
-    names.push_back(name);
-
-  pipeline::start_position out = base;
-  const bool rewound =
-      !base.resume_after || earliest_key < mapping::token_position(*base.resume_after);
-  if (!base.resume_after) {
-    // Nothing applied before here: no position for the others to skip to. They see the
-    // missed changes again too, which writes nothing new (every write is idempotent).
-    out.resume_after = first.token;
-    out.token_time = first.token_time;
-    out.filter = first.filter;
-    out.start_at.reset();
-  } else {
-    const std::string base_key = mapping::token_position(*base.resume_after);
-    mapping::replay_gate gate = base.gate ? *base.gate : mapping::replay_gate{base_key, {}};
-    for (const auto& [name, point] : back) {
-      const std::string key = mapping::token_position(point.token);
-      auto [it, fresh] = gate.from.emplace(name, key);
-      if (!fresh && key < it->second) it->second = key;
-    }
-    out.gate = std::move(gate);
-    if (earliest_key < base_key) {
-      out.resume_after = first.token;
-      out.token_time = first.token_time;
-      out.filter = first.filter;
-    }
-  }
-  log::info("reload", "mappings put back replay the changes they missed",
-            {{"mappings", joined(names)},
-             {"source", source.full()},
-             {"from", mapping::token_position(*out.resume_after)}});
+  auto [out, rewound] = replay_from(std::move(base), source, back);
   // The checkpoint goes back to where the replay starts before anything is recorded as back:
   // a crash meanwhile replays from there (the others' writes repeat, harmlessly).
   if (rewound && !opts_.dry_run) {
@@ -403,6 +441,62 @@ pipeline::start_position reloader::with_returning(pipeline::start_position base,
       return p.source == source && back.contains(name);
     });
   }
+  return out;
+}
+
+pipeline::start_position reloader::settle_stopped(pipeline::start_position base,
+                                                  const mapping::ns& source,
+                                                  const mapping::planner& next,
+                                                  std::stop_token stop) {
+  auto read = until_answered(stop, metrics_, "reload", "cannot read the checkpoint", "source",
+                             source.full(), [&] { return checkpoints_.load(source); });
+  if (!read) return base;
+  const std::vector<checkpoint::stopped_mapping> before =
+      **read && (**read)->stopped ? *(**read)->stopped : std::vector<checkpoint::stopped_mapping>{};
+  std::vector<checkpoint::stopped_mapping> entries = before;
+  auto has_entry = [&](std::string_view name) {
+    return std::any_of(entries.begin(), entries.end(),
+                       [&](const auto& e) { return e.mapping == name; });
+  };
+  // A mapping that read `source` and does not run now stopped at `base` at the latest: the
+  // position through which this or an earlier holder applied it (an earlier recorded stop
+  // point wins; later entries never replace earlier ones).
+  if (base.resume_after) {
+    for (const auto& [name, g] : gone_) {
+      if (find_mapping(next, name) != nullptr || has_entry(name) || !contains(g.reads, source))
+        continue;
+      checkpoint::stopped_mapping e{name, g.fingerprint, *base.resume_after, base.token_time,
+                                    base.filter};
+      for (const auto& p : g.stopped_at) {
+        if (p.source == source) e = {name, g.fingerprint, p.token, p.token_time, p.filter};
+      }
+      entries.push_back(std::move(e));
+    }
+  }
+  // One put back with the definition it stopped with replays from its entry; one put back
+  // changed is backfilled instead (its entry goes either way).
+  std::map<std::string, ops::stop_point, std::less<>> back;
+  std::erase_if(entries, [&](const checkpoint::stopped_mapping& e) {
+    const mapping::mapping* m = find_mapping(next, e.mapping);
+    if (m == nullptr) return false;
+    if (m->fingerprint() == e.fingerprint)
+      back.emplace(e.mapping, ops::stop_point{source, e.token, e.token_time, e.filter});
+    return true;
+  });
+  pipeline::start_position out = std::move(base);
+  bool rewound = false;
+  if (!back.empty()) std::tie(out, rewound) = replay_from(std::move(out), source, back);
+  if ((!rewound && entries == before) || !out.resume_after) return out;
+  // Stored before the pipeline starts: a crash meanwhile replays from here.
+  checkpoint::checkpoint cp{*out.resume_after, 0,      wall_ms(), out.token_time, out.filter,
+                            out.lease_epoch,   entries};
+  until_answered(stop, metrics_, "reload", "cannot store the stopped mappings", "source",
+                 source.full(), [&]() -> mongo::status {
+                   auto st = checkpoints_.save(source, cp);
+                   // Another instance took the namespace over: its own start settles them.
+                   if (!st && st.error().code == mongo::lease_fenced_code) return {};
+                   return st;
+                 });
   return out;
 }
 

@@ -14,10 +14,18 @@
 // Then the automatic backfill starts again over the new set (it backfills what is new or
 // changed).
 //
+// With --ha (docs/architecture.md, "Reloads with --ha") a reload moves only the namespaces this
+// instance holds; a newly watched one starts when its lease is taken, and the lease units
+// follow the watched set (on_watched_changed). Where a removed mapping stopped is kept with
+// each namespace's checkpoint rather than in memory, so that whichever instance holds the
+// namespace when it is put back replays it.
+//
 // Lifecycle: start() once, serve() on the main thread until stopped, then stop() (the
 // automatic backfill; the pipelines are the supervisor's, stopped after). Thread-safety:
 // watched() from any thread; the rest from the main thread.
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -57,6 +65,9 @@ class reloader {
 
   // The namespaces the running set watches.
   std::vector<mapping::ns> watched() const;
+  // With --ha: called on the main thread after a reload changed the watched set, once the
+  // pipelines of the namespaces no longer watched have stopped.
+  void on_watched_changed(std::function<void(const std::vector<mapping::ns>&)> f);
 
   // With --ha, on the main thread: the lease of `source` was taken; start its pipeline from its
   // checkpoint, writing under the lease.
@@ -84,6 +95,20 @@ class reloader {
   void note_removed(const mapping::ns& source, const pipeline::start_position& at,
                     const mapping::planner& next);
   void start_backfill();
+  // With --ha: where `source` starts from `base` under `base.lease_epoch`, settled with the
+  // stopped mappings kept with its checkpoint: a mapping that stopped reading it (at `base`)
+  // gets an entry, and one put back with the definition it stopped with replays from its
+  // entry. The entries and any rewind are stored before it returns.
+  pipeline::start_position settle_stopped(pipeline::start_position base, const mapping::ns& source,
+                                          const mapping::planner& next, std::stop_token stop);
+
+  // With --ha: a mapping that ran once and does not run now, with the namespaces it read and
+  // where it stopped as recorded (by a denormd without --ha, or at the last start).
+  struct gone_mapping {
+    std::string fingerprint;
+    std::vector<mapping::ns> reads;
+    std::vector<ops::stop_point> stopped_at;
+  };
 
   const options& opts_;
   mongo::connection& conn_;
@@ -94,6 +119,8 @@ class reloader {
   std::shared_ptr<const mapping::planner> planner_;
   // Removed mappings and where they stopped, by name; kept in denormd_mappings too.
   ops::removed_mappings removed_;
+  std::map<std::string, gone_mapping, std::less<>> gone_;
+  std::function<void(const std::vector<mapping::ns>&)> on_watched_;
   std::unique_ptr<ops::auto_backfill> backfill_;
   mutable std::mutex watched_mutex_;  // guards watched_
   std::vector<mapping::ns> watched_;

@@ -4,6 +4,8 @@ import json
 import os
 import threading
 import time
+import urllib.error
+import urllib.request
 
 from tests.integration.base import ShopTestCase
 from tests.integration.harness import wait_until
@@ -41,6 +43,17 @@ class MappingChangeCase(ShopTestCase):
         emails = {c["_id"]: c.get("email") for c in self.db.customers.find({}, {"email": 1})}
         return sum(1 for o in self.db.orders.find(OPEN, {"customerId": 1, "customer": 1})
                    if o.get("customerId") in emails and (o.get("customer") or {}).get("mail") != emails[o["customerId"]])
+
+    def reloads(self, d, result):
+        return d.metric_sum("denormd_mapping_reloads_total", result=result)
+
+    def post_reload(self, d):
+        req = urllib.request.Request("http://127.0.0.1:%d/-/reload" % d.port, method="POST", data=b"")
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
 
     def versions(self):
         rc, out, err = self.cmd("status", "--json")

@@ -7,53 +7,14 @@ import signal
 import threading
 import time
 
-from bson import json_util
 
 from tests.integration.base import ShopTestCase
 from tests.integration.harness import rendezvous_owner, wait_until
+from tests.integration.leases import LeaseHelpers
 from tests.integration.seed import OPEN
 
 
-class HaTest(ShopTestCase):
-    TTL_MS = 2000
-
-    def instance(self, name, ttl_ms=None):
-        return self.daemon(self.uri, "--ha", "--instance-id", name, "--lease-ttl-ms",
-                           str(ttl_ms or self.TTL_MS))
-
-    def units(self, d):
-        return {dict(labels)["unit"] for (n, labels), _ in d.metrics().items() if n == "denormd_lease_held"}
-
-    def held_by(self, d):
-        try:
-            return {dict(labels)["unit"] for (n, labels), v in d.metrics().items()
-                    if n == "denormd_lease_held" and v == 1}
-        except (OSError, AssertionError):
-            return set()  # stopped, or stopping
-
-    def owners(self, instances):
-        """{unit: [names of the live instances that say they hold it]}."""
-        out = {}
-        for name, d in instances.items():
-            if d.proc.poll() is None:
-                for u in self.held_by(d):
-                    out.setdefault(u, []).append(name)
-        return out
-
-    def all_held_once(self, instances, units):
-        o = self.owners(instances)
-        return set(o) == units and all(len(v) == 1 for v in o.values())
-
-    def check_one_writer(self, instances):
-        """Every unit an instance says it holds is its lease in the table, read after: no two
-        instances write one namespace."""
-        said = {name: self.held_by(d) for name, d in instances.items() if d.proc.poll() is None}
-        table = {row["_id"]: row for row in self.db.denormd_leases.find()}
-        for name, units in said.items():
-            for u in units:
-                self.assertEqual(table[u]["owner"], name, "%s says it holds %s, the table says %s" %
-                                 (name, u, table[u]["owner"]))
-
+class HaTest(LeaseHelpers, ShopTestCase):
     def checkpoints(self):
         return {cp["_id"]: cp["token"]["_data"] for cp in self.db.denormd_checkpoints.find() if "token" in cp}
 
@@ -221,8 +182,7 @@ class HaTest(ShopTestCase):
         other = [n for n in names if n != holder][0]
 
         def start(name):
-            return self.daemon(self.uri, "--ha", "--instance-id", name, "--lease-ttl-ms", str(self.TTL_MS),
-                               auto_backfill=True)
+            return self.instance(name, auto_backfill=True)
 
         ds = {holder: start(holder)}
         wait_until(lambda: "auto-backfill" in self.held_by(ds[holder]), timeout=20,

@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import time
-import urllib.request
 
 from tests.integration.harness import wait_until
 from tests.integration.mapping_changes import MappingChangeCase
@@ -17,17 +16,6 @@ TWIN = "products-recent-reviews-twin"
 
 
 class ReloadTest(MappingChangeCase):
-    def reloads(self, d, result):
-        return d.metric_sum("denormd_mapping_reloads_total", result=result)
-
-    def post_reload(self, d):
-        req = urllib.request.Request("http://127.0.0.1:%d/-/reload" % d.port, method="POST", data=b"")
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
     def add_twin_of_recent_reviews(self):
         """A second mapping reading reviews (into recentReviewsTwin), so that the reviews stream
         keeps running while products-recent-reviews is away."""

@@ -1,0 +1,166 @@
+"""Changing mappings under --ha: every instance loads the same files again (SIGHUP, POST
+/-/reload or --watch-mappings) and moves only the namespaces it holds; the leases follow the
+watched set; and where a removed mapping stopped is kept with each namespace's checkpoint, so
+that whichever instance holds the namespace when the mapping is put back replays it."""
+import json
+import os
+import shutil
+import signal
+import time
+
+from tests.integration.harness import rendezvous_owner, wait_until
+from tests.integration.leases import LeaseHelpers
+from tests.integration.mapping_changes import MappingChangeCase
+
+LOGMSGS_HOST = "logmsgs-host"  # the only mapping that reads hosts
+
+
+class HaReloadTest(LeaseHelpers, MappingChangeCase):
+    def ns(self, coll):
+        return "%s.%s" % (self.dbname, coll)
+
+    def test_a_changed_mapping_reloads_on_every_instance_under_load(self):
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        names = ["a", "b"]
+        ds = {n: self.instance(n, None, "--watch-mappings", auto_backfill=True) for n in names}
+        units = self.units(ds["a"])
+        spread = {u: [rendezvous_owner(u, names)] for u in units}
+        wait_until(lambda: self.owners(ds) == spread, timeout=20, message="units spread as rendezvous hashing says")
+        stop = self.workload()
+        try:
+            time.sleep(0.5)
+            self.add_mail_to_orders_customer()
+            for d in ds.values():
+                wait_until(lambda: self.reloads(d, "ok") == 1, timeout=30, message="the watched change reloaded")
+            backfiller = ds[rendezvous_owner("auto-backfill", names)]
+            self.mail_converges(backfiller, stop)
+        finally:
+            stop()
+        self.check_one_writer(ds)
+        self.assertEqual(self.owners(ds), spread)
+        for name, d in ds.items():
+            log = d.log()
+            self.assertRegex(log, r"the new mappings run .*changed=orders-customer")
+            # orders-customer reads customers and fills orders: only their holders move them.
+            moved = sum(1 for u in (self.ns("customers"), self.ns("orders")) if spread[u] == [name])
+            self.assertRegex(log, r"pipelines_handed_over=%d " % moved)
+            self.assertEqual(self.reloads(d, "error"), 0)
+            self.assertEqual("backfill: starting mapping=orders-customer" in log, d is backfiller, name)
+        for d in ds.values():
+            self.assertEqual(d.stop(), 0)
+
+    def move_aside(self, name):
+        aside = os.path.join(self.mappings, name + ".json.aside")
+        shutil.move(os.path.join(self.mappings, name + ".json"), aside)
+        return lambda: shutil.move(aside, os.path.join(self.mappings, name + ".json"))
+
+    def test_a_namespace_no_longer_watched_is_released_and_leased_again_once_watched(self):
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        names = ["a", "b"]
+        ds = {n: self.instance(n) for n in names}
+        units = self.units(ds["a"])
+        hosts = self.ns("hosts")
+        spread = {u: [rendezvous_owner(u, names)] for u in units}
+        wait_until(lambda: self.owners(ds) == spread, timeout=20, message="units spread as rendezvous hashing says")
+        put_back = self.move_aside(LOGMSGS_HOST)
+        for d in ds.values():
+            self.assertEqual(self.post_reload(d), (200, "reloaded\n"))
+        for d in ds.values():
+            self.assertEqual(self.units(d), units - {hosts})
+        self.assertEqual(self.db.denormd_leases.find_one({"_id": hosts})["owner"], "")
+        self.assertEqual(self.owners(ds), {u: o for u, o in spread.items() if u != hosts})
+        put_back()
+        for d in ds.values():
+            self.assertEqual(self.post_reload(d), (200, "reloaded\n"))
+        wait_until(lambda: self.owners(ds) == spread, timeout=20, message="hosts leased again by its owner")
+        for _ in range(300):
+            self.shop.random_change()
+        self.converge()
+        self.check_one_writer(ds)
+        for d in ds.values():
+            self.assertEqual(d.stop(), 0)
+
+    def add_twin_of_logmsgs_host(self):
+        """A second mapping reading hosts (into hostTwin), so that hosts stays watched while
+        logmsgs-host is away."""
+        with open(os.path.join(self.mappings, LOGMSGS_HOST + ".json")) as f:
+            twin = json.load(f)
+        twin["name"], twin["into"] = LOGMSGS_HOST + "-twin", "hostTwin"
+        with open(os.path.join(self.mappings, LOGMSGS_HOST + "-twin.json"), "w") as f:
+            json.dump(twin, f)
+
+    def rename_hosts(self):
+        """Renames four hosts and waits until the twin copied them: logmsgs-host's copies are
+        stale."""
+        for i in range(1, 5):
+            self.db.hosts.update_one({"_id": self.shop_host(i)}, {"$set": {"name": "renamed-%d" % i}})
+        wait_until(lambda: self.db.logmsgs.count_documents({"hostTwin.name": {"$regex": "^renamed-"}}) > 0,
+                   message="the twin copied the new names")
+        self.assertTrue(self.shop.check(), "logmsgs-host is away: its copies are stale")
+
+    def replayed_on(self, d):
+        """logmsgs-host is back, replayed by `d` from the entry of hosts, not backfilled."""
+        self.converge()
+        log = d.log()
+        self.assertRegex(log, r"mappings put back replay the changes they missed mappings=%s source=%s"
+                         % (LOGMSGS_HOST, self.ns("hosts")))
+        self.assertNotIn("backfill: starting mapping=%s" % LOGMSGS_HOST, log)
+        self.assertNotIn("stoppedMappings", self.db.denormd_checkpoints.find_one({"_id": self.ns("hosts")}))
+        back = self.versions()[LOGMSGS_HOST]
+        self.assertEqual((back["removed"], back["backfill"]), (False, "done"))
+
+    def test_a_removed_mapping_put_back_on_another_instance_replays_what_it_missed(self):
+        self.add_twin_of_logmsgs_host()
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        names = ["a", "b"]
+        ds = {n: self.instance(n, auto_backfill=True) for n in names}
+        units = self.units(ds["a"])
+        wait_until(lambda: self.all_held_once(ds, units), timeout=20, message="every unit held once")
+        hosts = self.ns("hosts")
+        holder = rendezvous_owner(hosts, names)
+        other = [n for n in names if n != holder][0]
+
+        # Removed: its holder keeps where it stopped with the checkpoint of hosts.
+        put_back = self.move_aside(LOGMSGS_HOST)
+        for d in ds.values():
+            self.assertEqual(self.post_reload(d), (200, "reloaded\n"))
+        entry = self.db.denormd_checkpoints.find_one({"_id": hosts})["stoppedMappings"]
+        self.assertEqual([e["mapping"] for e in entry], [LOGMSGS_HOST])
+
+        # Its holder goes; hosts change, and only the twin follows.
+        self.assertEqual(ds.pop(holder).stop(), 0)
+        wait_until(lambda: self.all_held_once(ds, units), timeout=20, message="the other instance holds everything")
+        self.rename_hosts()
+
+        # Back on the other instance, which never held hosts: it replays from the entry.
+        put_back()
+        d = ds[other]
+        d.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: self.reloads(d, "ok") == 2, timeout=30, message="the second reload done")
+        self.replayed_on(d)
+        self.assertEqual(d.stop(), 0)
+
+    def test_removed_across_restarts_and_put_back_on_a_new_instance_replays_what_it_missed(self):
+        self.add_twin_of_logmsgs_host()
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        self.assertEqual(self.instance("a", auto_backfill=True).stop(), 0)
+        # Started without it: where it stopped is the checkpoint of hosts, kept as its entry.
+        put_back = self.move_aside(LOGMSGS_HOST)
+        a = self.instance("a", auto_backfill=True)
+        wait_until(lambda: self.units(a) == self.held_by(a), timeout=20, message="a holds everything")
+        self.rename_hosts()
+        self.assertEqual(a.stop(), 0)
+        entry = self.db.denormd_checkpoints.find_one({"_id": self.ns("hosts")})["stoppedMappings"]
+        self.assertEqual([e["mapping"] for e in entry], [LOGMSGS_HOST])
+        # Put back, on an instance that never ran: it replays from the entry under its lease.
+        put_back()
+        b = self.instance("b", auto_backfill=True)
+        self.replayed_on(b)
+        self.assertEqual(b.stop(), 0)
+
+    def shop_host(self, i):
+        return self.db.hosts.find().sort("_id", 1).skip(i - 1).limit(1)[0]["_id"]

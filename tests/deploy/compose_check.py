@@ -3,10 +3,11 @@
   * `docker-compose config -q` accepts it (Debian's docker-compose 1.29 here; the file uses
     the Compose Specification, which Compose v2 reads too);
   * from the resolved configuration: the services issue 6 asks for, wired together —
-    a MongoDB 7 replica set whose health check initiates it, denormd built from the
-    Dockerfile with mappings/ mounted read-only and started only once the replica set is
-    healthy, Prometheus scraping denormd's metrics port with the rules loaded, Grafana
-    provisioned with the data source and dashboards, and a one-shot seeder;
+    a MongoDB 7 replica set whose health check initiates it, two denormd replicas with --ha
+    (each its own --instance-id and host port) built from the Dockerfile with mappings/
+    mounted read-only and started only once the replica set is healthy, Prometheus scraping
+    both replicas' metrics ports with the rules loaded, Grafana provisioned with the data
+    source and dashboards, and a one-shot seeder waiting for both replicas;
   * every bind-mounted host path exists and every file a service is told to read is
     inside a mount; images carry a version tag; ports are bound to 127.0.0.1 only.
 """
@@ -67,14 +68,15 @@ def main():
                               stdout=subprocess.PIPE, text=True).stdout
     cfg = yaml.safe_load(resolved)
     services = cfg.get("services", {})
-    for name in ("mongo", "denormd", "prometheus", "grafana", "seed"):
+    replicas = ("denormd", "denormd-2")
+    for name in ("mongo", *replicas, "prometheus", "grafana", "seed"):
         if name not in services:
             problems.append(f"service {name!r} is missing")
     if problems:
         for p in problems:
             print("FAIL", p)
         return 1
-    mongo, denormd, prom, grafana, seed = (services[n] for n in ("mongo", "denormd", "prometheus", "grafana", "seed"))
+    mongo, prom, grafana, seed = (services[n] for n in ("mongo", "prometheus", "grafana", "seed"))
 
     def need(cond, msg):
         if not cond:
@@ -112,35 +114,55 @@ def main():
     env = mongo.get("environment") or {}
     need(env.get("DEMO_REPLSET", "rs0") == rs_name, "mongo: DEMO_REPLSET differs from --replSet")
 
-    # --- denormd --------------------------------------------------------------------------------
-    build = denormd.get("build") or {}
-    need(Path(build.get("context", "")).resolve() == repo and build.get("dockerfile", "Dockerfile") == "Dockerfile",
-         "denormd: not built from the repository's Dockerfile")
-    need((denormd.get("depends_on") or {}).get("mongo", {}).get("condition") == "service_healthy",
-         "denormd: must depend on mongo being healthy")
-    dcmd = denormd.get("command") or []
-    need(dcmd[:1] == ["run"], f"denormd: command should start with run: {dcmd}")
-
+    # --- denormd, twice -------------------------------------------------------------------------
     def flag(c, f):
         return c[c.index(f) + 1] if f in c and c.index(f) + 1 < len(c) else None
 
-    mappings_dir = flag(dcmd, "--mappings")
-    metrics_addr = flag(dcmd, "--metrics-addr") or ""
-    need(mappings_dir is not None, "denormd: no --mappings")
-    m = [x for x in mounts(denormd) if x[1] == mappings_dir]
-    need(bool(m) and Path(m[0][0]) == repo / "mappings" and m[0][2],
-         f"denormd: {mappings_dir} must be ./mappings mounted read-only")
-    uri = (denormd.get("environment") or {}).get("DENORMD_URI", "")
-    need(f"replicaSet={rs_name}" in uri and "mongo:27017" in uri, f"denormd: DENORMD_URI {uri!r} does not name replica set {rs_name} on mongo:27017")
-    need(flag(dcmd, "--db") is not None, "denormd: no --db")
-    metrics_port = metrics_addr.rpartition(":")[2]
-    need(metrics_addr.startswith("0.0.0.0:"), f"denormd: --metrics-addr {metrics_addr!r} is not reachable from other containers")
-    need(str((denormd.get("environment") or {}).get("DENORMD_HEALTHCHECK_PORT", metrics_port)) == metrics_port,
-         "denormd: DENORMD_HEALTHCHECK_PORT differs from the --metrics-addr port")
+    def check_replica(name, denormd):
+        """Checks one replica; returns its --instance-id, metrics port, host port, and the rest of
+        its command."""
+        build = denormd.get("build") or {}
+        need(Path(build.get("context", "")).resolve() == repo and build.get("dockerfile", "Dockerfile") == "Dockerfile",
+             f"{name}: not built from the repository's Dockerfile")
+        need((denormd.get("depends_on") or {}).get("mongo", {}).get("condition") == "service_healthy",
+             f"{name}: must depend on mongo being healthy")
+        dcmd = denormd.get("command") or []
+        need(dcmd[:1] == ["run"], f"{name}: command should start with run: {dcmd}")
+        need("--ha" in dcmd, f"{name}: the replicas share the work only with --ha")
+        mappings_dir = flag(dcmd, "--mappings")
+        metrics_addr = flag(dcmd, "--metrics-addr") or ""
+        need(mappings_dir is not None, f"{name}: no --mappings")
+        m = [x for x in mounts(denormd) if x[1] == mappings_dir]
+        need(bool(m) and Path(m[0][0]) == repo / "mappings" and m[0][2],
+             f"{name}: {mappings_dir} must be ./mappings mounted read-only")
+        uri = (denormd.get("environment") or {}).get("DENORMD_URI", "")
+        need(f"replicaSet={rs_name}" in uri and "mongo:27017" in uri,
+             f"{name}: DENORMD_URI {uri!r} does not name replica set {rs_name} on mongo:27017")
+        need(flag(dcmd, "--db") is not None, f"{name}: no --db")
+        metrics_port = metrics_addr.rpartition(":")[2]
+        need(metrics_addr.startswith("0.0.0.0:"),
+             f"{name}: --metrics-addr {metrics_addr!r} is not reachable from other containers")
+        need(str((denormd.get("environment") or {}).get("DENORMD_HEALTHCHECK_PORT", metrics_port)) == metrics_port,
+             f"{name}: DENORMD_HEALTHCHECK_PORT differs from the --metrics-addr port")
+        ports = denormd.get("ports") or [{}]
+        port = ports[0]
+        published = str(port.get("published") if isinstance(port, dict) else str(port).split(":")[1])
+        instance_id = flag(dcmd, "--instance-id")
+        rest = tuple(a for a in dcmd if a != instance_id)
+        return instance_id, metrics_port, published, rest
+
+    seen = [check_replica(name, services[name]) for name in replicas]
+    ids, ports, published, commands = zip(*seen)
+    need(None not in ids and len(set(ids)) == len(ids), f"denormd: each replica needs its own --instance-id: {ids}")
+    need(len(set(published)) == len(published), f"denormd: the replicas publish one host port: {published}")
+    need(len(set(commands)) == 1, "denormd: the replicas must run the same command apart from --instance-id")
+    metrics_port = ports[0]
 
     # --- seeder ---------------------------------------------------------------------------------
     sdeps = seed.get("depends_on") or {}
     need(sdeps.get("mongo", {}).get("condition") == "service_healthy", "seed: must wait for a healthy mongo")
+    for name in replicas:
+        need(sdeps.get(name, {}).get("condition") == "service_healthy", f"seed: must wait for a healthy {name}")
     need(seed.get("restart", "no") == "no", "seed: a one-shot service must not restart")
     scmd = seed.get("command") or []
     need(bool(scmd) and scmd[0] == "mongosh", "seed: should run mongosh")
@@ -159,7 +181,8 @@ def main():
         pc = yaml.safe_load(host_cfg.read_text(encoding="utf-8"))
         targets = [t for j in pc.get("scrape_configs", []) if j.get("job_name") == "denormd"
                    for sc in j.get("static_configs", []) for t in sc.get("targets", [])]
-        need(f"denormd:{metrics_port}" in targets, f"prometheus: job denormd does not scrape denormd:{metrics_port} ({targets})")
+        for name, port in zip(replicas, ports):
+            need(f"{name}:{port}" in targets, f"prometheus: job denormd does not scrape {name}:{port} ({targets})")
         for rf in pc.get("rule_files", []):
             need((host_cfg.parent / rf).is_file(), f"prometheus: rule file {rf} is not next to {host_cfg}")
         need(bool(pc.get("rule_files")), "prometheus: no rule_files: the alerts would not be evaluated")

@@ -10,7 +10,8 @@ Reads the metric list from docs/metrics.md (the metrics denormd documents), then
     static labels of the denormd job in deploy/prometheus/prometheus.yml, and `le`);
   * the dashboard parses, has unique panel ids, uses the provisioned data source uid, and
     has a panel for each thing issue 6 asks for: lag per source, events/s, writes/s by
-    result, errors, checkpoint age, backfill progress.
+    result, errors, checkpoint age, backfill progress; and, for --ha, the namespaces each
+    instance holds and those nobody holds.
 """
 import argparse
 import json
@@ -240,6 +241,8 @@ def main():
             "errors": r"denormd_errors_total",
             "checkpoint age": r"denormd_checkpoint_age_seconds",
             "backfill progress": r"denormd_backfill_documents_total",
+            "lease holders (--ha)": r"by \(instance\) \(denormd_lease_held",
+            "namespaces nobody holds (--ha)": r"by \(unit\) \(denormd_lease_held\) == 0",
         }
         for what, pattern in required.items():
             if not re.search(pattern, exprs):

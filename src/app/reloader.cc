@@ -30,8 +30,36 @@ auto until_answered(std::stop_token stop, metrics::metrics& m, std::string_view 
   }
 }
 
-// Where `source` starts: --resume-after/--start-at, else its stored checkpoint, read again
-// after a back-off until the server answers. nullopt when stopped first.
+// The stored checkpoint of `source` (none: never stored), read again after a back-off until the
+// server answers. nullopt when stopped first.
+std::optional<std::optional<checkpoint::checkpoint>> read_checkpoint(
+    const mapping::ns& source, checkpoint::position_store& checkpoints, metrics::metrics& m,
+    std::stop_token stop) {
+  auto cp = until_answered(stop, m, "daemon", "cannot read the checkpoint", "source", source.full(),
+                           [&] { return checkpoints.load(source); });
+  if (!cp) return std::nullopt;
+  return std::move(**cp);
+}
+
+// Where a stream resumes from its stored checkpoint; with none, from now.
+pipeline::start_position position_of(const std::optional<checkpoint::checkpoint>& cp) {
+  if (!cp) return pipeline::start_position{};
+  const auto& c = *cp;
+  // A checkpoint stored by a denormd without stream filters has neither its event's time nor a
+  // filter: the token's own encoding tells the time.
+  const auto time = c.event_time || !c.filter.empty() ? c.event_time : mapping::token_time(c.token);
+  return pipeline::start_position{c.token, std::nullopt, c.saved_ms, std::nullopt,
+                                  time,    c.filter,     0,          nullptr};
+}
+
+// With --ha: the mappings that stopped reading the namespace, as its checkpoint keeps them.
+std::vector<checkpoint::stopped_mapping> stopped_of(
+    const std::optional<checkpoint::checkpoint>& cp) {
+  return cp && cp->stopped ? *cp->stopped : std::vector<checkpoint::stopped_mapping>{};
+}
+
+// Where `source` starts: --resume-after/--start-at, else its stored checkpoint. nullopt when
+// stopped first.
 std::optional<pipeline::start_position> start_position_of(const mapping::ns& source,
                                                           const replay_point& replay,
                                                           checkpoint::position_store& checkpoints,
@@ -51,16 +79,9 @@ std::optional<pipeline::start_position> start_position_of(const mapping::ns& sou
         0,
         nullptr};
   }
-  auto cp = until_answered(stop, m, "daemon", "cannot read the checkpoint", "source", source.full(),
-                           [&] { return checkpoints.load(source); });
+  auto cp = read_checkpoint(source, checkpoints, m, stop);
   if (!cp) return std::nullopt;
-  if (!**cp) return pipeline::start_position{};
-  const auto& c = ***cp;
-  // A checkpoint stored by a denormd without stream filters has neither its event's time nor a
-  // filter: the token's own encoding tells the time.
-  const auto time = c.event_time || !c.filter.empty() ? c.event_time : mapping::token_time(c.token);
-  return pipeline::start_position{c.token, std::nullopt, c.saved_ms, std::nullopt,
-                                  time,    c.filter,     0,          nullptr};
+  return position_of(*cp);
 }
 
 bool contains(const std::vector<mapping::ns>& in, const mapping::ns& n) {
@@ -79,6 +100,26 @@ std::string joined(const std::vector<std::string>& names) {
   for (const auto& n : names)
     out += (out.empty() ? "" : ", ") + n;
   return out.empty() ? "-" : out;
+}
+
+// How a reload changes the mapping set, by name.
+struct set_change {
+  std::vector<std::string> added, changed, removed;
+};
+
+set_change compare(const mapping::planner& was, const mapping::planner& next) {
+  set_change out;
+  for (const auto& m : next.mappings()) {
+    const mapping::mapping* before = find_mapping(was, m.name);
+    if (before == nullptr)
+      out.added.push_back(m.name);
+    else if (before->fingerprint() != m.fingerprint())
+      out.changed.push_back(m.name);
+  }
+  for (const auto& m : was.mappings()) {
+    if (find_mapping(next, m.name) == nullptr) out.removed.push_back(m.name);
+  }
+  return out;
 }
 
 // The namespaces `m` reads: its source, and the target it fills.
@@ -240,11 +281,14 @@ void reloader::start_unit(const mapping::ns& source, std::int64_t lease_epoch,
     return;
   }
   if (!contains(watched(), source)) return;  // a reload stopped watching it meanwhile
-  auto from = start_position_of(source, replay_point{}, checkpoints_, metrics_, stop);
-  if (!from) return;
-  from->lease_epoch = lease_epoch;
-  from->lease_deadline = std::move(lease_deadline);
-  pipelines_.start(source, planner_, settle_stopped(std::move(*from), source, *planner_, stop));
+  // Read once: where it resumes, and the mappings that stopped reading it.
+  auto cp = read_checkpoint(source, checkpoints_, metrics_, stop);
+  if (!cp) return;
+  pipeline::start_position from = position_of(*cp);
+  from.lease_epoch = lease_epoch;
+  from.lease_deadline = std::move(lease_deadline);
+  pipelines_.start(source, planner_,
+                   settle_stopped(std::move(from), source, *planner_, stopped_of(*cp), stop));
 }
 
 void reloader::stop_unit(const mapping::ns& source) {
@@ -305,17 +349,7 @@ http::reload_outcome reloader::reload(std::stop_token stop) {
 }
 
 void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_token stop) {
-  std::vector<std::string> added, changed, removed;
-  for (const auto& m : next->mappings()) {
-    const mapping::mapping* was = find_mapping(*planner_, m.name);
-    if (was == nullptr)
-      added.push_back(m.name);
-    else if (was->fingerprint() != m.fingerprint())
-      changed.push_back(m.name);
-  }
-  for (const auto& m : planner_->mappings()) {
-    if (find_mapping(*next, m.name) == nullptr) removed.push_back(m.name);
-  }
+  const auto [added, changed, removed] = compare(*planner_, *next);
   if (added.empty() && changed.empty() && removed.empty()) {
     log::info("reload", "the mappings are unchanged; nothing to do");
     return;
@@ -335,10 +369,7 @@ void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_t
   for (const auto& src : was_watched) {
     if (contains(now_watched, src)) continue;
     if (auto at = pipelines_.hand_over(src)) {
-      if (opts_.ha)
-        settle_stopped(std::move(*at), src, *next, stop);
-      else
-        note_removed(src, *at, *next);
+      restart_position(std::move(*at), src, *next, stop);  // notes where its mappings stopped
       ++stopped;
     }
     metrics_.remove_source(src.full());
@@ -352,12 +383,7 @@ void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_t
       }
       auto at = pipelines_.hand_over(src);
       if (!at) continue;  // not held (--ha), or the daemon was stopped while starting
-      if (opts_.ha) {
-        pipelines_.start(src, next, settle_stopped(std::move(*at), src, *next, stop));
-      } else {
-        note_removed(src, *at, *next);
-        pipelines_.start(src, next, with_returning(std::move(*at), src, *next, stop));
-      }
+      pipelines_.start(src, next, restart_position(std::move(*at), src, *next, stop));
       ++handed_over;
     } else if (!opts_.ha) {  // with --ha it starts when its lease is taken
       metrics_.declare_source(src.full());
@@ -444,16 +470,23 @@ pipeline::start_position reloader::with_returning(pipeline::start_position base,
   return out;
 }
 
-pipeline::start_position reloader::settle_stopped(pipeline::start_position base,
-                                                  const mapping::ns& source,
-                                                  const mapping::planner& next,
-                                                  std::stop_token stop) {
-  auto read = until_answered(stop, metrics_, "reload", "cannot read the checkpoint", "source",
-                             source.full(), [&] { return checkpoints_.load(source); });
-  if (!read) return base;
-  const std::vector<checkpoint::stopped_mapping> before =
-      **read && (**read)->stopped ? *(**read)->stopped : std::vector<checkpoint::stopped_mapping>{};
-  std::vector<checkpoint::stopped_mapping> entries = before;
+pipeline::start_position reloader::restart_position(pipeline::start_position at,
+                                                    const mapping::ns& source,
+                                                    const mapping::planner& next,
+                                                    std::stop_token stop) {
+  if (!opts_.ha) {
+    note_removed(source, at, next);
+    return with_returning(std::move(at), source, next, stop);
+  }
+  auto cp = read_checkpoint(source, checkpoints_, metrics_, stop);
+  if (!cp) return at;
+  return settle_stopped(std::move(at), source, next, stopped_of(*cp), stop);
+}
+
+pipeline::start_position reloader::settle_stopped(
+    pipeline::start_position base, const mapping::ns& source, const mapping::planner& next,
+    const std::vector<checkpoint::stopped_mapping>& stored, std::stop_token stop) {
+  std::vector<checkpoint::stopped_mapping> entries = stored;
   auto has_entry = [&](std::string_view name) {
     return std::any_of(entries.begin(), entries.end(),
                        [&](const auto& e) { return e.mapping == name; });
@@ -486,7 +519,7 @@ pipeline::start_position reloader::settle_stopped(pipeline::start_position base,
   pipeline::start_position out = std::move(base);
   bool rewound = false;
   if (!back.empty()) std::tie(out, rewound) = replay_from(std::move(out), source, back);
-  if ((!rewound && entries == before) || !out.resume_after) return out;
+  if ((!rewound && entries == stored) || !out.resume_after) return out;
   // Stored before the pipeline starts: a crash meanwhile replays from here.
   checkpoint::checkpoint cp{*out.resume_after, 0,      wall_ms(), out.token_time, out.filter,
                             out.lease_epoch,   entries};

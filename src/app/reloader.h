@@ -95,12 +95,19 @@ class reloader {
   void note_removed(const mapping::ns& source, const pipeline::start_position& at,
                     const mapping::planner& next);
   void start_backfill();
-  // With --ha: where `source` starts from `base` under `base.lease_epoch`, settled with the
-  // stopped mappings kept with its checkpoint: a mapping that stopped reading it (at `base`)
-  // gets an entry, and one put back with the definition it stopped with replays from its
-  // entry. The entries and any rewind are stored before it returns.
+  // Where the pipeline of `source` that stopped at `at` starts again planning with `next`, with
+  // the mappings put back replaying what they missed; also notes where the mappings `next`
+  // drops stopped (the only use when `next` no longer watches `source`).
+  pipeline::start_position restart_position(pipeline::start_position at, const mapping::ns& source,
+                                            const mapping::planner& next, std::stop_token stop);
+  // With --ha: where `source` starts from `base` under `base.lease_epoch`, settled with
+  // `stored`, the stopped mappings its checkpoint keeps: a mapping that stopped reading it (at
+  // `base`) gets an entry, and one put back with the definition it stopped with replays from
+  // its entry. The entries and any rewind are stored before it returns.
   pipeline::start_position settle_stopped(pipeline::start_position base, const mapping::ns& source,
-                                          const mapping::planner& next, std::stop_token stop);
+                                          const mapping::planner& next,
+                                          const std::vector<checkpoint::stopped_mapping>& stored,
+                                          std::stop_token stop);
 
   // With --ha: a mapping that ran once and does not run now, with the namespaces it read and
   // where it stopped as recorded (by a denormd without --ha, or at the last start).

@@ -86,6 +86,7 @@ mongo::result<std::vector<source_status>> status_probe::run(
         s.headroom_detail = "the checkpoint's cluster time is unknown";
       } else {
         s.headroom_seconds = headroom_seconds(*position, ***oldest);
+        s.headroom_passed = ***oldest > *position;
       }
     }
     out.push_back(std::move(s));
@@ -157,7 +158,7 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) 
     out += "\n  history headroom ";
     if (!s.headroom_seconds) {
       out += "unknown: " + s.headroom_detail;
-    } else if (*s.headroom_seconds > 0) {
+    } else if (!s.headroom_passed) {
       out += format_duration(*s.headroom_seconds) +
              " (until the oldest entry the server keeps passes the checkpoint)";
     } else {

@@ -36,9 +36,12 @@ struct source_status {
   std::int64_t saved_ms = 0;                    // when the checkpoint was stored
   history_state history = history_state::no_checkpoint;
   std::string detail;  // the server's answer when history is lost or could not be tested
-  // Seconds from the oldest kept oplog entry to the checkpoint (0 or less: passed already);
-  // nullopt when not measured, and then why in headroom_detail.
+  // Seconds from the oldest kept oplog entry to the checkpoint; nullopt when not measured, and
+  // then why in headroom_detail.
   std::optional<double> headroom_seconds;
+  // The oldest kept entry is later than the checkpoint. Whole seconds cannot say it: on a
+  // fresh cluster both can fall in one second, in either order.
+  bool headroom_passed = false;
   std::string headroom_detail;
   // With --ha: the namespace's lease; nullopt when it has none.
   std::optional<lease_status> lease;

@@ -36,6 +36,7 @@ std::vector<source_status> sample() {
   lost.history = history_state::lost;
   lost.detail = "server error 286: history lost";
   lost.headroom_seconds = -125;
+  lost.headroom_passed = true;
   source_status none;
   none.source = {"shop", "orders"};
   source_status kept;
@@ -55,6 +56,27 @@ std::vector<source_status> sample() {
   refused.lease = lease_status{"host-b:7", 5, 1714557608000, true};
   none.lease = lease_status{"", 2, 0, true};
   return {lost, none, kept, refused};
+}
+
+// A checkpoint in the same second as the oldest kept entry, after it: history reaches it, with
+// 0s to spare; one before it in that second has none.
+TEST(ops_status_probe_test, headroom_within_one_second) {
+  source_status s;
+  s.source = {"shop", "customers"};
+  s.has_checkpoint = true;
+  s.token = doc(R"({"_data":"8266321000000000012B"})");
+  s.saved_ms = 1714557610000;
+  s.history = history_state::reachable;
+  s.headroom_seconds = 0;
+  EXPECT_NE(to_text({s}, 1714557620000).find("history headroom 0s (until the oldest entry"),
+            std::string::npos)
+      << to_text({s}, 1714557620000);
+  s.headroom_passed = true;
+  EXPECT_NE(to_text({s}, 1714557620000)
+                .find("history headroom none: the oldest entry the server "
+                      "keeps is 0s past the checkpoint"),
+            std::string::npos)
+      << to_text({s}, 1714557620000);
 }
 
 TEST(ops_status_probe_test, renders_text) {

@@ -27,7 +27,7 @@ const std::map<std::string, command_info>& commands() {
         "[--watch-mappings] [--dry-run] [--log-format text|json] [--log-level LEVEL]"}},
       {"check",
        {command::check, "validate the mappings; print the writes and indexes each needs",
-        "--mappings DIR [--db NAME]"}},
+        "--mappings DIR [--uri URI] [--db NAME]"}},
       {"plan",
        {command::plan, "print the writes planned for change events (one JSON per line)",
         "--mappings DIR --events FILE|- [--db NAME] [--coalesce]"}},

@@ -6,7 +6,7 @@
 
 #include "bson/convert.h"
 #include "bson/json.h"
-#include "query/matcher.h"
+#include "query/path.h"
 
 namespace denormd::mapping {
 
@@ -181,9 +181,17 @@ expected<change_event> change_event::parse_bson(std::span<const std::uint8_t> by
 }
 
 bool touches(const std::vector<std::string>& touched, const std::vector<std::string>& paths) {
+  if (touched.empty() || paths.empty()) return false;
+  std::vector<std::vector<std::string_view>> watched;
+  watched.reserve(paths.size());
+  for (const auto& p : paths)
+    watched.push_back(query::field_components(p));
   return std::any_of(touched.begin(), touched.end(), [&](const std::string& t) {
-    return std::any_of(paths.begin(), paths.end(),
-                       [&](const std::string& p) { return query::paths_overlap(t, p); });
+    const auto parts = query::field_components(t);
+    return std::any_of(watched.begin(), watched.end(), [&](const auto& w) {
+      const std::size_t n = std::min(parts.size(), w.size());
+      return std::equal(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(n), w.begin());
+    });
   });
 }
 

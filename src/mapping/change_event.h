@@ -53,7 +53,10 @@ struct change_event {
   }
 };
 
-// True when any touched path overlaps any of `paths` ("address" touches "address.city").
+// True when any touched path overlaps any of `paths`: with array indexes left out
+// (query::field_components), one is a prefix of the other, component by component
+// ("address" touches "address.city"; "items.0.status" and "items.3" touch "items.status").
+// planner::stream_filter has the server apply the same rule.
 bool touches(const std::vector<std::string>& touched, const std::vector<std::string>& paths);
 
 // An event's position in its stream: the resume token's `_data`, which MongoDB encodes so that

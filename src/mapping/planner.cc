@@ -1,6 +1,9 @@
 #include "mapping/planner.h"
 
 #include <algorithm>
+#include <cstdint>
+
+#include "query/path.h"
 
 namespace denormd::mapping {
 
@@ -108,46 +111,89 @@ bson::document expr(const char* op, bson::value arg) {
   return bson::document{{op, std::move(arg)}};
 }
 
-// Whether `field` (an expression for a dotted path that an update changed) overlaps `path`,
-// as query::paths_overlap has it: equal, or one a dotted prefix of the other.
-bson::document overlaps(const char* field, const std::string& path) {
-  auto starts = [](bson::value text, bson::value prefix) {
-    return expr("$eq",
-                bson::array{expr("$indexOfCP", bson::array{std::move(text), std::move(prefix)}),
-                            std::int32_t{0}});
-  };
-  const bson::document literal_path = expr("$literal", path);
-  return expr("$or",
-              bson::array{
-                  expr("$eq", bson::array{field, literal_path}),
-                  starts(field, expr("$literal", path + ".")),
-                  starts(literal_path, expr("$concat", bson::array{field, expr("$literal", ".")})),
-              });
+bson::document map_expr(bson::value input, const char* as, bson::value in) {
+  return expr("$map",
+              bson::document{{"input", std::move(input)}, {"as", as}, {"in", std::move(in)}});
+}
+
+// Whether the string `c` is an array index as query::parse_index reads one: 1 to 9 digits,
+// no leading zero but "0" itself.
+bson::document is_index(const char* c) {
+  const bson::document length = expr("$strLenCP", c);
+  bson::array digits;
+  for (char d = '0'; d <= '9'; ++d)
+    digits.push_back(std::string(1, d));
+  bson::array positions;
+  for (std::int32_t i = 0; i < 9; ++i)
+    positions.push_back(i);
+  const bson::document all_digits =
+      expr("$allElementsTrue",
+           bson::array{map_expr(
+               expr("$literal", std::move(positions)), "i",
+               expr("$or", bson::array{
+                               expr("$gte", bson::array{"$$i", length}),
+                               expr("$in", bson::array{expr("$substrCP",
+                                                            bson::array{c, "$$i", std::int32_t{1}}),
+                                                       expr("$literal", digits)}),
+                           }))});
+  return expr(
+      "$and",
+      bson::array{
+          expr("$gte", bson::array{length, std::int32_t{1}}),
+          expr("$lte", bson::array{length, std::int32_t{9}}),
+          expr("$or",
+               bson::array{expr("$eq", bson::array{length, std::int32_t{1}}),
+                           expr("$ne", bson::array{expr("$substrCP", bson::array{c, std::int32_t{0},
+                                                                                 std::int32_t{1}}),
+                                                   expr("$literal", "0")})}),
+          all_digits,
+      });
+}
+
+// Whether `parts` (an array of a changed path's components, array indexes left out) and
+// `path` overlap as touches() has it: one a prefix of the other, component by component.
+bson::document overlaps(const char* parts, const std::string& path) {
+  bson::array same;
+  std::int32_t k = 0;
+  for (const std::string_view w : query::field_components(path)) {
+    same.push_back(
+        expr("$or", bson::array{expr("$lte", bson::array{expr("$size", parts), k}),
+                                expr("$eq", bson::array{expr("$arrayElemAt", bson::array{parts, k}),
+                                                        expr("$literal", std::string(w))})}));
+    ++k;
+  }
+  return expr("$and", std::move(same));
 }
 
 // True when an update event touches any of `paths`: the updated, removed and truncated fields,
-// as change_event reads them, against each path.
+// as change_event reads them, each split at its dots and without its array indexes, against
+// each path (touches()).
 bson::document update_touches(const std::vector<std::string>& paths) {
-  auto map = [](bson::value input, const char* as, bson::value in) {
-    return expr("$map",
-                bson::document{{"input", std::move(input)}, {"as", as}, {"in", std::move(in)}});
-  };
   auto or_empty = [](const char* field, bson::value empty) {
     return expr("$ifNull", bson::array{field, std::move(empty)});
   };
-  const bson::document fields =
-      expr("$concatArrays",
-           bson::array{
-               map(expr("$objectToArray",
+  const bson::document fields = expr(
+      "$concatArrays",
+      bson::array{
+          map_expr(expr("$objectToArray",
                         or_empty("$updateDescription.updatedFields", bson::document{})),
                    "u", "$$u.k"),
-               or_empty("$updateDescription.removedFields", bson::array{}),
-               map(or_empty("$updateDescription.truncatedArrays", bson::array{}), "t", "$$t.field"),
-           });
+          or_empty("$updateDescription.removedFields", bson::array{}),
+          map_expr(or_empty("$updateDescription.truncatedArrays", bson::array{}), "t", "$$t.field"),
+      });
+  const bson::document parts =
+      expr("$filter",
+           bson::document{{"input", expr("$split", bson::array{"$$f", expr("$literal", ".")})},
+                          {"as", "c"},
+                          {"cond", expr("$not", bson::array{is_index("$$c")})}});
   bson::array any;
   for (const auto& p : paths)
-    any.push_back(overlaps("$$f", p));
-  return expr("$anyElementTrue", bson::array{map(fields, "f", expr("$or", std::move(any)))});
+    any.push_back(overlaps("$$p", p));
+  return expr(
+      "$anyElementTrue",
+      bson::array{map_expr(fields, "f",
+                           expr("$let", bson::document{{"vars", bson::document{{"p", parts}}},
+                                                       {"in", expr("$or", std::move(any))}}))});
 }
 
 }  // namespace

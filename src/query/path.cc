@@ -48,6 +48,18 @@ std::optional<std::size_t> parse_index(std::string_view component) {
   return n;
 }
 
+std::vector<std::string_view> field_components(std::string_view path) {
+  std::vector<std::string_view> out;
+  for (std::size_t from = 0;;) {
+    const auto dot = path.find('.', from);
+    const std::string_view part =
+        path.substr(from, dot == std::string_view::npos ? dot : dot - from);
+    if (!parse_index(part)) out.push_back(part);
+    if (dot == std::string_view::npos) return out;
+    from = dot + 1;
+  }
+}
+
 void resolve_branches(const bson::document& doc, std::string_view path,
                       const branch_visitor& visit) {
   const auto dot = path.find('.');

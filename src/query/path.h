@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "bson/value.h"
 
@@ -25,5 +26,12 @@ void resolve_branches(const bson::document& doc, std::string_view path,
 
 // Parses a canonical non-negative array index ("0", "12"; not "01", "-1", "1a").
 std::optional<std::size_t> parse_index(std::string_view component);
+
+// The components of a dotted path that are not array indexes (parse_index): "items.0.status"
+// gives {"items", "status"}, "items.3" gives {"items"}. Change events name array elements by
+// index where a query path fans out over them; without the indexes both compare. A numeric
+// field name of a sub-document ({a: {"0": 1}}) is dropped too: comparing less only makes
+// more paths compare equal.
+std::vector<std::string_view> field_components(std::string_view path);
 
 }  // namespace denormd::query

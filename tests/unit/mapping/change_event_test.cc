@@ -87,5 +87,18 @@ TEST(change_event_test, touches_is_dotted_path_aware) {
   EXPECT_FALSE(touches({}, {"name"}));
 }
 
+TEST(change_event_test, an_element_named_by_index_touches_the_paths_through_its_array) {
+  EXPECT_TRUE(touches({"items.0.status"}, {"items.status"}));  // positional $set
+  EXPECT_TRUE(touches({"items.3"}, {"items.status"}));         // $push appends
+  EXPECT_TRUE(touches({"o.0.i.1.q"}, {"o.i.q"}));              // nested $[]
+  EXPECT_TRUE(touches({"items.0.status"}, {"items.0.status"}));
+  EXPECT_TRUE(touches({"meta.0"}, {"meta.x"}));  // maybe {meta: {"0": ...}}: kept, to be safe
+  EXPECT_FALSE(touches({"items.0.note"}, {"items.status"}));
+  // Indexes are left out on both sides: more is kept than needed, nothing is missed.
+  EXPECT_TRUE(touches({"items.1.status"}, {"items.0.status"}));
+  EXPECT_FALSE(touches({"items.01.status"}, {"items.status"}));  // "01" is not an index
+  EXPECT_FALSE(touches({"items.0.statuses"}, {"items.status"}));
+}
+
 }  // namespace
 }  // namespace denormd::mapping

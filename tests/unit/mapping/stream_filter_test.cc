@@ -11,8 +11,11 @@
 #include "bson/json.h"
 #include "mapping/planner.h"
 #include "pipeline.h"
+#include "query/path.h"
 #include "query_operators.h"
 #include "test_helpers.h"
+#include "test_support.h"
+#include "update.h"
 
 namespace denormd::mapping {
 namespace {
@@ -26,26 +29,37 @@ const char* copy_with_fill = R"({"name":"oc","kind":"copy",
   "where":{"status":{"$ne":"DONE"}}},"into":"customer",
   "fields":{"name":"name","city":"address.city"},"fillNewTargets":true})";
 
+// The server-side filter of `p` for `source`, as the test server compiles it.
+query::matcher server_filter(const planner& p, const ns& source) {
+  const bson::array f = p.stream_filter(source);
+  EXPECT_EQ(f.size(), 1u);
+  if (f.size() != 1) return query::matcher();
+  const bson::document& match = f.at(0).as_document().get("$match")->as_document();
+  auto m = mongo_emulator::engine::compile_query(match);
+  EXPECT_TRUE(m) << bson::to_json(match);
+  return m ? *m : query::matcher();
+}
+
+// Whether the filter of `source` keeps `event` (Extended JSON).
+bool keeps_in(const planner& p, const ns& source, const std::string& event) {
+  auto doc = bson::parse_json(event);
+  EXPECT_TRUE(doc) << event;
+  return doc && server_filter(p, source).matches(*doc);
+}
+
 class stream_filter_test : public ::testing::Test {
  protected:
   stream_filter_test() : planner_(load(copy_with_fill)) {}
 
-  // Whether the filter of `source` keeps `event` (Extended JSON).
   bool keeps(const ns& source, const std::string& event) {
-    const bson::array f = planner_.stream_filter(source);
-    EXPECT_EQ(f.size(), 1u);
-    const bson::document& match = f.at(0).as_document().get("$match")->as_document();
-    auto m = mongo_emulator::engine::compile_query(match);
-    EXPECT_TRUE(m) << bson::to_json(match);
-    auto doc = bson::parse_json(event);
-    EXPECT_TRUE(doc) << event;
-    return m && doc && m->matches(*doc);
+    return keeps_in(planner_, source, event);
   }
   bool keeps_update(const ns& source, const std::string& updated, const std::string& removed = "[]",
-                    const std::string& truncated = "[]") {
-    return keeps(source, R"({"operationType":"update","updateDescription":{"updatedFields":)" +
-                             updated + R"(,"removedFields":)" + removed + R"(,"truncatedArrays":)" +
-                             truncated + "}}");
+                    const std::string& truncated = "[]", const planner* p = nullptr) {
+    return keeps_in(p != nullptr ? *p : planner_, source,
+                    R"({"operationType":"update","updateDescription":{"updatedFields":)" + updated +
+                        R"(,"removedFields":)" + removed + R"(,"truncatedArrays":)" + truncated +
+                        "}}");
   }
 
   planner planner_;
@@ -111,6 +125,182 @@ TEST_F(stream_filter_test, the_server_keeps_an_update_exactly_when_the_planner_w
     EXPECT_EQ(keeps_update(customers, updated, removed), touches(touched, watched_customers))
         << updated << " " << removed;
   }
+}
+
+TEST_F(stream_filter_test, a_changed_array_element_touches_the_paths_through_its_array) {
+  const planner p(load(R"({"name":"big","kind":"aggregate","mode":"recompute",
+    "source":{"collection":"orders","parentKey":"customerId","filter":{"items.qty":{"$gte":5}}},
+    "target":{"collection":"customers"},"into":"big","fields":{"n":{"$count":{}}}})"));
+  auto kept = [&](const std::string& updated, const std::string& removed = "[]",
+                  const std::string& truncated = "[]") {
+    return keeps_update(orders, updated, removed, truncated, &p);
+  };
+  EXPECT_TRUE(kept(R"({"items.0.qty":7})"));      // positional $set
+  EXPECT_TRUE(kept(R"({"items.3":{"qty":9}})"));  // $push appends
+  EXPECT_TRUE(kept(R"({"items.12.qty.x":1})"));
+  EXPECT_TRUE(kept("{}", R"(["items.1.qty"])"));
+  EXPECT_TRUE(kept(R"({"items":[]})"));  // $pull, $pop: the whole array
+  EXPECT_TRUE(kept("{}", "[]", R"([{"field":"items","newSize":1}])"));
+  EXPECT_FALSE(kept(R"({"items.0.note":"x"})"));
+  EXPECT_FALSE(kept(R"({"items.01.qty":7})"));  // "01" is a field name, not an index
+  EXPECT_FALSE(kept(R"({"items.0.qtyx":7,"itemsqty":1})"));
+}
+
+// Generated updates through arrays (positional $set, $unset, $inc, $push, $pull, $pop, $[],
+// $[id], `$`, numeric field names of a sub-document), applied by the test server's update
+// engine, which reports updateDescription as MongoDB 6.0 does (indexed paths, appended
+// elements, whole arrays). Whenever what a mapped path reaches, or a filter over it, changed,
+// touches() must say so, and the server's filter must keep exactly what touches() keeps.
+TEST(stream_filter_property_test, updates_through_arrays_touch_every_path_whose_value_changed) {
+  const ns orders{"shop", "orders"};
+  const std::vector<std::string> mapped{"items.status",  "items.qty",   "items.0.status", "items",
+                                        "meta.0.status", "meta.status", "tags",           "total"};
+  struct subject {
+    std::string path;
+    std::vector<std::string> watched;
+    query::matcher filter;
+    query::matcher server;
+  };
+  std::vector<subject> subjects;
+  for (const auto& path : mapped) {
+    const std::string filter = R"({")" + path + R"(":"A"})";
+    auto mappings = load(R"({"name":"s","kind":"aggregate","mode":"recompute",
+      "source":{"collection":"orders","parentKey":"customerId","filter":)" +
+                         filter + R"(},"target":{"collection":"customers"},"into":"s",
+      "fields":{"n":{"$count":{}}}})");
+    ASSERT_EQ(mappings.size(), 1u);
+    const std::vector<std::string> watched = mappings.front().watched_paths();
+    const planner p(std::move(mappings));
+    auto m = query::matcher::compile(*bson::parse_json(filter));
+    ASSERT_TRUE(m);
+    subjects.push_back({path, watched, *m, server_filter(p, orders)});
+  }
+
+  std::mt19937 rng(20240611);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  auto status = [&] { return std::string(pick(2) != 0u ? "\"A\"" : "\"B\""); };
+  auto element = [&] {
+    std::string e = "{";
+    if (pick(4) != 0u) e += R"("status":)" + status() + ",";
+    return e + R"("qty":)" + std::to_string(pick(10)) + "}";
+  };
+  auto elements = [&](std::size_t n) {
+    std::string a = "[";
+    for (std::size_t i = 0; i < n; ++i)
+      a += (i > 0 ? "," : "") + element();
+    return a + "]";
+  };
+  // Everything a path reaches, missing branches included, as text.
+  auto reached = [](const bson::document& d, const std::string& path) {
+    std::string out;
+    query::resolve_branches(d, path, [&](const bson::value* v, std::optional<std::size_t>) {
+      out += (v != nullptr ? bson::to_json(*v) : "missing") + ";";
+      return true;
+    });
+    return out;
+  };
+
+  int changed_through_index = 0;
+  int untouched = 0;
+  for (int round = 0; round < 1500; ++round) {
+    const std::size_t size = pick(4);
+    const std::string before_json = R"({"_id":1,"customerId":1,"total":)" +
+                                    std::to_string(pick(3)) + R"(,"items":)" + elements(size) +
+                                    R"(,"meta":{"0":{"status":)" + status() + R"(},"status":)" +
+                                    status() + R"(},"tags":["A","B"]})";
+    const std::string i = std::to_string(pick(size + 1));  // one past the end appends
+    std::string update;
+    std::string filters = "[]";
+    std::optional<std::size_t> positional;
+    switch (pick(16)) {
+      case 0:
+        update = R"({"$set":{"items.)" + i + R"(.status":)" + status() + "}}";
+        break;
+      case 1:
+        update = R"({"$inc":{"items.)" + i + R"(.qty":)" + std::to_string(pick(3)) + "}}";
+        break;
+      case 2:
+        update = R"({"$unset":{"items.)" + i + R"(.status":""}})";
+        break;
+      case 3:
+        update = R"({"$set":{"items.)" + i + R"(":)" + element() + "}}";
+        break;
+      case 4:
+        update = R"({"$push":{"items":)" + element() + "}}";
+        break;
+      case 5:
+        update = R"({"$push":{"items":{"$each":)" + elements(1 + pick(2)) +
+                 (pick(2) != 0u ? R"(,"$position":0)" : "") + "}}}";
+        break;
+      case 6:
+        update = R"({"$pull":{"items":{"status":)" + status() + "}}}";
+        break;
+      case 7:
+        update = R"({"$pop":{"items":)" + std::string(pick(2) != 0u ? "1" : "-1") + "}}";
+        break;
+      case 8:
+        update = R"({"$set":{"items.$[].status":)" + status() + "}}";
+        break;
+      case 9:
+        update = R"({"$set":{"items.$[x].status":)" + status() + "}}";
+        filters = R"([{"x.qty":{"$gte":)" + std::to_string(pick(10)) + "}}]";
+        break;
+      case 10:
+        if (size == 0) continue;
+        update = R"({"$set":{"items.$.status":)" + status() + "}}";
+        positional = pick(size);
+        break;
+      case 11:
+        update = R"({"$set":{"meta.)" + std::to_string(pick(2)) + R"(.status":)" + status() + "}}";
+        break;
+      case 12:
+        update = R"({"$set":{"tags.)" + std::to_string(pick(3)) + R"(":)" + status() + "}}";
+        break;
+      case 13:
+        update = R"({"$set":{"items.)" + i + R"(.note":"n","meta.status":)" + status() + "}}";
+        break;
+      case 14:
+        update = R"({"$set":{"items":)" + elements(pick(3)) + "}}";
+        break;
+      default:
+        update = R"({"$set":{"total":)" + std::to_string(pick(3)) + "}}";
+        break;
+    }
+    const bson::document before = *bson::parse_json(before_json);
+    auto spec = mongo_emulator::engine::parse_update(
+        *bson::parse_json(update), mongo_emulator::engine::testing::documents(filters));
+    ASSERT_TRUE(spec) << update << ": " << spec.error().message;
+    bson::document after;
+    mongo_emulator::engine::update_context ctx;
+    ctx.positional = positional;
+    auto description = mongo_emulator::engine::apply_update(*spec, before, after, ctx);
+    if (!description || description->empty()) continue;  // refused (a null element), or no-op
+    ASSERT_FALSE(description->replaced);
+    const std::string event = R"({"_id":{"_data":"01"},"operationType":"update",
+      "clusterTime":{"$timestamp":{"t":1,"i":1}},"ns":{"db":"shop","coll":"orders"},
+      "documentKey":{"_id":1},"fullDocument":)" +
+                              bson::to_json(after) + R"(,"updateDescription":)" +
+                              bson::to_json(description->to_document()) + "}";
+    const change_event ev = testing::event(event);
+    const bson::document raw = *bson::parse_json(event);
+    const bool by_index = std::any_of(ev.touched.begin(), ev.touched.end(), [](const auto& t) {
+      return query::field_components(t).size() !=
+             static_cast<std::size_t>(std::count(t.begin(), t.end(), '.')) + 1;
+    });
+    for (const subject& s : subjects) {
+      const bool changed = reached(before, s.path) != reached(after, s.path) ||
+                           s.filter.matches(before) != s.filter.matches(after);
+      const bool touched = touches(ev.touched, s.watched);
+      EXPECT_TRUE(!changed || touched)
+          << s.path << " changed, not touched: " << before_json << " " << update;
+      EXPECT_EQ(s.server.matches(raw), touched) << s.path << ": " << event;
+      if (changed && by_index) ++changed_through_index;
+      if (!touched) ++untouched;
+    }
+  }
+  // Both sides of the rule occurred often enough to mean something.
+  EXPECT_GT(changed_through_index, 300);
+  EXPECT_GT(untouched, 1000);
 }
 
 // The event after the stream's projection, run by the test server's pipeline engine.

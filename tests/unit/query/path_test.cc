@@ -37,5 +37,15 @@ TEST(path_test, parse_index_accepts_only_canonical_integers) {
   EXPECT_FALSE(parse_index(""));
 }
 
+TEST(path_test, field_components_leave_out_the_array_indexes) {
+  using parts = std::vector<std::string_view>;
+  EXPECT_EQ(field_components("items.0.status"), (parts{"items", "status"}));
+  EXPECT_EQ(field_components("items.3"), (parts{"items"}));
+  EXPECT_EQ(field_components("o.0.i.12.q"), (parts{"o", "i", "q"}));
+  EXPECT_EQ(field_components("items.01.x"), (parts{"items", "01", "x"}));
+  EXPECT_EQ(field_components("a..b"), (parts{"a", "", "b"}));
+  EXPECT_EQ(field_components("name"), (parts{"name"}));
+}
+
 }  // namespace
 }  // namespace denormd::query

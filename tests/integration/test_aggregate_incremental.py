@@ -10,6 +10,7 @@ import time
 
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
+from bson.timestamp import Timestamp
 
 from tests.integration.base import ShopTestCase
 from tests.integration.harness import mapping_folder, wait_until
@@ -171,6 +172,34 @@ class IncrementalAggregateTest(ShopTestCase):
         self.assertEqual(d2.stop(), 0)
         self.assertEqual(list(self.db.hosts.find({}, sort=[("_id", 1)])), before)
         self.assertTrue(self.exact())
+
+    def test_events_of_one_transaction_share_a_cluster_time_and_all_apply(self):
+        """A transaction's events share one cluster time and differ only in their resume tokens.
+        1,500 logs of one host in one transaction reach denormd in two batches (it reads 1,000 at
+        a time), so the host's position after the first batch has the second batch's cluster
+        time: only the token tells the events after it from those before (a guard on the cluster
+        time alone would drop the last 500)."""
+        self.create()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start()
+        docs = [dict(self.log(host=1), level="info", bytes=1) for _ in range(1500)]
+
+        def work(session):
+            self.db.logmsgs.insert_many(docs, session=session)
+            self.db.logmsgs.insert_one(dict(self.log(host=2), level="warn", bytes=7), session=session)
+            self.db.logmsgs.update_one({"_id": docs[0]["_id"]}, {"$set": {"bytes": 100}}, session=session)
+        with self.client.start_session() as session:
+            session.with_transaction(work)
+        with self.db.watch(start_at_operation_time=Timestamp(int(time.time()) - 120, 0),
+                           max_await_time_ms=100) as stream:
+            times = {e["clusterTime"] for e in iter(stream.try_next, None)
+                     if e["ns"]["coll"] == "logmsgs" and "txnNumber" in e}
+        self.assertEqual(len(times), 1, "the transaction's events share one cluster time")
+        self.converge()
+        self.assertEqual(self.actual()[1]["count"], 1500)
+        self.assertEqual(number(self.actual()[1]["bytes"]), 1599)
+        self.assertEqual(self.actual()[2]["count"], 1)
+        self.assertEqual(d.stop(), 0)
 
     def insert_logs(self, n):
         self.db.logmsgs.insert_many([self.log() for _ in range(n)])

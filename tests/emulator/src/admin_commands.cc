@@ -155,12 +155,22 @@ command_outcome configure_fail_point(command_context& ctx) {
   return command_result{std::move(r).value(), {}};
 }
 
-// No transaction can exist (option_refusals refuses `startTransaction`), so there is nothing to
-// commit or abort: refused like the option, whatever the session fields say.
+// commitTransaction/abortTransaction of the session's transaction `txnNumber` (the dispatcher
+// checked the session fields).
 command_outcome end_transaction(command_context& ctx) {
-  return fail("mongo-emulator does not implement transactions: '" + ctx.req.command +
-                  "' is refused (see tests/emulator/README.md).",
-              codes::not_implemented);
+  const auto* lsid = ctx.body.get("lsid");
+  auto number = int_arg(ctx.body, "txnNumber");
+  if (!number) return number.error();
+  if (lsid == nullptr || !lsid->is_document() || !*number)
+    return fail("'" + ctx.req.command + "' must be run within a transaction",
+                codes::invalid_options);
+  auto lock = ctx.server.store().lock_for_write();
+  auto& store = ctx.server.store();
+  auto ended = ctx.req.command == "commitTransaction"
+                   ? store.commit_transaction(lsid->as_document(), **number)
+                   : store.abort_transaction(lsid->as_document(), **number);
+  if (!ended) return ended.error();
+  return command_result{bson::document{{"ok", 1.0}}, {}};
 }
 
 command_outcome whats_my_uri(command_context& ctx) {

@@ -218,7 +218,7 @@ denormd::status change_stream::check_resume_point(const storage& s,
         "in the oplog.",
         codes::change_stream_history_lost);
   if (!needs_event) return {};
-  const oplog_entry* entry = history.find(token.ts());
+  const oplog_entry* entry = history.find(token.ts(), token.txn_op_index());
   std::vector<produced> events;
   if (entry != nullptr) events_for(*entry, events);
   const auto it = std::find_if(events.begin(), events.end(),
@@ -267,7 +267,9 @@ bool change_stream::in_scope(std::string_view db, std::string_view coll) const {
 }
 
 void change_stream::events_for(const oplog_entry& e, std::vector<produced>& out) const {
-  const auto event = [&] { out.push_back({resume_token(e.ts, resume_token::kind::event), &e}); };
+  const auto event = [&] {
+    out.push_back({resume_token(e.ts, resume_token::kind::event, e.txn_op_index), &e});
+  };
   const auto invalidate = [&] {
     out.push_back({resume_token(e.ts, resume_token::kind::invalidate), &e});
   };
@@ -348,6 +350,11 @@ template <class Sink>
 denormd::status change_stream::build_event(const storage& s, const produced& p, Sink& ev) const {
   const oplog_entry& e = *p.entry;
   const bool is_invalidate = p.token.token_kind() == resume_token::kind::invalidate;
+  if (e.txn != nullptr && !is_invalidate) {
+    // MongoDB 6.0 puts a transaction's fields first (change_stream_event_transform.cpp).
+    ev.add("txnNumber", e.txn->number);
+    ev.add_document("lsid", e.txn->lsid);
+  }
   ev.add("_id", p.token.to_document());
   ev.add("operationType", std::string(is_invalidate ? "invalidate" : operation_type(e.op)));
   ev.add("clusterTime", e.ts);

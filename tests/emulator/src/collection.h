@@ -23,6 +23,8 @@ class matcher;
 
 namespace mongo_emulator {
 
+class transaction;
+
 namespace bson = denormd::bson;
 using doc_ptr = std::shared_ptr<const bson::document>;
 
@@ -58,6 +60,9 @@ class collection {
   void set_record_images(bool on) { record_images_ = on; }
   const bson::document& options() const { return options_; }
   bson::document& options() { return options_; }
+  // The transaction whose private view (a copy) this is; nullptr for the stored collection.
+  transaction* owner() const { return owner_; }
+  void set_owner(transaction* t) { owner_ = t; }
 
   std::size_t size() const { return ids_.size(); }
   // The document of a record (nullptr once erased or when unknown).
@@ -102,6 +107,7 @@ class collection {
   std::string name_;
   std::shared_ptr<const bson::binary> uuid_;
   bool record_images_ = false;
+  transaction* owner_ = nullptr;
   bson::document options_;
   std::vector<doc_ptr> records_;  // record id r lives at r - 1; erased records stay null
   std::unordered_map<bson::value, std::uint64_t, value_hash, value_equal> ids_;

@@ -25,6 +25,17 @@ struct connection_info {
   std::string app_name;  // client.application.name from the handshake
 };
 
+// What a write command had done when it stopped to wait for a transaction to end (MongoDB's
+// non-transactional writes wait for the documents a transaction wrote): it runs again from
+// statement `next`, the earlier statements' results kept.
+struct write_progress {
+  std::size_t next = 0;
+  std::size_t n = 0;
+  std::size_t modified = 0;
+  bson::array upserted;
+  bson::array write_errors;
+};
+
 struct command_context {
   server_state& server;
   connection_info& conn;
@@ -32,6 +43,9 @@ struct command_context {
   const bson::document& body;
   const std::string& db;
   std::chrono::steady_clock::time_point started;
+  // The transaction a statement with `autocommit: false` runs in.
+  transaction* txn = nullptr;
+  write_progress progress;
 };
 
 // Run the handler again once changes past `seen` are recorded or at `deadline`.

@@ -69,6 +69,76 @@ std::optional<bson::document> write_concern_error(const bson::document& body) {
   return std::nullopt;
 }
 
+bool ends_transaction(std::string_view command) {
+  return command == "commitTransaction" || command == "abortTransaction";
+}
+
+// The commands MongoDB 6.0 runs inside a transaction (besides commit/abort). `create` and
+// `createIndexes`, which it also allows, are not implemented in transactions here.
+bool allowed_in_transaction(std::string_view command) {
+  for (std::string_view c : {"find", "getMore", "killCursors", "insert", "update", "delete",
+                             "findAndModify", "findandmodify", "aggregate", "distinct"}) {
+    if (c == command) return true;
+  }
+  return false;
+}
+
+// A transaction statement's own checks, before the session is looked at (MongoDB's codes).
+denormd::status check_transaction_statement(const request& req, bool start) {
+  if (req.command == "create" || req.command == "createIndexes")
+    return denormd::fail("mongo-emulator does not implement '" + req.command +
+                             "' in a transaction (see tests/emulator/README.md).",
+                         codes::not_implemented);
+  if (!allowed_in_transaction(req.command) ||
+      (req.command == "aggregate" && opens_change_stream(req.body)))
+    return denormd::fail("Cannot run '" + req.command + "' in a multi-document transaction.",
+                         codes::operation_not_supported_in_transaction);
+  if (!req.body.get("lsid") || !req.body.get("lsid")->is_document())
+    return denormd::fail("Transaction number requires a session ID to also be specified",
+                         codes::invalid_options);
+  if (req.body.contains("writeConcern"))
+    return denormd::fail("Cannot set write concern after starting a transaction.",
+                         codes::invalid_options);
+  if (const auto* rc = req.body.get("readConcern")) {
+    if (!start)
+      return denormd::fail("Only the first command in a transaction may specify a readConcern",
+                           codes::invalid_options);
+    const auto* level = rc->is_document() ? rc->as_document().get("level") : nullptr;
+    if (level != nullptr && level->is_string() && level->as_string() != "local" &&
+        level->as_string() != "majority" && level->as_string() != "snapshot")
+      return denormd::fail(
+          "The readConcern level must be either 'local' (default), 'majority' or "
+          "'snapshot' in order to run in a transaction",
+          codes::invalid_options);
+    if (rc->is_document() && rc->as_document().contains("atClusterTime"))
+      return denormd::fail(
+          "mongo-emulator does not implement readConcern.atClusterTime in a transaction",
+          codes::not_implemented);
+  }
+  return {};
+}
+
+std::int64_t txn_number(const bson::document& body) {
+  const auto* v = body.get("txnNumber");
+  if (v == nullptr) return -1;
+  if (v->is<std::int64_t>()) return v->as<std::int64_t>();
+  if (v->is<std::int32_t>()) return v->as<std::int32_t>();
+  return -1;
+}
+
+// A statement that failed, or that reports write errors, aborts its transaction (MongoDB's
+// transactions are all or nothing); a WriteConflict is the statement's error, not a write error.
+std::optional<denormd::error> transaction_failure(const bson::document& reply) {
+  const auto* errors = reply.get("writeErrors");
+  if (errors == nullptr || !errors->is_array() || errors->as_array().empty()) return std::nullopt;
+  const auto& first = errors->as_array().front().as_document();
+  const auto* code = first.get("code");
+  const auto* message = first.get("errmsg");
+  return denormd::error{
+      message != nullptr && message->is_string() ? message->as_string() : "",
+      code != nullptr && code->is_number() ? static_cast<int>(code->to_double()) : 0};
+}
+
 }  // namespace
 
 command_dispatcher::command_dispatcher(server_state& server) : server_(server) {
@@ -146,6 +216,33 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
   if (auto refused = refuse_unsupported_options(req.command, req.body); !refused)
     co_return finish(error_reply(refused.error(), nullptr));
 
+  // A statement of a multi-document transaction runs in the session's transaction.
+  const bool in_transaction = req.body.contains("autocommit");
+  transaction* txn = nullptr;
+  if (in_transaction && !ends_transaction(req.command)) {
+    const auto* start = req.body.get("startTransaction");
+    const bool starting = start != nullptr;
+    auto entered = [&]() -> denormd::expected<transaction*> {
+      if (auto ok = check_transaction_statement(req, starting); !ok) return ok.error();
+      auto lock = server_.store().lock_for_write();
+      return server_.store().begin_or_continue(req.body.get("lsid")->as_document(),
+                                               txn_number(req.body), starting);
+    }();
+    if (!entered) {
+      const bson::array labels =
+          labels_for(req, &spec, entered.error().code, {.transaction = true});
+      co_return finish(error_reply(entered.error(), &labels));
+    }
+    txn = *entered;
+  }
+  // Ends the transaction after a failed statement.
+  const auto abort_failed = [&] {
+    if (txn == nullptr) return;
+    auto lock = server_.store().lock_for_write();
+    (void)server_.store().abort_transaction(req.body.get("lsid")->as_document(),
+                                            txn_number(req.body));
+  };
+
   // Whether a failing getMore ran on a change stream: asked now, since an error kills the cursor.
   bool change_stream = false;
   if (req.command == "aggregate") {
@@ -164,7 +261,8 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
   if (stored) {
     reply = std::move(*stored);
   } else {
-    command_context ctx{server_, conn, req, req.body, req.db, std::chrono::steady_clock::now()};
+    command_context ctx{server_, conn, req, req.body, req.db, std::chrono::steady_clock::now(),
+                        txn,     {}};
     // An expression that fails while a handler evaluates it (a $expr in a filter, whose
     // matcher cannot return an error) fails the command, as on MongoDB.
     const auto handle = [&] {
@@ -180,9 +278,19 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
       co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
       outcome = handle();
     }
+    if (outcome && txn != nullptr) {
+      if (auto failed = transaction_failure(outcome->reply)) {
+        abort_failed();
+        if (failed->code == codes::write_conflict)
+          outcome = denormd::unexpected<denormd::error>{*failed};
+      }
+    }
     if (!outcome) {
-      const bson::array labels =
-          labels_for(req, &spec, outcome.error().code, {.change_stream = change_stream});
+      abort_failed();
+      const bson::array labels = labels_for(req, &spec, outcome.error().code,
+                                            {.change_stream = change_stream,
+                                             .transaction = in_transaction,
+                                             .commit_or_abort = ends_transaction(req.command)});
       co_return finish(error_reply(outcome.error(), &labels));
     }
     reply = std::move(outcome->reply);
@@ -210,6 +318,11 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
 bson::array command_dispatcher::labels_for(const request& req, const command_spec* spec, int code,
                                            label_inputs in) const {
   bson::array labels;
+  if (in.transaction && !in.write_concern_error &&
+      is_transient_transaction_code(code, in.commit_or_abort)) {
+    labels.emplace_back("TransientTransactionError");
+    return labels;
+  }
   if (spec != nullptr && spec->retryable_write && retry_cache::key_of(req.body) &&
       is_retryable_write_code(code)) {
     labels.emplace_back("RetryableWriteError");

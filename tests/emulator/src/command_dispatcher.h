@@ -35,6 +35,8 @@ class command_dispatcher {
     // failCommand acts before a getMore checks its cursor out, so MongoDB cannot tell then.
     bool change_stream = false;
     bool write_concern_error = false;
+    bool transaction = false;  // a statement of a transaction, or its commit or abort
+    bool commit_or_abort = false;
   };
   bson::array labels_for(const request& req, const command_spec* spec, int code,
                          label_inputs in) const;

@@ -9,7 +9,7 @@ namespace mongo_emulator {
 
 namespace {
 
-constexpr std::array<std::pair<int, std::string_view>, 70> names{{
+constexpr std::array<std::pair<int, std::string_view>, 75> names{{
     {1, "InternalError"},
     {2, "BadValue"},
     {4, "NoSuchKey"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<int, std::string_view>, 70> names{{
     {16, "InvalidLength"},
     {20, "IllegalOperation"},
     {22, "InvalidBSON"},
+    {24, "LockTimeout"},
     {26, "NamespaceNotFound"},
     {27, "IndexNotFound"},
     {28, "PathNotViable"},
@@ -52,16 +53,20 @@ constexpr std::array<std::pair<int, std::string_view>, 70> names{{
     {100, "UnsatisfiableWriteConcern"},
     {112, "WriteConflict"},
     {115, "CommandNotSupported"},
+    {117, "ConflictingOperationInProgress"},
     {133, "FailedToSatisfyReadPreference"},
     {134, "ReadConcernMajorityNotAvailableYet"},
     {150, "StaleEpoch"},
     {168, "InvalidPipelineOperator"},
     {189, "PrimarySteppedDown"},
     {234, "RetryChangeStream"},
+    {225, "TransactionTooOld"},
     {238, "NotImplemented"},
     {251, "NoSuchTransaction"},
+    {256, "TransactionCommitted"},
     {260, "InvalidResumeToken"},
     {262, "ExceededTimeLimit"},
+    {263, "OperationNotSupportedInTransaction"},
     {280, "ChangeStreamFatalError"},
     {286, "ChangeStreamHistoryLost"},
     {317, "ConnectionPoolExpired"},
@@ -115,6 +120,13 @@ bool is_retryable_write_code(int code) {
 
 bool is_resumable_change_stream_code(int code) {
   return contains(retriable_codes, code) || contains(resumable_only_codes, code);
+}
+
+bool is_transient_transaction_code(int code, bool commit_or_abort) {
+  if (code == codes::write_conflict || code == codes::lock_timeout ||
+      code == codes::no_such_transaction)
+    return true;
+  return !commit_or_abort && code == codes::transaction_too_old;
 }
 
 bool is_non_resumable_change_stream_code(int code) {

@@ -15,6 +15,7 @@ inline constexpr int host_not_found = 7;
 inline constexpr int failed_to_parse = 9;
 inline constexpr int type_mismatch = 14;
 inline constexpr int illegal_operation = 20;
+inline constexpr int lock_timeout = 24;
 inline constexpr int namespace_not_found = 26;
 inline constexpr int index_not_found = 27;
 inline constexpr int path_not_viable = 28;
@@ -33,10 +34,16 @@ inline constexpr int index_key_specs_conflict = 86;
 inline constexpr int network_timeout = 89;
 inline constexpr int shutdown_in_progress = 91;
 inline constexpr int unsatisfiable_write_concern = 100;
+inline constexpr int write_conflict = 112;
+inline constexpr int conflicting_operation_in_progress = 117;
 inline constexpr int primary_stepped_down = 189;
+inline constexpr int transaction_too_old = 225;
 inline constexpr int not_implemented = 238;
+inline constexpr int no_such_transaction = 251;
+inline constexpr int transaction_committed = 256;
 inline constexpr int invalid_resume_token = 260;
 inline constexpr int exceeded_time_limit = 262;
+inline constexpr int operation_not_supported_in_transaction = 263;
 inline constexpr int change_stream_fatal_error = 280;
 inline constexpr int change_stream_history_lost = 286;
 inline constexpr int unsupported_op_query_command = 352;
@@ -70,5 +77,10 @@ bool is_retryable_write_code(int code);
 // NonResumableChangeStreamError on whatever command returns them.
 bool is_non_resumable_change_stream_code(int code);
 bool is_resumable_change_stream_code(int code);
+
+// Codes for which MongoDB 6.0 adds `TransientTransactionError` to the error of a statement in a
+// transaction (ErrorLabelBuilder::isTransientTransactionError): WriteConflict, LockTimeout and
+// NoSuchTransaction; TransactionTooOld too, except on commitTransaction/abortTransaction.
+bool is_transient_transaction_code(int code, bool commit_or_abort);
 
 }  // namespace mongo_emulator

@@ -102,9 +102,10 @@ std::size_t oplog::lower_bound(bson::timestamp ts) const {
   return static_cast<std::size_t>(it - entries_.begin());
 }
 
-const oplog_entry* oplog::find(bson::timestamp ts) const {
-  const std::size_t i = lower_bound(ts);
-  if (i < entries_.size() && entries_[i].ts == ts) return &entries_[i];
+const oplog_entry* oplog::find(bson::timestamp ts, std::uint32_t txn_op_index) const {
+  const std::size_t i = lower_bound(ts) + txn_op_index;
+  if (i < entries_.size() && entries_[i].ts == ts && entries_[i].txn_op_index == txn_op_index)
+    return &entries_[i];
   return nullptr;
 }
 

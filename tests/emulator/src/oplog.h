@@ -1,6 +1,7 @@
 #pragma once
-// The bounded change history change streams read: one entry per change, in clusterTime order,
-// each with a unique clusterTime. Not synchronized: owned by storage and accessed under its lock.
+// The bounded change history change streams read: one entry per change, in (clusterTime,
+// txn_op_index) order; only the entries of one transaction share a clusterTime. Not synchronized:
+// owned by storage and accessed under its lock.
 
 #include <cstdint>
 #include <deque>
@@ -36,8 +37,18 @@ enum class op_type : std::uint8_t {
   modify,
 };
 
+// The session and number of the transaction an entry was committed by.
+struct txn_info {
+  bson::document lsid;
+  std::int64_t number = 0;
+};
+
 struct oplog_entry {
   bson::timestamp ts;
+  // The entries of one transaction share `ts` and are numbered from 0 in commit order (MongoDB's
+  // txnOpIndex); 0 for every other entry.
+  std::uint32_t txn_op_index = 0;
+  std::shared_ptr<const txn_info> txn;  // null outside transactions
   std::int64_t wall_ms = 0;
   op_type op = op_type::insert;
   std::string db;
@@ -74,8 +85,8 @@ class oplog {
   const oplog_entry& at(std::size_t i) const { return entries_[i]; }
   // Position of the first entry with ts >= `ts` (size() when there is none).
   std::size_t lower_bound(bson::timestamp ts) const;
-  // The entry at exactly `ts`, if it is still kept.
-  const oplog_entry* find(bson::timestamp ts) const;
+  // The entry at exactly `ts` and `txn_op_index`, if it is still kept.
+  const oplog_entry* find(bson::timestamp ts, std::uint32_t txn_op_index = 0) const;
   // True when a change after `ts` (or at it, when `inclusive`) may have been discarded.
   bool history_lost(bson::timestamp ts, bool inclusive) const;
 

@@ -77,10 +77,9 @@ bool is_generic_argument(std::string_view name) {
                        "writeConcern"});
 }
 
-// Multi-document transactions are not implemented: a statement of one would be applied at
-// once, so an aborted transaction would keep its writes. The session checks come first, with
-// MongoDB's codes (initializeOperationSessionInfo), then the refusal.
-denormd::status check_transaction(std::string_view command, const bson::document& body) {
+// The session fields of a transaction statement, with MongoDB's codes
+// (initializeOperationSessionInfo); the transaction's own checks are the dispatcher's.
+denormd::status check_transaction(const bson::document& body) {
   const auto* autocommit = body.get("autocommit");
   const auto* start = body.get("startTransaction");
   if (autocommit == nullptr) {
@@ -95,8 +94,10 @@ denormd::status check_transaction(std::string_view command, const bson::document
   }
   if (truthy(*autocommit))
     return denormd::fail("Specifying autocommit=true is not allowed.", codes::invalid_options);
-  if (start != nullptr) return refuse(command, "startTransaction", *start, "transactions");
-  return refuse(command, "autocommit", *autocommit, "transactions");
+  if (start != nullptr && !truthy(*start))
+    return denormd::fail("Specifying startTransaction=false is not allowed.",
+                         codes::invalid_options);
+  return {};
 }
 
 // Only the simple (binary) collation is implemented; any other compares strings differently.
@@ -403,7 +404,7 @@ denormd::expected<bson::timestamp> snapshot_read_time(std::string_view command,
 }
 
 denormd::status refuse_unsupported_options(std::string_view command, const bson::document& body) {
-  if (auto s = check_transaction(command, body); !s) return s;
+  if (auto s = check_transaction(body); !s) return s;
   if (auto rc = parse_read_concern(body); !rc) return rc.error();
   if (command == "create") {
     if (auto s = check_create(body); !s) return s;

@@ -94,7 +94,8 @@ expected<std::optional<bson::timestamp>> locked_read(command_context& ctx, std::
                                                      const read_concern& rc, Read&& read) {
   auto lock = ctx.server.store().lock_for_read();
   std::optional<bson::timestamp> at;
-  if (rc.snapshot()) {
+  // In a transaction the read is at the transaction's snapshot, and no atClusterTime is returned.
+  if (rc.snapshot() && ctx.txn == nullptr) {
     auto t = snapshot_read_time(command, rc, ctx.server.store().cluster_time());
     if (!t) return t.error();
     at = *t;
@@ -159,7 +160,7 @@ command_outcome find(command_context& ctx) {
     if (oplog_ns) {
       docs = oplog_documents(ctx.server.store().history(), *m, natural_reverse, wanted);
     } else {
-      docs = matching(ctx.server.store().find(ctx.db, *name), *m);
+      docs = matching(ctx.server.store().find(ctx.db, *name, ctx.txn), *m);
       if (natural_reverse) std::reverse(docs.begin(), docs.end());
     }
   });
@@ -327,7 +328,7 @@ command_outcome distinct(command_context& ctx) {
   bson::array values;
   {
     auto lock = ctx.server.store().lock_for_read();
-    for (const auto& doc : matching(ctx.server.store().find(ctx.db, *name), *m)) {
+    for (const auto& doc : matching(ctx.server.store().find(ctx.db, *name, ctx.txn), *m)) {
       denormd::query::resolve_path(*doc, **key, [&](const bson::value& v, auto) {
         const auto add = [&](const bson::value& x) {
           const bool seen = std::any_of(values.begin(), values.end(), [&](const bson::value& y) {
@@ -435,8 +436,9 @@ command_outcome aggregate(command_context& ctx) {
         m = std::move(compiled).value();
       }
     }
-    auto read = locked_read(ctx, "aggregate", *rc,
-                            [&] { input = matching(ctx.server.store().find(ctx.db, coll), m); });
+    auto read = locked_read(ctx, "aggregate", *rc, [&] {
+      input = matching(ctx.server.store().find(ctx.db, coll, ctx.txn), m);
+    });
     if (!read) return read.error();
     at = *read;
   }

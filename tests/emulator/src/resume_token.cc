@@ -8,8 +8,11 @@ namespace mongo_emulator {
 
 namespace {
 
-// As MongoDB's KeyString starts: "82" (the timestamp type), 8 hex t, 8 hex i; then 2 hex kind.
+// As MongoDB's KeyString starts: "82" (the timestamp type), 8 hex t, 8 hex i; then 2 hex kind;
+// then, for a transaction's events after its first, 8 hex txnOpIndex. A shorter string sorts
+// before its extensions, so the strings order like the tokens.
 constexpr std::size_t data_length = 20;
+constexpr std::size_t txn_data_length = 28;
 
 bool parse_hex(std::string_view s, std::uint32_t& out) {
   out = 0;
@@ -47,19 +50,24 @@ denormd::expected<resume_token> resume_token::parse(const bson::value& token) {
   std::uint32_t t = 0;
   std::uint32_t i = 0;
   std::uint32_t k = 0;
-  if (s.size() != data_length || !s.starts_with("82") ||
+  std::uint32_t op = 0;
+  // An index of 0 is never written out, so each token has one spelling.
+  const bool with_op = s.size() == txn_data_length;
+  if ((s.size() != data_length && !with_op) || !s.starts_with("82") ||
       !parse_hex(std::string_view(s).substr(2, 8), t) ||
       !parse_hex(std::string_view(s).substr(10, 8), i) ||
-      !parse_hex(std::string_view(s).substr(18, 2), k) || k > 2) {
+      !parse_hex(std::string_view(s).substr(18, 2), k) || k > 2 ||
+      (with_op && (!parse_hex(std::string_view(s).substr(20, 8), op) || op == 0))) {
     return bad("'_data' is not a token issued by this server: '" + s + "'");
   }
-  return resume_token(bson::timestamp{t, i}, static_cast<kind>(k));
+  return resume_token(bson::timestamp{t, i}, static_cast<kind>(k), op);
 }
 
 std::string resume_token::data() const {
-  char buf[data_length + 1];
-  std::snprintf(buf, sizeof buf, "82%08X%08X%02X", ts_.t, ts_.i, static_cast<unsigned>(kind_));
-  return std::string(buf, data_length);
+  char buf[txn_data_length + 1];
+  std::snprintf(buf, sizeof buf, "82%08X%08X%02X%08X", ts_.t, ts_.i, static_cast<unsigned>(kind_),
+                txn_op_index_);
+  return std::string(buf, txn_op_index_ == 0 ? data_length : txn_data_length);
 }
 
 bson::document resume_token::to_document() const {

@@ -68,6 +68,14 @@ collection& storage::obtain(std::string_view db, std::string_view coll) {
   return make(db, coll, {});
 }
 
+collection* storage::find(std::string_view db, std::string_view coll, transaction* txn) {
+  return txn != nullptr ? txn->view(*this, db, coll, false) : find(db, coll);
+}
+
+collection& storage::obtain(std::string_view db, std::string_view coll, transaction* txn) {
+  return txn != nullptr ? *txn->view(*this, db, coll, true) : obtain(db, coll);
+}
+
 denormd::expected<collection*> storage::create(std::string_view db, std::string_view coll,
                                                const bson::document& options) {
   if (find(db, coll) != nullptr)
@@ -170,40 +178,261 @@ std::vector<const collection*> storage::collections(std::string_view db) const {
 }
 
 denormd::expected<std::uint64_t> storage::insert(collection& c, doc_ptr doc) {
+  const auto* found = doc->get("_id");
+  const bson::value id = found ? *found : bson::value{};
+  if (c.owner() != nullptr) {
+    if (auto ok = claim(c, id); !ok) return ok.error();
+    auto record_id = c.insert(doc);
+    if (record_id) c.owner()->add_op({op_type::insert, c.db(), c.name(), id, std::move(doc), {}});
+    return record_id;
+  }
+  if (auto ok = check_unclaimed(c, id); !ok) return ok.error();
   auto record_id = c.insert(doc);
   if (!record_id) return record_id;
-  const auto* id = doc->get("_id");
-  record_document_change(op_type::insert, c, id ? *id : bson::value{}, doc, nullptr, {});
+  note_change(c, id, nullptr);
+  record_document_change(op_type::insert, c, id, doc, nullptr, {});
   return record_id;
 }
 
 denormd::status storage::update(collection& c, std::uint64_t record, doc_ptr doc,
                                 bson::document update_description) {
+  const auto* found = doc->get("_id");
+  const bson::value id = found ? *found : bson::value{};
+  if (c.owner() != nullptr) {
+    if (auto ok = claim(c, id); !ok) return ok;
+    if (auto ok = c.update(record, doc, update_description); !ok) return ok;
+    c.owner()->add_op(
+        {op_type::update, c.db(), c.name(), id, std::move(doc), std::move(update_description)});
+    return {};
+  }
+  if (auto ok = check_unclaimed(c, id); !ok) return ok;
   auto before = c.get(record);
   if (auto ok = c.update(record, doc, update_description); !ok) return ok;
-  const auto* id = doc->get("_id");
+  note_change(c, id, before);
   const bool images = c.record_images();
-  record_document_change(op_type::update, c, id ? *id : bson::value{}, images ? doc : nullptr,
-                         images ? before : nullptr, std::move(update_description));
+  record_document_change(op_type::update, c, id, images ? doc : nullptr, images ? before : nullptr,
+                         std::move(update_description));
   return {};
 }
 
 denormd::status storage::replace(collection& c, std::uint64_t record, doc_ptr doc) {
+  const auto* found = doc->get("_id");
+  const bson::value id = found ? *found : bson::value{};
+  if (c.owner() != nullptr) {
+    if (auto ok = claim(c, id); !ok) return ok;
+    if (auto ok = c.replace(record, doc); !ok) return ok;
+    c.owner()->add_op({op_type::replace, c.db(), c.name(), id, std::move(doc), {}});
+    return {};
+  }
+  if (auto ok = check_unclaimed(c, id); !ok) return ok;
   auto before = c.get(record);
   if (auto ok = c.replace(record, doc); !ok) return ok;
-  const auto* id = doc->get("_id");
-  record_document_change(op_type::replace, c, id ? *id : bson::value{}, doc,
-                         c.record_images() ? before : nullptr, {});
+  note_change(c, id, before);
+  record_document_change(op_type::replace, c, id, doc, c.record_images() ? before : nullptr, {});
   return {};
 }
 
-void storage::remove(collection& c, std::uint64_t record) {
+denormd::status storage::remove(collection& c, std::uint64_t record) {
   auto before = c.get(record);
-  if (before == nullptr) return;
+  if (before == nullptr) return {};
+  const auto* found = before->get("_id");
+  const bson::value id = found ? *found : bson::value{};
+  if (c.owner() != nullptr) {
+    if (auto ok = claim(c, id); !ok) return ok;
+    c.erase(record);
+    c.owner()->add_op({op_type::remove, c.db(), c.name(), id, nullptr, {}});
+    return {};
+  }
+  if (auto ok = check_unclaimed(c, id); !ok) return ok;
   c.erase(record);
-  const auto* id = before->get("_id");
-  record_document_change(op_type::remove, c, id ? *id : bson::value{}, nullptr,
-                         c.record_images() ? before : nullptr, {});
+  note_change(c, id, before);
+  record_document_change(op_type::remove, c, id, nullptr, c.record_images() ? before : nullptr, {});
+  return {};
+}
+
+namespace {
+
+denormd::error write_conflict() {
+  return {
+      "WriteConflict error: this operation conflicted with another operation. Please retry your "
+      "operation or multi-document transaction.",
+      codes::write_conflict};
+}
+
+std::string session_key(const bson::document& lsid) {
+  const auto* id = lsid.get("id");
+  if (id == nullptr || !id->is<bson::binary>()) return {};
+  const auto& bytes = id->as<bson::binary>().data;
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::string lsid_text(const bson::document& lsid) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : session_key(lsid)) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+// The lsid as MongoDB logs it: the client's `id` and `uid`, the SHA-256 of the user name,
+// which is the empty string without authentication.
+bson::document logged_lsid(const bson::document& lsid) {
+  static const std::vector<std::uint8_t> empty_user_sha256{
+      0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14, 0x9a, 0xfb, 0xf4,
+      0xc8, 0x99, 0x6f, 0xb9, 0x24, 0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b,
+      0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55};
+  bson::document out;
+  if (const auto* id = lsid.get("id")) out.append("id", *id);
+  out.append("uid", bson::binary{0, empty_user_sha256});
+  return out;
+}
+
+}  // namespace
+
+denormd::status storage::claim(const collection& c, const bson::value& id) {
+  transaction& t = *c.owner();
+  const std::string ns = c.ns();
+  if (t.changed_since_snapshot(ns, id))
+    return denormd::unexpected<denormd::error>{write_conflict()};
+  auto& writers = writers_[ns];
+  auto [it, inserted] = writers.try_emplace(id, &t);
+  if (!inserted && it->second != &t) return denormd::unexpected<denormd::error>{write_conflict()};
+  return {};
+}
+
+denormd::status storage::check_unclaimed(const collection& c, const bson::value& id) const {
+  if (written_by_transaction(c, id)) return denormd::unexpected<denormd::error>{write_conflict()};
+  return {};
+}
+
+bool storage::written_by_transaction(const collection& c, const bson::value& id) const {
+  auto writers = writers_.find(c.ns());
+  if (writers == writers_.end()) return false;
+  auto it = writers->second.find(id);
+  return it != writers->second.end() && it->second != c.owner() && it->second != committing_;
+}
+
+void storage::note_change(const collection& c, const bson::value& id, const doc_ptr& before) {
+  if (open_.empty()) return;
+  const std::string ns = c.ns();
+  for (transaction* t : open_) {
+    if (t != committing_) t->note_committed_change(ns, id, before);
+  }
+}
+
+denormd::expected<transaction*> storage::begin_or_continue(const bson::document& lsid,
+                                                           std::int64_t number, bool start) {
+  session& s = sessions_[session_key(lsid)];
+  const std::string n = std::to_string(number);
+  if (number < s.number) {
+    return denormd::fail("Cannot start transaction " + n + " on session " + lsid_text(lsid) +
+                             " because a newer transaction " + std::to_string(s.number) +
+                             " has already started.",
+                         codes::transaction_too_old);
+  }
+  if (start) {
+    if (number == s.number)
+      return denormd::fail(
+          "Only servers in a sharded cluster can start a new transaction at the active "
+          "transaction number",
+          codes::conflicting_operation_in_progress);
+    if (s.st == session::state::in_progress) end_transaction(s, session::state::aborted);
+    s.number = number;
+    s.st = session::state::in_progress;
+    s.txn = std::make_unique<transaction>(logged_lsid(lsid), number, cluster_time());
+    open_.push_back(s.txn.get());
+    return s.txn.get();
+  }
+  if (number != s.number || s.st == session::state::none)
+    return denormd::fail("Given transaction number " + n +
+                             " does not match any in-progress transactions. The active "
+                             "transaction number is " +
+                             std::to_string(s.number),
+                         codes::no_such_transaction);
+  if (s.st == session::state::aborted)
+    return denormd::fail("Transaction " + n + " has been aborted.", codes::no_such_transaction);
+  if (s.st == session::state::committed)
+    return denormd::fail("Transaction " + n + " has been committed.", codes::transaction_committed);
+  return s.txn.get();
+}
+
+denormd::status storage::commit_transaction(const bson::document& lsid, std::int64_t number) {
+  auto it = sessions_.find(session_key(lsid));
+  if (it != sessions_.end() && it->second.number == number &&
+      it->second.st == session::state::committed)
+    return {};  // a retried commit: MongoDB answers it again
+  auto txn = begin_or_continue(lsid, number, false);
+  if (!txn) return denormd::unexpected<denormd::error>{txn.error()};
+  session& s = it->second;
+  const transaction& t = **txn;
+  if (!t.ops().empty()) {
+    committing_ = s.txn.get();
+    commit_info_ = std::make_shared<const txn_info>(txn_info{t.lsid(), t.number()});
+    commit_ts_ = tick();
+    commit_wall_ms_ = wall_clock_ms();
+    commit_op_index_ = 0;
+    for (const auto& o : t.ops())
+      apply(o);
+    committing_ = nullptr;
+    commit_info_.reset();
+  }
+  end_transaction(s, session::state::committed);
+  return {};
+}
+
+// One write of the committing transaction on the stored collection. The transaction held the
+// document since it wrote it and nobody else changed it since its snapshot, so the stored
+// document is the one the transaction changed.
+void storage::apply(const transaction::op& o) {
+  collection& c = obtain(o.db, o.coll);
+  const auto record = c.find_id(o.id);
+  switch (o.type) {
+    case op_type::insert:
+      (void)insert(c, o.doc);
+      break;
+    case op_type::update:
+      if (record) (void)update(c, *record, o.doc, o.update_description);
+      break;
+    case op_type::replace:
+      if (record) (void)replace(c, *record, o.doc);
+      break;
+    case op_type::remove:
+      if (record) (void)remove(c, *record);
+      break;
+    default:
+      break;
+  }
+}
+
+denormd::status storage::abort_transaction(const bson::document& lsid, std::int64_t number) {
+  auto txn = begin_or_continue(lsid, number, false);
+  if (!txn) return denormd::unexpected<denormd::error>{txn.error()};
+  end_transaction(sessions_.find(session_key(lsid))->second, session::state::aborted);
+  return {};
+}
+
+void storage::end_transaction(session& s, session::state outcome) {
+  transaction* t = s.txn.get();
+  std::erase(open_, t);
+  for (auto it = writers_.begin(); it != writers_.end();) {
+    std::erase_if(it->second, [&](const auto& w) { return w.second == t; });
+    it = it->second.empty() ? writers_.erase(it) : std::next(it);
+  }
+  s.st = outcome;
+  s.txn.reset();
+  // A write waiting for this transaction's documents may go on now.
+  pending_.everything = true;
+  ++change_count_;
+}
+
+void storage::abort_expired_transactions(std::chrono::steady_clock::duration limit) {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [key, s] : sessions_) {
+    if (s.st == session::state::in_progress && now - s.txn->started() > limit)
+      end_transaction(s, session::state::aborted);
+  }
 }
 
 void storage::record_document_change(op_type op, const collection& c, const bson::value& id,
@@ -232,8 +461,15 @@ void storage::record(oplog_entry entry) {
                  [&](const auto& ns) { return ns.first == entry.db && ns.second == entry.coll; })) {
     pending_.namespaces.emplace_back(entry.db, entry.coll);
   }
-  entry.ts = tick();
-  entry.wall_ms = wall_clock_ms();
+  if (committing_ != nullptr) {
+    entry.ts = commit_ts_;
+    entry.wall_ms = commit_wall_ms_;
+    entry.txn = commit_info_;
+    entry.txn_op_index = commit_op_index_++;
+  } else {
+    entry.ts = tick();
+    entry.wall_ms = wall_clock_ms();
+  }
   oplog_.append(std::move(entry));
   ++change_count_;
 }

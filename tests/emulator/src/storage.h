@@ -6,6 +6,7 @@
 // Thread-safe through the lock objects below; the accessors require holding one.
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "collection.h"
 #include "common/expected.h"
 #include "oplog.h"
+#include "transaction.h"
 
 namespace mongo_emulator {
 
@@ -46,6 +48,9 @@ class storage {
   // The collection, created implicitly (as inserts and upserts do) when missing; a creation
   // records `create`.
   collection& obtain(std::string_view db, std::string_view coll);
+  // The same as transaction `txn` sees them (its private views) when `txn` is not null.
+  collection* find(std::string_view db, std::string_view coll, transaction* txn);
+  collection& obtain(std::string_view db, std::string_view coll, transaction* txn);
   // Explicit creation with the collection's stored `options`, recorded as `create`; 48
   // NamespaceExists when it exists.
   denormd::expected<collection*> create(std::string_view db, std::string_view coll,
@@ -64,11 +69,34 @@ class storage {
   std::vector<const collection*> collections(std::string_view db) const;
 
   // --- document writes that record change events (under the write lock) ---
+  // On a transaction's view (collection::owner()) they record the write in the transaction
+  // instead, after checking for a write conflict (112): the document changed since the
+  // transaction's snapshot, or another open transaction wrote it. On a stored collection they
+  // fail with 112 when an open transaction wrote the document; callers wait instead (see
+  // written_by_transaction) as MongoDB's non-transactional writes do.
   denormd::expected<std::uint64_t> insert(collection& c, doc_ptr doc);
   denormd::status update(collection& c, std::uint64_t record, doc_ptr doc,
                          bson::document update_description);
   denormd::status replace(collection& c, std::uint64_t record, doc_ptr doc);
-  void remove(collection& c, std::uint64_t record);
+  denormd::status remove(collection& c, std::uint64_t record);
+
+  // --- multi-document transactions (under the write lock) ---
+  // The transaction a statement with `autocommit: false` runs in: a new one with
+  // `startTransaction` (aborting an older one of the session), otherwise the session's
+  // transaction `number`, which must be in progress (MongoDB's errors: 225, 117, 251, 256).
+  denormd::expected<transaction*> begin_or_continue(const bson::document& lsid, std::int64_t number,
+                                                    bool start);
+  // commitTransaction: its changes get one new clusterTime and are numbered in order. Committing
+  // a committed transaction again succeeds; an aborted or unknown one fails with 251.
+  denormd::status commit_transaction(const bson::document& lsid, std::int64_t number);
+  // abortTransaction (also after a failing statement): the transaction's writes are dropped.
+  denormd::status abort_transaction(const bson::document& lsid, std::int64_t number);
+  // Whether an open transaction other than the view's owner wrote document `id` of `c`: a
+  // write outside that transaction has to wait until it ends.
+  bool written_by_transaction(const collection& c, const bson::value& id) const;
+  // Aborts the open transactions older than `limit` (MongoDB's transactionLifetimeLimitSeconds
+  // reaper, run when a write waits for one).
+  void abort_expired_transactions(std::chrono::steady_clock::duration limit);
 
   // --- change history ---
   const oplog& history() const { return oplog_; }
@@ -84,7 +112,22 @@ class storage {
  private:
   using database = std::map<std::string, std::unique_ptr<collection>, std::less<>>;
 
+  struct session {
+    enum class state : std::uint8_t { none, in_progress, committed, aborted };
+    std::int64_t number = -1;
+    state st = state::none;
+    std::unique_ptr<transaction> txn;  // while in progress
+  };
+
   void record(oplog_entry entry);
+  // Claims document `id` of `c` for its owner's write: 112 on a conflict.
+  denormd::status claim(const collection& c, const bson::value& id);
+  // A write to the stored collection `c`: 112 while a transaction holds `id`; otherwise tells
+  // the open transactions the document's version before the write.
+  denormd::status check_unclaimed(const collection& c, const bson::value& id) const;
+  void note_change(const collection& c, const bson::value& id, const doc_ptr& before);
+  void end_transaction(session& s, session::state outcome);
+  void apply(const transaction::op& o);
   collection& make(std::string_view db, std::string_view coll, const bson::document& options);
   void record_document_change(op_type op, const collection& c, const bson::value& id,
                               doc_ptr full_document, doc_ptr pre_image,
@@ -97,6 +140,18 @@ class storage {
   std::uint64_t change_count_ = 0;
   changed_namespaces pending_;  // changes of the current write lock, announced on release
   change_notifier notifier_;
+  std::map<std::string, session, std::less<>> sessions_;  // by the lsid's id bytes
+  std::vector<transaction*> open_;
+  // The open transaction that wrote each document, by namespace and _id.
+  std::map<std::string, std::unordered_map<bson::value, transaction*, value_hash, value_equal>,
+           std::less<>>
+      writers_;
+  // While a commit replays its transaction: the transaction and the stamp its entries share.
+  transaction* committing_ = nullptr;
+  std::shared_ptr<const txn_info> commit_info_;
+  bson::timestamp commit_ts_;
+  std::int64_t commit_wall_ms_ = 0;
+  std::uint32_t commit_op_index_ = 0;
 };
 
 }  // namespace mongo_emulator

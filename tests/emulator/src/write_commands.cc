@@ -81,9 +81,11 @@ expected<prepared_update::result> apply_update(const prepared_update& u, const b
   return result;
 }
 
-// Accumulates per-statement write errors in MongoDB's reply shape.
+// Accumulates per-statement write errors in MongoDB's reply shape (in the command's
+// write_progress, so that they survive a wait for a transaction).
 class write_errors {
  public:
+  explicit write_errors(bson::array& errors) : errors_(errors) {}
   void add(std::size_t index, const denormd::error& e) {
     bson::document d;
     d.append("index", count_value(index));
@@ -98,8 +100,44 @@ class write_errors {
   }
 
  private:
-  bson::array errors_;
+  bson::array& errors_;
 };
+
+// Whether a statement's error means it must wait for a transaction: outside a transaction,
+// storage refuses (112) a document an open transaction wrote, before changing anything.
+bool waits_for_transaction(const command_context& ctx, const denormd::error& e) {
+  return ctx.txn == nullptr && e.code == codes::write_conflict;
+}
+
+// Runs the command again once a transaction ends (every end wakes it; a poll bounds the wait
+// anyway), from ctx.progress. MongoDB waits until the transaction ends or maxTimeMS passes (50),
+// and aborts a transaction older than transactionLifetimeLimitSeconds (60).
+command_outcome wait_for_transaction(command_context& ctx) {
+  using namespace std::chrono;
+  auto& store = ctx.server.store();
+  store.abort_expired_transactions(seconds(60));
+  auto deadline = steady_clock::now() + milliseconds(100);
+  if (auto max_time = int_arg(ctx.body, "maxTimeMS"); max_time && max_time->value_or(0) > 0) {
+    const auto limit = ctx.started + milliseconds(**max_time);
+    if (steady_clock::now() >= limit)
+      return fail("operation exceeded time limit", codes::max_time_ms_expired);
+    deadline = std::min(deadline, limit);
+  }
+  return command_result{{}, await_changes{deadline, store.change_count(), {}}};
+}
+
+// Outside a transaction, a statement that would change several documents checks them all
+// before changing any, so that waiting for a transaction never repeats half a statement.
+denormd::status check_unclaimed(const storage& store, const collection& c,
+                                const std::vector<match>& matches) {
+  if (c.owner() != nullptr) return {};
+  for (const auto& [record] : matches) {
+    const auto* id = c.get(record)->get("_id");
+    if (id != nullptr && store.written_by_transaction(c, *id))
+      return fail("waiting for a transaction", codes::write_conflict);
+  }
+  return {};
+}
 
 struct statement_list {
   const bson::array* items;
@@ -127,12 +165,12 @@ command_outcome insert(command_context& ctx) {
   if (!name) return name.error();
   auto list = statements(ctx.body, "documents");
   if (!list) return list.error();
-  std::size_t n = 0;
-  write_errors errors;
+  auto& progress = ctx.progress;
+  write_errors errors(progress.write_errors);
   {
     auto lock = ctx.server.store().lock_for_write();
-    auto& c = ctx.server.store().obtain(ctx.db, *name);
-    for (std::size_t i = 0; i < list->items->size(); ++i) {
+    auto& c = ctx.server.store().obtain(ctx.db, *name, ctx.txn);
+    for (std::size_t i = progress.next; i < list->items->size(); ++i) {
       const auto& item = (*list->items)[i];
       auto doc = item.is_document()
                      ? new_document(item.as_document(), false)
@@ -142,18 +180,22 @@ command_outcome insert(command_context& ctx) {
         auto inserted = ctx.server.store().insert(
             c, std::make_shared<const bson::document>(std::move(doc).value()));
         if (inserted) {
-          ++n;
+          ++progress.n;
+          progress.next = i + 1;
           continue;
         }
+        if (waits_for_transaction(ctx, inserted.error())) return wait_for_transaction(ctx);
         errors.add(i, inserted.error());
       } else {
         errors.add(i, doc.error());
       }
-      if (list->ordered) break;
+      progress.next = i + 1;
+      // In a transaction the first error ends the batch, ordered or not.
+      if (list->ordered || ctx.txn != nullptr) break;
     }
   }
   bson::document r;
-  r.append("n", count_value(n));
+  r.append("n", count_value(progress.n));
   errors.append_to(r);
   return command_result{std::move(r), {}};
 }
@@ -168,7 +210,9 @@ struct update_counts {
 expected<update_counts> run_update(storage& store, collection& c, const matcher& m,
                                    const prepared_update& u, bool multi, bool upsert) {
   update_counts counts;
-  for (const auto& [record] : find_matches(c, m, multi ? 0 : 1)) {
+  const auto matches = find_matches(c, m, multi ? 0 : 1);
+  if (auto ok = check_unclaimed(store, c, matches); !ok) return ok.error();
+  for (const auto& [record] : matches) {
     auto before = c.get(record);
     auto result = apply_update(u, *before, m);
     if (!result) return result.error();
@@ -223,14 +267,12 @@ command_outcome update(command_context& ctx) {
   if (!list) return list.error();
   auto let = engine::evaluate_let(ctx.body.get("let"));
   if (!let) return let.error();
-  std::size_t matched = 0;
-  std::size_t modified = 0;
-  bson::array upserted;
-  write_errors errors;
+  auto& progress = ctx.progress;
+  write_errors errors(progress.write_errors);
   {
     auto lock = ctx.server.store().lock_for_write();
-    collection* c = ctx.server.store().find(ctx.db, *name);
-    for (std::size_t i = 0; i < list->items->size(); ++i) {
+    collection* c = ctx.server.store().find(ctx.db, *name, ctx.txn);
+    for (std::size_t i = progress.next; i < list->items->size(); ++i) {
       const auto& item = (*list->items)[i];
       // A failing expression fails its statement (a write error), as on MongoDB.
       auto counts = engine::catch_expression_errors([&]() -> expected<update_counts> {
@@ -256,28 +298,30 @@ command_outcome update(command_context& ctx) {
                       codes::failed_to_parse);
         if (c == nullptr) {
           if (!upsert->value_or(false)) return update_counts{};
-          c = &ctx.server.store().obtain(ctx.db, *name);
+          c = &ctx.server.store().obtain(ctx.db, *name, ctx.txn);
         }
         return run_update(ctx.server.store(), *c, *m, *u, multi->value_or(false),
                           upsert->value_or(false));
       });
+      if (!counts && waits_for_transaction(ctx, counts.error())) return wait_for_transaction(ctx);
+      progress.next = i + 1;
       if (!counts) {
         errors.add(i, counts.error());
-        if (list->ordered) break;
+        if (list->ordered || ctx.txn != nullptr) break;
         continue;
       }
-      matched += counts->matched;
-      modified += counts->modified;
+      progress.n += counts->matched;
+      progress.modified += counts->modified;
       if (counts->upserted_id) {
-        upserted.emplace_back(
+        progress.upserted.emplace_back(
             bson::document{{"index", count_value(i)}, {"_id", std::move(*counts->upserted_id)}});
       }
     }
   }
   bson::document r;
-  r.append("n", count_value(matched + upserted.size()));
-  r.append("nModified", count_value(modified));
-  if (!upserted.empty()) r.append("upserted", std::move(upserted));
+  r.append("n", count_value(progress.n + progress.upserted.size()));
+  r.append("nModified", count_value(progress.modified));
+  if (!progress.upserted.empty()) r.append("upserted", std::move(progress.upserted));
   errors.append_to(r);
   return command_result{std::move(r), {}};
 }
@@ -289,12 +333,12 @@ command_outcome remove(command_context& ctx) {
   if (!list) return list.error();
   auto let = engine::evaluate_let(ctx.body.get("let"));
   if (!let) return let.error();
-  std::size_t n = 0;
-  write_errors errors;
+  auto& progress = ctx.progress;
+  write_errors errors(progress.write_errors);
   {
     auto lock = ctx.server.store().lock_for_write();
-    collection* c = ctx.server.store().find(ctx.db, *name);
-    for (std::size_t i = 0; i < list->items->size(); ++i) {
+    collection* c = ctx.server.store().find(ctx.db, *name, ctx.txn);
+    for (std::size_t i = progress.next; i < list->items->size(); ++i) {
       const auto& item = (*list->items)[i];
       auto removed = engine::catch_expression_errors([&]() -> expected<std::size_t> {
         if (!item.is_document())
@@ -310,20 +354,24 @@ command_outcome remove(command_context& ctx) {
               codes::failed_to_parse);
         if (c == nullptr) return std::size_t{0};
         const auto matches = find_matches(*c, *m, static_cast<std::size_t>(limit->value_or(0)));
-        for (const auto& mt : matches)
-          ctx.server.store().remove(*c, mt.record);
+        if (auto ok = check_unclaimed(ctx.server.store(), *c, matches); !ok) return ok.error();
+        for (const auto& mt : matches) {
+          if (auto ok = ctx.server.store().remove(*c, mt.record); !ok) return ok.error();
+        }
         return matches.size();
       });
+      if (!removed && waits_for_transaction(ctx, removed.error())) return wait_for_transaction(ctx);
+      progress.next = i + 1;
       if (!removed) {
         errors.add(i, removed.error());
-        if (list->ordered) break;
+        if (list->ordered || ctx.txn != nullptr) break;
         continue;
       }
-      n += *removed;
+      progress.n += *removed;
     }
   }
   bson::document r;
-  r.append("n", count_value(n));
+  r.append("n", count_value(progress.n));
   errors.append_to(r);
   return command_result{std::move(r), {}};
 }
@@ -384,7 +432,7 @@ command_outcome find_and_modify(command_context& ctx) {
   {
     auto lock = ctx.server.store().lock_for_write();
     auto& store = ctx.server.store();
-    collection* c = store.find(ctx.db, *name);
+    collection* c = store.find(ctx.db, *name, ctx.txn);
     std::optional<match> target;
     if (c != nullptr) {
       auto matches = find_matches(*c, *m, less ? 0 : 1);
@@ -396,9 +444,12 @@ command_outcome find_and_modify(command_context& ctx) {
         target = *best;
       }
     }
+    if (target) {
+      if (auto ok = check_unclaimed(store, *c, {*target}); !ok) return wait_for_transaction(ctx);
+    }
     if (target && removing) {
       auto before = c->get(target->record);
-      store.remove(*c, target->record);
+      if (auto ok = store.remove(*c, target->record); !ok) return ok.error();
       last_error.append("n", std::int32_t{1});
       value = shown(*before);
     } else if (target) {
@@ -417,13 +468,15 @@ command_outcome find_and_modify(command_context& ctx) {
       last_error.append("updatedExisting", true);
       value = shown(return_new->value_or(false) ? *after : *before);
     } else if (!removing && upsert->value_or(false)) {
-      if (c == nullptr) c = &store.obtain(ctx.db, *name);
+      if (c == nullptr) c = &store.obtain(ctx.db, *name, ctx.txn);
       auto doc = u->upsert(*m);
       if (!doc) return doc.error();
       auto checked = new_document(std::move(doc).value(), true);
       if (!checked) return checked.error();
       auto stored = std::make_shared<const bson::document>(std::move(checked).value());
       auto inserted = store.insert(*c, stored);
+      if (!inserted && waits_for_transaction(ctx, inserted.error()))
+        return wait_for_transaction(ctx);
       if (!inserted) return inserted.error();
       last_error.append("n", std::int32_t{1});
       last_error.append("updatedExisting", false);

@@ -3,8 +3,8 @@
 
 CRUD, indexes, aggregation, and change streams at every scope, including a resume after a
 getMore whose connection the server closes (failCommand closeConnection) and one after a
-resumable error: every event must arrive exactly once. A transaction is refused (238) at its
-first statement, so an aborted one leaves nothing behind; a regex filter matches.
+resumable error: every event must arrive exactly once; a regex filter matches. Transactions:
+pymongo_transactions.py.
 
 Usage: pymongo_compat.py PATH_TO_MONGO_EMULATOR   (exit 77 = skipped)
 """
@@ -92,31 +92,6 @@ def crud(db):
     check(c.delete_many({"a": 2}).deleted_count == 3, "delete_many")
     check(c.delete_one({"_id": 1}).deleted_count == 1, "delete_one")
     check("crud" in db.list_collection_names(), "list_collection_names")
-    c.drop()
-
-
-def transactions(client, db):
-    c = db.txn
-    c.insert_one({"_id": 0})
-    # The emulator does not implement transactions: the first statement is refused, and the
-    # abort pymongo sends when the block fails is refused too (pymongo ignores that error).
-    with client.start_session() as session:
-        try:
-            with session.start_transaction():
-                c.insert_one({"_id": 1}, session=session)
-                c.insert_one({"_id": 2}, session=session)
-            check(False, "transaction accepted")
-        except OperationFailure as e:
-            check(e.code == 238, "transaction refused with %r: %s" % (e.code, e))
-        session.start_transaction()
-        try:
-            c.insert_one({"_id": 3}, session=session)
-            check(False, "transaction statement accepted")
-        except OperationFailure as e:
-            check(e.code == 238, "statement refused with %r" % e.code)
-        session.abort_transaction()
-    ids = sorted(d["_id"] for d in c.find())
-    check(ids == [0], "an aborted transaction left writes behind: %r" % ids)
     c.drop()
 
 
@@ -209,7 +184,6 @@ def main():
         db = client["pymongo_compat"]
         client.drop_database(db.name)
         crud(db)
-        transactions(client, db)
         regexes(db)
         streams(client, db)
         oplog(client, db)

@@ -1,0 +1,75 @@
+#pragma once
+// One multi-document transaction (MongoDB 4.0+ `startTransaction`/`autocommit: false`): the
+// snapshot it reads, its own writes, and what others committed since its snapshot.
+//
+// Snapshot isolation without versioned storage: a collection the transaction touches is copied
+// into a private view the first time it does, and the documents others changed since the
+// snapshot are put back as they were then (storage records their first pre-image into every
+// open transaction). Statements run against the views; the storage write paths see that a view
+// belongs to a transaction and, instead of recording change events, check for write conflicts
+// and append the write to `ops()`. Commit replays the ops on the real collections under one
+// clusterTime; abort drops the views.
+// Not synchronized: owned by storage (one per session) and accessed under its lock.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "collection.h"
+#include "oplog.h"
+#include "value_hash.h"
+
+namespace mongo_emulator {
+
+class storage;
+
+class transaction {
+ public:
+  // One write of the transaction, replayed in order at commit (one change event each).
+  struct op {
+    op_type type = op_type::insert;
+    std::string db;
+    std::string coll;
+    bson::value id;
+    doc_ptr doc;  // insert/update/replace: the document after the write
+    bson::document update_description;
+  };
+  using id_map = std::unordered_map<bson::value, doc_ptr, value_hash, value_equal>;
+
+  transaction(bson::document lsid, std::int64_t number, bson::timestamp snapshot);
+  transaction(const transaction&) = delete;
+  transaction& operator=(const transaction&) = delete;
+
+  const bson::document& lsid() const { return lsid_; }
+  std::int64_t number() const { return number_; }
+  bson::timestamp snapshot() const { return snapshot_; }
+  std::chrono::steady_clock::time_point started() const { return started_; }
+
+  // The collection as this transaction sees it: its snapshot plus its own writes. nullptr when
+  // it does not exist and `create` is false; with `create`, an empty view that commit creates.
+  collection* view(const storage& s, std::string_view db, std::string_view coll, bool create);
+
+  // Others' committed change of document `id` in `ns` after the snapshot: the first one keeps
+  // the document as the snapshot had it (nullptr: absent).
+  void note_committed_change(const std::string& ns, const bson::value& id, doc_ptr before);
+  // Whether `id` in `ns` changed since the snapshot (writing it now is a write conflict).
+  bool changed_since_snapshot(const std::string& ns, const bson::value& id) const;
+
+  void add_op(op o) { ops_.push_back(std::move(o)); }
+  const std::vector<op>& ops() const { return ops_; }
+
+ private:
+  bson::document lsid_;
+  std::int64_t number_;
+  bson::timestamp snapshot_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::map<std::string, std::unique_ptr<collection>, std::less<>> views_;  // by namespace
+  std::map<std::string, id_map, std::less<>> changed_;                     // by namespace
+  std::vector<op> ops_;
+};
+
+}  // namespace mongo_emulator

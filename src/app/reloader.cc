@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "config/mapping_loader.h"
 #include "ops/image_check.h"
+#include "ops/streamed_sets.h"
 
 namespace denormd::app {
 
@@ -84,6 +85,19 @@ std::optional<pipeline::start_position> start_position_of(const mapping::ns& sou
   return position_of(*cp);
 }
 
+// Starts the pipeline of `source` planning with `p` from `from`; with --ha, then records that
+// it does (ops/streamed_sets.h): the automatic backfill of a new or changed mapping, perhaps on
+// another instance, waits for it.
+void start_streaming(pipeline::supervisor& pipelines, mongo::connection& conn, metrics::metrics& m,
+                     const std::string& meta_db, bool ha, const mapping::ns& source,
+                     std::shared_ptr<const mapping::planner> p, pipeline::start_position from,
+                     std::stop_token stop) {
+  pipelines.start(source, p, std::move(from));
+  if (!ha) return;  // without --ha this process's backfill starts after its pipelines
+  until_answered(stop, m, "reload", "cannot record the mappings the stream runs", "source",
+                 source.full(), [&] { return ops::record_streamed(conn, meta_db, source, *p); });
+}
+
 bool contains(const std::vector<mapping::ns>& in, const mapping::ns& n) {
   return std::find(in.begin(), in.end(), n) != in.end();
 }
@@ -119,13 +133,6 @@ set_change compare(const mapping::planner& was, const mapping::planner& next) {
   for (const auto& m : was.mappings()) {
     if (find_mapping(next, m.name) == nullptr) out.removed.push_back(m.name);
   }
-  return out;
-}
-
-// The namespaces `m` reads: its source, and the target it fills.
-std::vector<mapping::ns> reads_of(const mapping::mapping& m) {
-  std::vector<mapping::ns> out{m.source};
-  if (m.fill_new_targets && m.target != m.source) out.push_back(m.target);
   return out;
 }
 
@@ -205,7 +212,8 @@ void reloader::start(const replay_point& replay, std::stop_token stop) {
     auto from = start_position_of(src, replay, checkpoints_, metrics_, stop);
     if (!from) return;
     if (!replaying) from = with_returning(std::move(*from), src, *planner_, stop);
-    pipelines_.start(src, planner_, std::move(*from));
+    start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, planner_,
+                    std::move(*from), stop);
   }
   for (const auto& m : planner_->mappings())
     removed_.erase(m.name);  // back (replayed above) or back changed (backfilled)
@@ -287,8 +295,8 @@ void reloader::start_unit(const mapping::ns& source, std::int64_t lease_epoch,
   pipeline::start_position from = position_of(*cp);
   from.lease_epoch = lease_epoch;
   from.lease_deadline = std::move(lease_deadline);
-  pipelines_.start(source, planner_,
-                   settle_stopped(std::move(from), source, *planner_, stopped_of(*cp), stop));
+  start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, source, planner_,
+                  settle_stopped(std::move(from), source, *planner_, stopped_of(*cp), stop), stop);
 }
 
 void reloader::stop_unit(const mapping::ns& source) {
@@ -311,7 +319,7 @@ void reloader::on_watched_changed(std::function<void(const std::vector<mapping::
 }
 
 void reloader::start_backfill() {
-  backfill_ = std::make_unique<ops::auto_backfill>(conn_, planner_, metrics_, meta_db_);
+  backfill_ = std::make_unique<ops::auto_backfill>(conn_, planner_, metrics_, meta_db_, opts_.ha);
   backfill_->start(wall_ms(), !opts_.no_auto_backfill && !opts_.dry_run, removed_);
 }
 
@@ -357,7 +365,7 @@ void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_t
   if (backfill_) backfill_->stop();  // it walks with the running set; it starts again below
   for (const auto& name : removed) {
     const mapping::mapping* m = find_mapping(*planner_, name);
-    gone_[name] = gone_mapping{m->fingerprint(), reads_of(*m), {}};
+    gone_[name] = gone_mapping{m->fingerprint(), ops::reads_of(*m), {}};
   }
   for (const auto& m : next->mappings())
     gone_.erase(m.name);
@@ -383,13 +391,15 @@ void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_t
       }
       auto at = pipelines_.hand_over(src);
       if (!at) continue;  // not held (--ha), or the daemon was stopped while starting
-      pipelines_.start(src, next, restart_position(std::move(*at), src, *next, stop));
+      start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, next,
+                      restart_position(std::move(*at), src, *next, stop), stop);
       ++handed_over;
     } else if (!opts_.ha) {  // with --ha it starts when its lease is taken
       metrics_.declare_source(src.full());
       auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
       if (!from) break;
-      pipelines_.start(src, next, with_returning(std::move(*from), src, *next, stop));
+      start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, next,
+                      with_returning(std::move(*from), src, *next, stop), stop);
       ++started;
     }
   }

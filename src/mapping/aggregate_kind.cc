@@ -4,6 +4,7 @@
 #include <cmath>
 #include <span>
 
+#include "bson/identical.h"
 #include "bson/json.h"
 #include "common/log.h"
 #include "mapping/change_event.h"
@@ -29,20 +30,9 @@ std::string group_field(std::size_t i) {
   return "v" + std::to_string(i);
 }
 
-// The same BSON type and equal by BSON comparison: NaN equals NaN here, so a parent whose
-// average is NaN is not rewritten (or rechecked) for ever.
+// The same BSON type and equal by BSON comparison (parent keys, child values).
 bool same_value(const bson::value& a, const bson::value& b) {
   return a.kind() == b.kind() && bson::compare(a, b) == 0;
-}
-
-bool same_group(const bson::document& a, const bson::document& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto& fa = a.fields()[i];
-    const auto& fb = b.fields()[i];
-    if (fa.name != fb.name || !same_value(fa.val, fb.val)) return false;
-  }
-  return true;
 }
 
 // The expected value of one accumulator from a $group result (nullptr: no matching child);
@@ -626,20 +616,45 @@ bson::document aggregate_kind::update_for(const mapping& m, const bson::document
   return update;
 }
 
-std::vector<std::string> aggregate_kind::check(const mapping& m, const bson::document& parent,
-                                               const bson::document* group) const {
+namespace {
+
+// The target paths of a parent whose values are not `same` as what `group` says.
+template <class Same>
+std::vector<std::string> differing_paths(const mapping& m, const aggregate_kind& k,
+                                         const bson::document& parent, const bson::document* group,
+                                         Same same) {
   std::vector<std::string> paths;
-  for (std::size_t i = 0; i < accumulators.size(); ++i) {
-    std::string path = target_path(m, accumulators[i].name);
-    const auto want = expected_value(accumulators[i], i, group);
+  for (std::size_t i = 0; i < k.accumulators.size(); ++i) {
+    std::string path = k.target_path(m, k.accumulators[i].name);
+    const auto want = expected_value(k.accumulators[i], i, group);
     const bson::value* have = parent.find_path(path);
-    const bool incremental = mode == aggregate_mode::incremental;
-    const bool same = !want ? have == nullptr
-                            : have != nullptr && (incremental ? same_number(*have, *want)
-                                                              : same_value(*have, *want));
-    if (!same) paths.push_back(std::move(path));
+    if (!(want ? have != nullptr && same(*have, *want) : have == nullptr))
+      paths.push_back(std::move(path));
   }
   return paths;
+}
+
+// A recompute writes each parent whose values are not identical to the server's $group
+// result (its types included; NaN equals NaN, so a NaN average is not rewritten for ever).
+bool holds(const mapping& m, const aggregate_kind& k, const bson::document& parent,
+           const bson::document* group) {
+  return differing_paths(
+             m, k, parent, group,
+             [](const bson::value& a, const bson::value& b) { return bson::identical(a, b); })
+      .empty();
+}
+
+}  // namespace
+
+std::vector<std::string> aggregate_kind::check(const mapping& m, const bson::document& parent,
+                                               const bson::document* group) const {
+  // Verify compares as MongoDB's equality does: numbers by value across types, NaN equal to
+  // NaN; incremental running values may also differ by their rounding.
+  if (mode == aggregate_mode::incremental)
+    return differing_paths(m, *this, parent, group, same_number);
+  return differing_paths(m, *this, parent, group, [](const bson::value& a, const bson::value& b) {
+    return bson::compare(a, b) == 0;
+  });
 }
 
 namespace {
@@ -712,7 +727,7 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
     // parent document itself). With `recheck` the children are aggregated again after the
     // writes until nothing changes: a child the stream recomputed between our read and our
     // write is then not lost (docs/architecture.md, "Correctness").
-    std::vector<std::optional<bson::document>> holds(chunk_parents.size());
+    std::vector<std::optional<bson::document>> held(chunk_parents.size());
     bool first = true;
     while (true) {
       auto groups = store.aggregate(m.source, pipeline(keys));
@@ -724,15 +739,15 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
         const auto [parent, key] = chunk_parents[i];
         const bson::document* group = by_key.find(*key);
         const bson::document empty;
-        const bool current = first ? check(m, *parent, group).empty()
-                                   : holds[i] && same_group(*holds[i], group ? *group : empty);
+        const bool current = first ? holds(m, *this, *parent, group)
+                                   : held[i] && bson::identical(*held[i], group ? *group : empty);
         if (!current) {
           updates.push_back({bson::document{{"_id", literal(*parent->get("_id"))}},
                              update_for(m, group),
                              {},
                              nullptr});
         }
-        holds[i] = group ? *group : empty;
+        held[i] = group ? *group : empty;
       }
       first = false;
       if (updates.empty()) break;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "bson/identical.h"
 #include "bson/json.h"
 #include "mapping/change_event.h"
 #include "mapping/document_store.h"
@@ -55,7 +56,9 @@ void compare_copies(const mapping& m, const bson::document& holder, const std::s
     const std::string path = copy_path(m, f);
     const bson::value* want = source != nullptr ? source->find_path(f.source_path) : nullptr;
     const bson::value* have = holder.find_path(path);
-    const bool same = want == nullptr ? have == nullptr : have != nullptr && *have == *want;
+    // As MongoDB's equality has it: 5 and 5.0 are one value, and a copied NaN equals its source.
+    const bool same =
+        want == nullptr ? have == nullptr : have != nullptr && bson::compare(*have, *want) == 0;
     if (!same) {
       out.paths.push_back(prefix + path);
       drifted = true;
@@ -397,7 +400,7 @@ bool copy_kind::complete_round(const mapping& m, std::span<const write_op* const
       // Deleted since: the copies stay, or go as the delete policy says.
       if (now == nullptr && m.on_source_delete == delete_policy::keep) continue;
       bson::document current = update_for(m, now);
-      if (current == pending[i].update) continue;
+      if (bson::identical(current, pending[i].update)) continue;
       next.push_back({pending[i].op, std::move(current)});
     }
     pending = std::move(next);

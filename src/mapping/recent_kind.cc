@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "bson/identical.h"
 #include "bson/json.h"
 #include "common/log.h"
 #include "mapping/change_event.h"
@@ -342,7 +343,7 @@ bool recent_kind::complete(const mapping& m, const write_op& op, document_store&
       elements.reserve(children->size());
       for (const auto& child : *children)
         elements.push_back(element(m, child));
-      if (written && *written == elements) break;
+      if (written && bson::identical(*written, elements)) break;
       bson::document set;
       set.append(m.into, rw.recheck ? elements : std::move(elements));
       bson::document update;
@@ -364,7 +365,8 @@ std::vector<std::string> recent_kind::check(const mapping& m, const bson::docume
   const bson::array& actual = have != nullptr ? have->as_array() : empty;
   std::vector<std::string> paths;
   for (std::size_t i = 0; i < std::max(actual.size(), expected.size()); ++i) {
-    if (i >= actual.size() || i >= expected.size() || !(actual[i] == expected[i])) {
+    // As MongoDB's equality has it: numbers by value across types, NaN equal to NaN.
+    if (i >= actual.size() || i >= expected.size() || bson::compare(actual[i], expected[i]) != 0) {
       paths.push_back(m.into + "." + std::to_string(i));
     }
   }

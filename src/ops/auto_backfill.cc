@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "ops/backfiller.h"
 #include "ops/mapping_versions.h"
+#include "ops/streamed_sets.h"
 
 namespace denormd::ops {
 
@@ -18,12 +19,45 @@ std::string joined_names(const std::vector<const mapping::mapping*>& which) {
   return out;
 }
 
+// Waits until the stream of every namespace `which` reads plans with their definitions
+// (ops/streamed_sets.h): with --ha, instances that have not reloaded yet may still stream them
+// with the old ones. False when stopped first.
+bool streams_run(mongo::connection& conn, const std::string& meta_db, metrics::metrics& m,
+                 const std::vector<const mapping::mapping*>& which, std::stop_token& stop) {
+  backoff retry(std::chrono::milliseconds(200), std::chrono::seconds(5));
+  bool told = false;
+  while (true) {
+    auto pending = not_streamed(conn, meta_db, which);
+    if (pending && pending->empty()) return true;
+    if (!pending) {
+      m.count_error("backfill", pending.error().metric_code());
+      log::warn("backfill", "cannot read which mappings the streams run; retrying",
+                {{"collection", meta_db + "." + streamed_collection},
+                 {"error", pending.error().to_string()}});
+    } else if (!told) {
+      std::string streams;
+      for (const auto& s : *pending)
+        streams += (streams.empty() ? "" : ", ") + s;
+      log::info("backfill",
+                "waiting until the streams of what it reads run the new definitions (an instance "
+                "streaming them has not reloaded yet)",
+                {{"mappings", joined_names(which)}, {"streams", streams}});
+      told = true;
+    }
+    if (!retry.wait(stop)) return false;
+  }
+}
+
 }  // namespace
 
 auto_backfill::auto_backfill(mongo::connection& conn,
                              std::shared_ptr<const mapping::planner> planner, metrics::metrics& m,
-                             std::string meta_db)
-    : conn_(conn), planner_(std::move(planner)), metrics_(m), meta_db_(std::move(meta_db)) {}
+                             std::string meta_db, bool wait_for_streams)
+    : conn_(conn),
+      planner_(std::move(planner)),
+      metrics_(m),
+      meta_db_(std::move(meta_db)),
+      wait_for_streams_(wait_for_streams) {}
 
 auto_backfill::~auto_backfill() {
   stop();
@@ -84,6 +118,8 @@ void auto_backfill::run(std::int64_t now_ms, bool enabled, const removed_mapping
   }
   for (const auto* m : *which)
     metrics_.set_backfill_progress(m->name, 0);
+  // A change the old definition applies after our read of a document would never reach it.
+  if (wait_for_streams_ && !streams_run(conn_, meta_db_, metrics_, *which, stop)) return;
   log::info("backfill", "new or changed mappings are backfilled while the streams run",
             {{"mappings", names}});
   backfill(std::move(*which), stop);

@@ -26,8 +26,11 @@ namespace denormd::ops {
 
 class auto_backfill {
  public:
+  // With `wait_for_streams` (--ha), a mapping is backfilled only once every namespace it reads
+  // is streamed with its definition (ops/streamed_sets.h); without, the pipelines of this
+  // process started with it before the backfill did.
   auto_backfill(mongo::connection& conn, std::shared_ptr<const mapping::planner> planner,
-                metrics::metrics& m, std::string meta_db);
+                metrics::metrics& m, std::string meta_db, bool wait_for_streams);
   ~auto_backfill();
   auto_backfill(const auto_backfill&) = delete;
   auto_backfill& operator=(const auto_backfill&) = delete;
@@ -53,6 +56,7 @@ class auto_backfill {
   const std::shared_ptr<const mapping::planner> planner_;
   metrics::metrics& metrics_;
   std::string meta_db_;
+  const bool wait_for_streams_;
   std::jthread thread_;
 };
 

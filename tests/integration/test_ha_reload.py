@@ -13,6 +13,7 @@ from tests.integration.leases import LeaseHelpers
 from tests.integration.mapping_changes import MappingChangeCase
 
 LOGMSGS_HOST = "logmsgs-host"  # the only mapping that reads hosts
+OPEN_ORDERS = {"status": {"$nin": ["DELIVERED", "CANCELLED"]}}
 
 
 class HaReloadTest(LeaseHelpers, MappingChangeCase):
@@ -47,6 +48,53 @@ class HaReloadTest(LeaseHelpers, MappingChangeCase):
             self.assertRegex(log, r"pipelines_handed_over=%d " % moved)
             self.assertEqual(self.reloads(d, "error"), 0)
             self.assertEqual("backfill: starting mapping=orders-customer" in log, d is backfiller, name)
+        for d in ds.values():
+            self.assertEqual(d.stop(), 0)
+
+    def test_a_change_the_old_set_applies_after_the_backfill_still_reaches_the_changed_mapping(self):
+        """The automatic backfill of a changed mapping runs on the instance holding its lease,
+        while the stream of its source may be held by an instance that has not reloaded yet. A
+        change that stream applies with the old definition after the backfill read the document
+        must still reach the new field once every instance has reloaded."""
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        customers = self.ns("customers")
+        # Two instances such that one holds the automatic backfill and the other customers.
+        names = next([x, y] for x, y in (("a", "b"), ("a", "c"), ("b", "c"), ("a", "d"), ("b", "d"), ("c", "d"))
+                     if rendezvous_owner("auto-backfill", [x, y]) != rendezvous_owner(customers, [x, y]))
+        ds = {n: self.instance(n, auto_backfill=True) for n in names}
+        units = self.units(ds[names[0]])
+        spread = {u: [rendezvous_owner(u, names)] for u in units}
+        wait_until(lambda: self.owners(ds) == spread, timeout=20, message="units spread as rendezvous hashing says")
+        backfiller = ds[rendezvous_owner("auto-backfill", names)]
+        streamer = ds[rendezvous_owner(customers, names)]
+
+        # The backfill holder reloads first; the customers stream still runs the old set.
+        self.add_mail_to_orders_customer()
+        self.assertEqual(self.post_reload(backfiller), (200, "reloaded\n"))
+        wait_until(lambda: backfiller.metric_sum("denormd_backfill_progress", mapping="orders-customer") == 1
+                   or "wait" in backfiller.log(), timeout=30, message="the backfill done or waiting")
+        time.sleep(0.5)
+        # Customers change their email; the old set copies it without `mail`.
+        changed = [o["customerId"] for o in self.db.orders.find(OPEN_ORDERS, {"customerId": 1}).limit(5)]
+        for c in changed:
+            self.db.customers.update_one({"_id": c}, {"$set": {"email": "new-%d@example.com" % c}})
+        wait_until(lambda: all(o["customer"]["email"] == "new-%d@example.com" % o["customerId"]
+                               for o in self.db.orders.find(dict(OPEN_ORDERS, customerId={"$in": changed}))),
+                   timeout=20, message="the old set copied the new emails")
+        # Then the customers holder reloads too: every mapping must end in line, mail included.
+        self.assertEqual(self.post_reload(streamer), (200, "reloaded\n"))
+
+        def stale_mail():
+            return [(o["_id"], o["customer"].get("mail"), o["customer"]["email"])
+                    for o in self.db.orders.find(dict(OPEN_ORDERS, customerId={"$in": changed}))
+                    if o["customer"].get("mail") != o["customer"]["email"]]
+        try:
+            wait_until(lambda: not stale_mail(), timeout=20, interval=0.25, message="the new emails as mail")
+        except AssertionError:
+            self.assertEqual(stale_mail(), [], "orders whose mail is not their customer's email")
+        wait_until(lambda: not self.differences_with_mail(), timeout=30, interval=0.25,
+                   message="open orders with customer.mail in line")
         for d in ds.values():
             self.assertEqual(d.stop(), 0)
 
@@ -147,7 +195,11 @@ class HaReloadTest(LeaseHelpers, MappingChangeCase):
         self.add_twin_of_logmsgs_host()
         self.shop.seed()
         self.assertEqual(self.cmd("backfill")[0], 0)
-        self.assertEqual(self.instance("a", auto_backfill=True).stop(), 0)
+        first = self.instance("a", auto_backfill=True)
+        # Recorded as running (by the automatic backfill's lease holder) before it stops.
+        wait_until(lambda: self.db.denormd_mappings.find_one({"_id": LOGMSGS_HOST}) is not None,
+                   timeout=20, message="the mappings recorded")
+        self.assertEqual(first.stop(), 0)
         # Started without it: where it stopped is the checkpoint of hosts, kept as its entry.
         put_back = self.move_aside(LOGMSGS_HOST)
         a = self.instance("a", auto_backfill=True)

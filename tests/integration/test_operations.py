@@ -1,6 +1,7 @@
 """denormd backfill, verify and status, end to end: the real binary against the test server
 (or DENORMD_TEST_URI)."""
 import json
+import math
 import re
 import signal
 import subprocess
@@ -9,7 +10,7 @@ import unittest
 import pymongo
 
 from tests.integration.base import ShopTestCase
-from tests.integration.harness import DENORMD, emulator_only, wait_until
+from tests.integration.harness import DENORMD, emulator_only, wait_until, write_mappings
 from tests.integration.seed import CITIES, OPEN, when
 
 
@@ -222,6 +223,40 @@ class OperationsTest(ShopTestCase):
         db.logmsgs.update_one({"_id": 18}, {"$unset": {"host.extra": ""}})
         db.orders.update_one({"_id": delivered["_id"]}, {"$set": {"customer": self.shop.delivered_snapshots[delivered["_id"]]}})
         self.assertEqual(self.shop.check(), [])
+
+    def test_verify_compares_values_as_mongodb_does(self):
+        """A copied NaN equals itself and an int 5 equals a double 5.0, as MongoDB's equality
+        has it: verify used to find a NaN copy drifted on every run (exit 3) and repair it
+        again, and a rechecked refill of a NaN never ended."""
+        self.mappings = write_mappings(self.dbname, names=["logmsgs-host", "customers-recent-orders",
+                                                           "customers-spent"])
+        self.shop.seed()
+        db = self.db
+        nan_host, int_host = [h["_id"] for h in db.hosts.find({}, {"_id": 1}).sort("_id", 1).limit(2)]
+        db.hosts.update_one({"_id": nan_host}, {"$set": {"ipaddr": float("nan")}})
+        db.hosts.update_one({"_id": int_host}, {"$set": {"ipaddr": 5}})
+        # The copies: repaired once, then in line, also where they hold 5.0 for the host's 5.
+        rc, report = self.verify_json("--repair", "--mapping", "logmsgs-host")
+        self.assertEqual((rc, report["repaired"] > 0), (3, True), report)
+        self.assertTrue(math.isnan(db.logmsgs.find_one({"hostId": nan_host})["host"]["ipaddr"]))
+        db.logmsgs.update_many({"hostId": int_host}, {"$set": {"host.ipaddr": 5.0}})
+        self.assertGreater(db.logmsgs.count_documents({"host.ipaddr": {"$type": "double"}, "hostId": int_host}), 0)
+        for _ in range(2):
+            rc, report = self.verify_json("--mapping", "logmsgs-host")
+            self.assertEqual((rc, report["drifted"]), (0, 0), report)
+        # A recent array and a sum holding NaN: repaired once (and the repair ends), then in line.
+        # The newest order of its customer is in their recent orders and counts in totalSpent.
+        newest = next(db.orders.find({"status": {"$ne": "CANCELLED"}}).sort("createdAt", -1).limit(1))
+        db.orders.update_one({"_id": newest["_id"]}, {"$set": {"total": float("nan")}})
+        rc, out, err = self.cmd("verify", "--json", "--repair", timeout=60)
+        self.assertEqual(rc, 3, err)
+        self.assertGreater(json.loads(out)["repaired"], 0)
+        for _ in range(2):
+            rc, report = self.verify_json()
+            self.assertEqual((rc, report["drifted"]), (0, 0), report)
+        customer = db.customers.find_one({"_id": newest["customerId"]})
+        self.assertTrue(math.isnan(customer["recentOrders"][0]["total"]), customer)
+        self.assertTrue(math.isnan(customer["totalSpent"]), customer)
 
     def test_usage_errors_exit_2(self):
         rc, _, err = self.cmd("backfill", "--mapping", "no-such-mapping")

@@ -165,6 +165,37 @@ class ReloadTest(MappingChangeCase):
         self.assertNotIn("backfill: starting mapping=%s" % REVIEWS, d.log())
         self.assertEqual(d.stop(), 0)
 
+    def test_a_changed_stream_goes_on_after_its_last_applied_event_not_from_its_checkpoint(self):
+        """The hand-over of a changed namespace starts the new pipeline just after the last event
+        the old one applied, whatever the stored checkpoint says. A dry run stores none, so its
+        stored checkpoint stays where an earlier run left it: starting from there would read
+        (and plan the writes of) every change since then a second time."""
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        source = self.dbname + ".customers"
+        first = self.start()
+        self.db.customers.update_one({"_id": 1}, {"$set": {"name": "Before The Dry Run"}})
+        self.converge()
+        self.assertEqual(first.stop(), 0)
+        stored = self.db.denormd_checkpoints.find_one({"_id": source})
+        self.assertIsNotNone(stored)
+
+        d = self.start("--dry-run")
+        for i in range(5):
+            self.db.customers.update_one({"_id": 2 + i}, {"$set": {"name": "Dry %d" % i}})
+        wait_until(lambda: d.metric_sum("denormd_events_total", source=source) == 5, timeout=20,
+                   message="the five changes read")
+        self.add_mail_to_orders_customer()
+        self.assertEqual(self.post_reload(d), (200, "reloaded\n"))
+        self.assertRegex(d.log(), r"the new mappings run .*changed=orders-customer.*pipelines_handed_over=[1-9]")
+        self.db.customers.update_one({"_id": 9}, {"$set": {"name": "After The Reload"}})
+        wait_until(lambda: d.metric_sum("denormd_events_total", source=source) >= 6, timeout=20,
+                   message="the change after the reload read")
+        time.sleep(1.5)  # a replay would be read by now
+        self.assertEqual(d.metric_sum("denormd_events_total", source=source), 6)
+        self.assertEqual(self.db.denormd_checkpoints.find_one({"_id": source}), stored)  # a dry run
+        self.assertEqual(d.stop(), 0)
+
     def test_watch_mappings_reloads_when_a_file_changes(self):
         self.shop.seed()
         self.assertEqual(self.cmd("backfill")[0], 0)

@@ -119,10 +119,14 @@ TEST(aggregate_kind_test, no_matching_child_means_zero_count_and_sum_and_no_extr
   EXPECT_EQ(bson::to_json(k.update_for(m, &group)),
             R"({"$set":{"rating.count":2,"rating.sum":7,"rating.avg":3.5,"rating.min":2,)"
             R"("rating.max":5}})");
-  // check() compares types too: an int32 7 where the sum is an int64 is drift.
+  // check() (verify) compares as MongoDB's equality does: an int32 7 where the sum is an
+  // int64 7 is the same value.
   const auto parent =
       *bson::parse_json(R"({"_id":9,"rating":{"count":2,"sum":7,"avg":3.5,"min":2,"max":5}})");
-  EXPECT_EQ(k.check(m, parent, &group), std::vector<std::string>{"rating.sum"});
+  EXPECT_TRUE(k.check(m, parent, &group).empty());
+  const auto other =
+      *bson::parse_json(R"({"_id":9,"rating":{"count":2,"sum":8,"avg":3.5,"min":2,"max":5}})");
+  EXPECT_EQ(k.check(m, other, &group), std::vector<std::string>{"rating.sum"});
   const auto empty_parent = *bson::parse_json(R"({"_id":9,"rating":{"count":0,"sum":0}})");
   EXPECT_TRUE(k.check(m, empty_parent, nullptr).empty());
   EXPECT_EQ(k.check(m, parent, nullptr),
@@ -139,6 +143,25 @@ TEST(aggregate_kind_test, a_nan_average_is_not_drift_against_itself) {
       R"({"_id":9,"rating":{"count":1,"sum":{"$numberDouble":"NaN"},"avg":{"$numberDouble":"NaN"},)"
       R"("min":1,"max":1}})");
   EXPECT_TRUE(kind_of(m).check(m, parent, &group).empty());
+}
+
+// A recompute writes the server's own types: a value of another numeric type is rewritten,
+// though verify does not count it as drift; a NaN is not rewritten.
+TEST(aggregate_kind_test, completing_a_recompute_rewrites_other_types_but_not_nan) {
+  auto ms = load(rating_mapping);
+  const auto& m = ms.front();
+  const auto& k = kind_of(m);
+  fake_store store;
+  store.add("products", R"({"_id":1,"rating":{"count":1,"sum":4,"avg":4,"min":4,"max":4}})");
+  store.add("products", R"({"_id":2,"rating":{"count":1,"sum":{"$numberDouble":"NaN"},)"
+                        R"("avg":{"$numberDouble":"NaN"},"min":{"$numberDouble":"NaN"},)"
+                        R"("max":{"$numberDouble":"NaN"}}})");
+  store.add("reviews", R"({"_id":10,"productId":1,"stars":4})");
+  store.add("reviews", R"({"_id":11,"productId":2,"stars":{"$numberDouble":"NaN"}})");
+  const auto op = k.recompute(m, bson::array{1, 2});
+  ASSERT_TRUE(k.complete(m, op, store));
+  ASSERT_EQ(store.writes.size(), 1u);
+  EXPECT_EQ(store.writes[0].filter, R"({"_id":{"$eq":1}})");
 }
 
 TEST(aggregate_kind_test, completing_a_recompute_writes_only_the_parents_that_differ) {

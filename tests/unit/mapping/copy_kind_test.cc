@@ -75,6 +75,18 @@ TEST(copy_kind_test, a_source_changed_between_read_and_write_is_written_again) {
             R"({"$set":{"customer.name":"Bo"},"$unset":{"customer.city":""}})");
 }
 
+// The fill reads its source again after writing, until what it wrote is current: a copied
+// NaN is (it used to write for ever; the store fails after a few calls to end the test).
+TEST(copy_kind_test, a_source_holding_nan_is_written_once) {
+  auto ms = load(testing::customer_mapping);
+  const auto& m = ms.front();
+  fake_store store;
+  store.add("customers", R"({"_id":7,"name":{"$numberDouble":"NaN"}})");
+  store.fail_after(20);
+  ASSERT_TRUE(kind_of(m).complete(m, fill_of(m), store));
+  EXPECT_EQ(store.writes.size(), 1u);
+}
+
 TEST(copy_kind_test, no_source_means_no_write_and_a_failed_call_stops_the_fill) {
   auto ms = load(testing::customer_mapping);
   const auto& m = ms.front();

@@ -104,5 +104,20 @@ TEST(recent_kind_test, a_rechecked_refill_writes_again_until_the_children_are_wh
   }
 }
 
+// A rechecked refill stops once the children are what it wrote, NaN included (it used to
+// write for ever; the store fails after a few calls to end the test).
+TEST(recent_kind_test, a_rechecked_refill_of_a_child_holding_nan_writes_once) {
+  auto ms = load(testing::review_mapping);
+  const auto& m = ms.front();
+  fake_store store;
+  store.add("products", R"({"_id":1})");
+  store.add("reviews", R"({"_id":10,"productId":1,"at":{"$numberDouble":"NaN"}})");
+  store.fail_after(20);
+  auto op = kind_of(m).refill(m, bson::document{}, merge_rule::mapping_barrier);
+  op.as<refill_write>()->recheck = true;
+  ASSERT_TRUE(kind_of(m).complete(m, op, store));
+  EXPECT_EQ(store.writes.size(), 1u);
+}
+
 }  // namespace
 }  // namespace denormd::mapping

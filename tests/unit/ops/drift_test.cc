@@ -52,12 +52,38 @@ TEST(ops_drift_test, check_copy_reports_different_missing_and_extra_copies) {
   EXPECT_EQ(f.drifted_keys[0], bson::value(7));
 }
 
-TEST(ops_drift_test, check_copy_compares_types_strictly_like_a_set_would) {
+// Verify compares as MongoDB's equality does: numbers by value whatever their type, and a
+// copied NaN equals its source (it used to be drift on every run).
+TEST(ops_drift_test, check_copy_compares_values_as_mongodb_does) {
   const auto m = load_one(testing::customer_copy);
-  const sources s{R"({"_id":7,"name":5,"address":{"city":"Oslo"}})"};
-  const auto f = std::get<mapping::copy_kind>(m.kind).check(
-      m, doc(R"({"_id":1,"customerId":7,"customer":{"name":5.0,"city":"Oslo"}})"), s.lookup());
-  EXPECT_EQ(f.paths, (paths{"customer.name"}));
+  const auto& k = std::get<mapping::copy_kind>(m.kind);
+  auto drift = [&](const char* source_name, const char* copied_name) {
+    const sources s{
+        (std::string(R"({"_id":7,"address":{"city":"Oslo"},"name":)") + source_name + "}").c_str()};
+    return k
+        .check(m,
+               doc((std::string(R"({"_id":1,"customerId":7,"customer":{"city":"Oslo","name":)") +
+                    copied_name + "}}")
+                       .c_str()),
+               s.lookup())
+        .paths;
+  };
+  const paths none;
+  const paths name{"customer.name"};
+  const char* nan = R"({"$numberDouble":"NaN"})";
+  EXPECT_EQ(drift(nan, nan), none);
+  EXPECT_EQ(drift(R"({"$numberDecimal":"NaN"})", R"({"$numberDecimal":"NaN"})"), none);
+  EXPECT_EQ(drift("5", "5.0"), none);
+  EXPECT_EQ(drift("5", R"({"$numberLong":"5"})"), none);
+  EXPECT_EQ(drift(R"({"$numberDecimal":"5"})", "5"), none);
+  EXPECT_EQ(drift(R"({"a":[1,{"$numberDouble":"NaN"}]})", R"({"a":[1.0,{"$numberDouble":"NaN"}]})"),
+            none);
+  EXPECT_EQ(drift(nan, "5"), name);
+  EXPECT_EQ(drift("5", nan), name);
+  EXPECT_EQ(drift("5", R"("5")"), name);
+  EXPECT_EQ(drift("5", "5.5"), name);
+  // Documents compare field by field in order, as MongoDB's equality does.
+  EXPECT_EQ(drift(R"({"a":1,"b":2})", R"({"b":2,"a":1})"), name);
 }
 
 TEST(ops_drift_test, check_copy_finds_the_source_of_a_numeric_key_of_another_type) {
@@ -151,6 +177,21 @@ TEST(ops_drift_test, check_recent_compares_element_by_element) {
       {"reviewId":2,"stars":4}]})"),
                 expected),
             (paths{"recentReviews.0"}));
+}
+
+TEST(ops_drift_test, check_recent_compares_elements_as_mongodb_does) {
+  const auto m = load_one(testing::recent_reviews);
+  const auto& k = std::get<mapping::recent_kind>(m.kind);
+  const bson::array expected{doc(R"({"reviewId":1,"stars":{"$numberDouble":"NaN"}})"),
+                             doc(R"({"reviewId":2,"stars":4})")};
+  EXPECT_TRUE(k.check(m, doc(R"({"_id":1,"recentReviews":[
+      {"reviewId":1,"stars":{"$numberDouble":"NaN"}},{"reviewId":2.0,"stars":{"$numberLong":"4"}}]})"),
+                      expected)
+                  .empty());
+  EXPECT_EQ(k.check(m, doc(R"({"_id":1,"recentReviews":[{"reviewId":1,"stars":5},
+      {"reviewId":2,"stars":{"$numberDouble":"NaN"}}]})"),
+                    expected),
+            (paths{"recentReviews.0", "recentReviews.1"}));
 }
 
 TEST(ops_drift_test, check_recent_missing_array_is_an_empty_one_and_a_non_array_is_drift) {

@@ -1,0 +1,166 @@
+// The lease table in a real server (the test server, or DENORMD_TEST_URI): acquire, renew,
+// raise the epoch, release and take over, each a conditional update judged by the server. A
+// stale holder (an older epoch, even of the same owner) must change nothing.
+#include "lease/lease_store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "emulator_process.h"
+#include "mongo/connection.h"
+
+namespace denormd::lease {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Long enough that a loaded machine does not let a lease renewed every half TTL expire.
+constexpr std::int64_t ttl_ms = 1000;
+
+class lease_store_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = mongo::connection::open(test::test_uri(), "lease_store_test");
+    ASSERT_TRUE(c) << c.error().to_string();
+    conn_ = std::move(c).value();
+    db_ = "lease_store_test_" + std::to_string(std::random_device{}());
+    store_ = std::make_unique<lease_store>(*conn_, db_, ttl_ms);
+  }
+  void TearDown() override {
+    if (conn_) (void)conn_->command(db_, bson::document{{"dropDatabase", 1}});
+  }
+
+  // The epoch `me` takes `unit` with (nullopt: another instance holds it).
+  std::optional<std::int64_t> acquire(const std::string& unit, const std::string& me) {
+    auto r = store_->acquire(unit, me);
+    EXPECT_TRUE(r) << r.error().to_string();
+    return r ? *r : std::nullopt;
+  }
+  bool renew(const std::string& unit, const std::string& me, std::int64_t epoch) {
+    auto r = store_->renew(unit, me, epoch);
+    EXPECT_TRUE(r) << r.error().to_string();
+    return r && *r;
+  }
+  // The row of `unit` as the table reads it.
+  lease_row row(const std::string& unit) {
+    auto t = store_->table();
+    EXPECT_TRUE(t) << t.error().to_string();
+    for (const auto& e : t ? *t : std::vector<lease_entry>{}) {
+      if (e.row.unit == unit) return e.row;
+    }
+    ADD_FAILURE() << "no row for " << unit;
+    return {};
+  }
+  // Waits past the TTL: the server's clock judges the expiry.
+  static void expire() { std::this_thread::sleep_for(std::chrono::milliseconds(ttl_ms) + 200ms); }
+
+  std::unique_ptr<mongo::connection> conn_;
+  std::string db_;
+  std::unique_ptr<lease_store> store_;
+};
+
+TEST_F(lease_store_test, acquire_takes_a_free_unit_and_each_take_raises_the_epoch) {
+  EXPECT_EQ(acquire("a.x", "one"), 1);
+  EXPECT_EQ(acquire("a.y", "one"), 1);  // one epoch sequence per unit
+  EXPECT_EQ(row("a.x").owner, "one");
+  EXPECT_FALSE(row("a.x").expired);
+  EXPECT_EQ(acquire("a.x", "two"), std::nullopt);  // held and not expired
+  EXPECT_EQ(row("a.x").owner, "one");
+  EXPECT_EQ(acquire("a.x", "one"), 2);  // its own again: a new epoch
+}
+
+TEST_F(lease_store_test, renew_extends_only_the_current_epoch_of_its_owner) {
+  ASSERT_EQ(acquire("a.x", "one"), 1);
+  EXPECT_TRUE(renew("a.x", "one", 1));
+  EXPECT_FALSE(renew("a.x", "two", 1));  // not its owner
+  // Renewed within each TTL, the lease outlives several of them.
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ttl_ms / 2));
+    EXPECT_TRUE(renew("a.x", "one", 1));
+  }
+  EXPECT_EQ(acquire("a.x", "two"), std::nullopt);
+  // The same owner took it again (a restart under the same instance id): the older epoch's
+  // holder is stale and must not keep it alive.
+  ASSERT_EQ(acquire("a.x", "one"), 2);
+  EXPECT_FALSE(renew("a.x", "one", 1));
+  EXPECT_TRUE(renew("a.x", "one", 2));
+  EXPECT_FALSE(renew("a.x", "one", 3));  // a later epoch than the table's is not it either
+  EXPECT_FALSE(renew("a.nothing", "one", 1));
+}
+
+TEST_F(lease_store_test, an_expired_lease_is_taken_over_and_the_old_holder_is_fenced) {
+  ASSERT_EQ(acquire("a.x", "one"), 1);
+  expire();
+  EXPECT_TRUE(row("a.x").expired);
+  ASSERT_EQ(acquire("a.x", "two"), 2);
+  EXPECT_EQ(row("a.x").owner, "two");
+  // The old holder wakes up: it cannot renew, raise or release what is now another's.
+  EXPECT_FALSE(renew("a.x", "one", 1));
+  auto raised = store_->raise_epoch("a.x", "one", 1, 5);
+  ASSERT_TRUE(raised) << raised.error().to_string();
+  EXPECT_FALSE(*raised);
+  ASSERT_TRUE(store_->release("a.x", "one", 1));
+  EXPECT_EQ(row("a.x").owner, "two");
+  EXPECT_EQ(row("a.x").epoch, 2);
+  EXPECT_FALSE(row("a.x").expired);
+  // Taken back by the first owner after the second's lease expired: epoch 3. Its renewal at
+  // epoch 1, from before the take-over, still fails though the owner is the same again.
+  expire();
+  ASSERT_EQ(acquire("a.x", "one"), 3);
+  EXPECT_FALSE(renew("a.x", "one", 1));
+  EXPECT_FALSE(renew("a.x", "two", 2));
+  EXPECT_TRUE(renew("a.x", "one", 3));
+}
+
+TEST_F(lease_store_test, release_frees_the_unit_at_once_for_the_next_epoch) {
+  ASSERT_EQ(acquire("a.x", "one"), 1);
+  ASSERT_TRUE(store_->release("a.x", "one", 1));
+  EXPECT_EQ(row("a.x").owner, "");
+  EXPECT_TRUE(row("a.x").expired);
+  EXPECT_FALSE(renew("a.x", "one", 1));  // given up is given up
+  EXPECT_EQ(acquire("a.x", "two"), 2);   // no TTL to wait for
+  // A release by the new owner under an older epoch leaves it held.
+  ASSERT_TRUE(store_->release("a.x", "two", 1));
+  EXPECT_EQ(row("a.x").owner, "two");
+}
+
+TEST_F(lease_store_test, raise_epoch_moves_the_current_epoch_only) {
+  ASSERT_EQ(acquire("a.x", "one"), 1);
+  auto wrong = store_->raise_epoch("a.x", "one", 2, 7);
+  ASSERT_TRUE(wrong) << wrong.error().to_string();
+  EXPECT_FALSE(*wrong);
+  auto raised = store_->raise_epoch("a.x", "one", 1, 7);
+  ASSERT_TRUE(raised) << raised.error().to_string();
+  EXPECT_TRUE(*raised);
+  EXPECT_EQ(row("a.x").epoch, 7);
+  EXPECT_FALSE(renew("a.x", "one", 1));
+  EXPECT_TRUE(renew("a.x", "one", 7));
+  EXPECT_EQ(acquire("a.x", "one"), 8);
+}
+
+TEST_F(lease_store_test, heartbeats_say_who_is_live_until_they_leave_or_expire) {
+  ASSERT_TRUE(store_->heartbeat("one", {"a.x"}));
+  ASSERT_TRUE(store_->heartbeat("two", {}));
+  auto live = store_->live();
+  ASSERT_TRUE(live) << live.error().to_string();
+  std::sort(live->begin(), live->end());
+  EXPECT_EQ(*live, (std::vector<std::string>{"one", "two"}));
+  ASSERT_TRUE(store_->leave("two"));
+  live = store_->live();
+  ASSERT_TRUE(live);
+  EXPECT_EQ(*live, std::vector<std::string>{"one"});
+  expire();
+  live = store_->live();
+  ASSERT_TRUE(live);
+  EXPECT_TRUE(live->empty());
+}
+
+}  // namespace
+}  // namespace denormd::lease

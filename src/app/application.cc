@@ -279,6 +279,13 @@ int application::check() {
                 "to check\n";
       }
     }
+    for (const auto& m : *mappings) {
+      const auto* k = m.as<mapping::aggregate_kind>();
+      if (k != nullptr && m.fill_new_targets && k->target_needs_images().before) {
+        err_ << "note: " << m.target.full() << " must keep pre- and post-images (mapping " << m.name
+             << " keeps incremental values there); pass --uri to check\n";
+      }
+    }
   } else {
     const mongo::connect_options timeouts{opts_.timeout_s * 1000,
                                           std::min(opts_.timeout_s, 10) * 1000};

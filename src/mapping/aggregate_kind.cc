@@ -95,6 +95,22 @@ std::optional<child_share> share_of(const mapping& m, const aggregate_kind& k,
   return s;
 }
 
+// Whether a running sum can take `v` in and out again: not NaN, not infinite (as a double or
+// a decimal).
+bool finite_number(const bson::value& v) {
+  if (v.is<double>()) return std::isfinite(v.as<double>());
+  if (v.is<bson::decimal128>()) {
+    const std::string text = v.as<bson::decimal128>().to_string();
+    return text.find("NaN") == std::string::npos && text.find("Inf") == std::string::npos;
+  }
+  return true;
+}
+
+bool kept_by_deltas(const child_share& s) {
+  return std::all_of(s.values.begin(), s.values.end(),
+                     [](const auto& v) { return !v || finite_number(*v); });
+}
+
 // The position of an event in its stream, as a parent keeps it: the cluster time, then the
 // resume token's _data, which MongoDB encodes so that tokens compare in event order (events of
 // one transaction share a cluster time).
@@ -120,9 +136,10 @@ bool same_number(const bson::value& a, const bson::value& b) {
 
 constexpr std::string_view index_field = "__denormd_i";
 
+// Parent keys as MongoDB compares them: 1, 1L and 1.0 name one parent.
 void add_key(bson::array& keys, const bson::value& key) {
   const bool seen = std::any_of(keys.begin(), keys.end(),
-                                [&](const bson::value& k) { return same_value(k, key); });
+                                [&](const bson::value& k) { return bson::compare(k, key) == 0; });
   if (!seen) keys.push_back(key);
 }
 
@@ -233,6 +250,15 @@ void aggregate_kind::read_rest(spec_reader& r, spec_object& root, const mapping&
         r.error("/into",
                 "required in incremental mode: each parent keeps the position of the last event "
                 "applied to it under \"into\" (e.g. \"into\": \"stats\")");
+      }
+      if (!m.fill_new_targets) {
+        // Deltas build on what a parent holds: one that arrives after its children (or is
+        // replaced by the application) must be recomputed when it does, or it stays partial.
+        r.error("/fillNewTargets",
+                "must be true in incremental mode: a parent inserted after its children, or "
+                "replaced by the application, is recomputed only when its collection is watched; "
+                "without it the deltas of later children would build on nothing and it would "
+                "stay partial for good");
       }
       for (const auto& a : accumulators) {
         if (a.op != accumulator_op::min && a.op != accumulator_op::max) continue;
@@ -374,6 +400,16 @@ void plan_deltas(const mapping& m, const aggregate_kind& k, const std::vector<st
   }
   auto was = before != nullptr ? share_of(m, k, ev, *before, false, out) : std::nullopt;
   auto now = after != nullptr ? share_of(m, k, ev, *after, true, out) : std::nullopt;
+  if ((was && !kept_by_deltas(*was)) || (now && !kept_by_deltas(*now))) {
+    // A NaN or an infinity in a running sum cannot be taken out again (NaN - NaN is NaN):
+    // the parents this child leaves and joins are recomputed from a snapshot instead, which
+    // also keeps the deltas before and after this event exactly once.
+    bson::array keys;
+    if (was) add_key(keys, was->parent);
+    if (now) add_key(keys, now->parent);
+    out.push_back(k.recompute(m, std::move(keys)));
+    return;
+  }
   const bson::document at = position_of(ev);
   auto emit = [&](const bson::value& parent, std::vector<delta_term> terms) {
     if (terms.empty()) return;
@@ -386,8 +422,10 @@ void plan_deltas(const mapping& m, const aggregate_kind& k, const std::vector<st
       if (s.values[i]) terms.push_back({i, *s.values[i], subtract});
     }
   };
-  if (was && now && same_value(was->parent, now->parent)) {
-    // One parent: only the values that changed.
+  if (was && now && bson::compare(was->parent, now->parent) == 0) {
+    // One parent (1, 1L and 1.0 are one, as MongoDB compares keys): only the values that
+    // changed. Two deltas of one event to one parent would share its position, and the
+    // parent's guard would apply only the first.
     std::vector<delta_term> terms;
     for (std::size_t i = 0; i < now->values.size(); ++i) {
       const auto& a = was->values[i];
@@ -453,12 +491,18 @@ void aggregate_kind::plan_new_target(const mapping& m, const std::vector<std::st
   if (ev.op == operation::delete_) return;
   if (ev.op == operation::update && !touches(ev.touched, watched)) return;
   if (!ev.full_document) return;
-  // MongoDB logs an update that changes much of a small document as a replacement, so the
-  // deltas' own writes come back as replace events: a parent that still carries its position
-  // keeps its values.
+  // MongoDB logs an update that changes much of a small document as a replacement, so our
+  // own writes come back as replace events. Each of them moves the parent's position forward
+  // (a delta to its last new event, a recompute to its snapshot; one that applies nothing
+  // changes nothing and logs nothing), and nothing else does: an application that writes
+  // back a parent it read carries the position it read, at most the one the parent held.
+  // So a replacement is ours exactly when its position is after the one before it; any
+  // other (or one whose pre-image is gone) is recomputed, whatever it carries.
   if (mode == aggregate_mode::incremental && ev.op == operation::replace &&
-      ev.full_document->find_path(position_path()) != nullptr) {
-    return;
+      ev.full_document_before_change) {
+    const bson::value* was = ev.full_document_before_change->find_path(position_path());
+    const bson::value* now = ev.full_document->find_path(position_path());
+    if (was != nullptr && now != nullptr && bson::compare(*was, *now) < 0) return;
   }
   if (refused(m, {m.name, "_id", "_id", ev.source.full(), nullptr}, ev.id, out)) return;
   // A parent that arrived after its children (or was re-keyed): compute its values.
@@ -470,9 +514,11 @@ write_op aggregate_kind::deltas(const mapping& m, delta_items d) const {
   op.source_mapping = &m;
   op.target = m.target;
   update_write w;
-  // Several parents may share a key that is not _id: each keeps its own position.
+  // Several parents may share a key that is not _id: each keeps its own position. A parent
+  // whose key is an array references nothing (as in a recompute): `{$eq: 1}` alone would
+  // select [1, 2] for the deltas of both 1 and 2, two statements for one parent in a batch.
   w.many = parent_field != "_id";
-  w.filter = bson::document{{parent_field, literal(d.parent)}};
+  w.filter = bson::document{{parent_field, key_match(parent_field, d.parent)}};
   w.pipeline = delta_pipeline(m, d);
   op.merge = merge_rule::delta;
   op.merge_key = d.parent;

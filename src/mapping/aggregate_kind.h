@@ -105,6 +105,9 @@ struct aggregate_kind {
   // or an update that moves a child, names its old parent only there. A delta also needs the
   // state right after the change (updateLookup may show a later one).
   stream_images needs_images() const { return {true, mode == aggregate_mode::incremental}; }
+  // Incremental mode: a replaced parent is told from the kind's own write by the position it
+  // held before (plan_new_target), so the parents' stream needs pre-images too.
+  stream_images target_needs_images() const { return {mode == aggregate_mode::incremental, false}; }
   // Incremental mode: where a parent keeps the position of the last event applied to it.
   std::string position_path() const { return state + ".at"; }
 

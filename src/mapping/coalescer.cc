@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cassert>
+#include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "bson/json.h"
 #include "common/overloaded.h"
 #include "mapping/planner.h"
 
@@ -14,13 +15,28 @@ namespace denormd::mapping {
 
 namespace {
 
-// Identifies (mapping, key). Canonical JSON keeps 1 and 1.0 apart, which only means fewer
-// merges, never a wrong one.
-std::string merge_id(const write_op& op) {
-  std::string id = op.source_mapping != nullptr ? op.source_mapping->name : std::string();
-  id += '\0';
-  bson::write_json(id, op.merge_key, bson::json_mode::canonical);
-  return id;
+// Orders keys as MongoDB compares them: 1, 1L and 1.0 are one key, as they are one parent
+// (one `_id`) and one `$eq` match. Keeping them apart would split one parent's deltas into
+// statements that share positions, and the parent's guard would drop all but the first.
+struct key_less {
+  bool operator()(const bson::value& a, const bson::value& b) const {
+    return bson::compare(a, b) < 0;
+  }
+};
+
+// Identifies (mapping, key) under that equality.
+using merge_id = std::pair<const mapping*, bson::value>;
+struct merge_id_less {
+  bool operator()(const merge_id& a, const merge_id& b) const {
+    if (a.first != b.first) return std::less<const mapping*>{}(a.first, b.first);
+    return bson::compare(a.second, b.second) < 0;
+  }
+};
+template <class V>
+using by_merge_id = std::map<merge_id, V, merge_id_less>;
+
+merge_id merge_id_of(const write_op& op) {
+  return {op.source_mapping, op.merge_key};
 }
 
 // `into` now also applies `op`: it stands for the latest of their events and keeps the
@@ -45,7 +61,7 @@ class recompute_merger {
     if (fresh) {
       o.slot = slots.size();
       for (const auto& k : op.as<recompute_write>()->keys)
-        o.keys.insert(key_id(k));
+        o.keys.insert(k);
       return false;
     }
     write_op& into = *slots[o.slot];
@@ -55,7 +71,7 @@ class recompute_merger {
     auto& more = op.as<recompute_write>()->keys;
     if (more.empty()) keys.clear();
     for (auto& k : more) {
-      if (o.keys.insert(key_id(k)).second) keys.push_back(std::move(k));
+      if (o.keys.insert(k).second) keys.push_back(std::move(k));
     }
     const mapping& m = *into.source_mapping;
     m.visit(overloaded{[&](const aggregate_kind& k) {
@@ -69,13 +85,8 @@ class recompute_merger {
  private:
   struct open {
     std::size_t slot = 0;
-    std::unordered_set<std::string> keys;  // canonical JSON of the slot's keys
+    std::set<bson::value, key_less> keys;  // the slot's keys
   };
-  static std::string key_id(const bson::value& k) {
-    std::string id;
-    bson::write_json(id, k, bson::json_mode::canonical);
-    return id;
-  }
   std::unordered_map<const mapping*, open> open_;
 };
 
@@ -85,7 +96,7 @@ class delta_merger {
  public:
   // True when `op` was merged into its parent's earlier delta (and is to be dropped).
   bool merge(write_op& op, std::vector<std::optional<write_op>>& slots) {
-    auto [it, fresh] = open_.try_emplace(merge_id(op), slots.size());
+    auto [it, fresh] = open_.try_emplace(merge_id_of(op), slots.size());
     if (fresh) return false;
     write_op& into = *slots[it->second];
     absorb_times(into, op);
@@ -112,8 +123,8 @@ class delta_merger {
   }
 
  private:
-  std::unordered_map<std::string, std::size_t> open_;  // merge_id -> slot
-  std::unordered_set<std::size_t> merged_;             // slots to rebuild
+  by_merge_id<std::size_t> open_;           // merge_id -> slot
+  std::unordered_set<std::size_t> merged_;  // slots to rebuild
 };
 
 }  // namespace
@@ -121,15 +132,15 @@ class delta_merger {
 std::vector<write_op> coalesce(std::vector<write_op> ops) {
   std::vector<std::optional<write_op>> slots;
   slots.reserve(ops.size());
-  std::unordered_map<std::string, std::size_t> last_copy;
-  std::unordered_map<std::string, std::size_t> open_push;
+  by_merge_id<std::size_t> last_copy;
+  by_merge_id<std::size_t> open_push;
   recompute_merger recomputes;
   delta_merger deltas;
 
   for (auto& op : ops) {
     switch (op.merge) {
       case merge_rule::last_wins: {
-        auto [it, fresh] = last_copy.try_emplace(merge_id(op), slots.size());
+        auto [it, fresh] = last_copy.try_emplace(merge_id_of(op), slots.size());
         if (!fresh) {
           // The earlier event is applied by this op too: it keeps the older wall time.
           const std::int64_t earlier = slots[it->second]->event_ms;
@@ -140,7 +151,7 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
         break;
       }
       case merge_rule::push: {
-        const std::string id = merge_id(op);
+        merge_id id = merge_id_of(op);
         if (auto it = open_push.find(id); it != open_push.end()) {
           write_op& into = *slots[it->second];
           absorb_times(into, op);
@@ -151,11 +162,11 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
             pushed_elements(into).push_back(std::move(e));
           continue;
         }
-        open_push[id] = slots.size();
+        open_push[std::move(id)] = slots.size();
         break;
       }
       case merge_rule::parent_barrier:
-        open_push.erase(merge_id(op));
+        open_push.erase(merge_id_of(op));
         break;
       case merge_rule::mapping_barrier:
         std::erase_if(open_push, [&](const auto& entry) {

@@ -78,13 +78,18 @@ stream_images planner::needs_images(const ns& source) const {
   stream_images out;
   auto it = by_source_.find(source);
   if (it == by_source_.end()) return out;
+  auto add = [&](const stream_images& need) {
+    out.before = out.before || need.before;
+    out.after = out.after || need.after;
+  };
   for (const compiled& c : it->second.mappings) {
     c.m->visit([&](const auto& k) {
-      if constexpr (requires { k.needs_images(); }) {
-        const stream_images need = k.needs_images();
-        out.before = out.before || need.before;
-        out.after = out.after || need.after;
-      }
+      if constexpr (requires { k.needs_images(); }) add(k.needs_images());
+    });
+  }
+  for (const compiled& c : it->second.fills) {
+    c.m->visit([&](const auto& k) {
+      if constexpr (requires { k.target_needs_images(); }) add(k.target_needs_images());
     });
   }
   return out;

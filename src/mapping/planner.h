@@ -44,7 +44,8 @@ class planner {
   // The top-level fields of a source document that any mapping reading `source` needs
   // (for change_event::parse_bson). Empty when no mapping reads it.
   const std::vector<std::string>& document_fields(const ns& source) const;
-  // The document states some mapping reading `source` needs with each change.
+  // The document states some mapping reading `source` (as a source, or as a target it
+  // watches) needs with each change.
   stream_images needs_images(const ns& source) const;
   // What decides how `source`'s events are planned: every mapping that reads it as a source
   // or fills it as a target, with its fingerprint. Two planners with the same signature for a

@@ -24,19 +24,26 @@ mongo::result<std::optional<bool>> images_enabled(mongo::connection& conn, const
 
 std::vector<image_problem> check_images(mongo::connection& conn, const mapping::planner& planner) {
   std::vector<image_problem> out;
-  for (const auto& source : planner.source_namespaces()) {
+  for (const auto& source : planner.watched_namespaces()) {
     const mapping::stream_images need = planner.needs_images(source);
     if (!need.before && !need.after) continue;
+    // The aggregate mappings reading it as their children, and the incremental ones whose
+    // parents it holds (they tell a replaced parent from their own write by its pre-image).
     std::string users;
+    std::string parents_of;
     for (const auto& m : planner.mappings()) {
-      if (m.source == source && m.as<mapping::aggregate_kind>() != nullptr)
-        users += (users.empty() ? "" : ", ") + m.name;
+      const auto* k = m.as<mapping::aggregate_kind>();
+      if (k == nullptr) continue;
+      if (m.source == source) users += (users.empty() ? "" : ", ") + m.name;
+      if (m.target == source && m.fill_new_targets && k->target_needs_images().before)
+        parents_of += (parents_of.empty() ? "" : ", ") + m.name;
     }
+    const std::string all = users + (users.empty() || parents_of.empty() ? "" : ", ") + parents_of;
     auto enabled = images_enabled(conn, source);
     if (!enabled) {
       // Not fatal: a server that is down at start is waited for, as always.
       out.push_back({false, "cannot tell whether " + source.full() +
-                                " keeps pre- and post-images (needed by " + users +
+                                " keeps pre- and post-images (needed by " + all +
                                 "): " + enabled.error().to_string()});
       continue;
     }
@@ -46,15 +53,22 @@ std::vector<image_problem> check_images(mongo::connection& conn, const mapping::
     const std::string where =
         *enabled ? source.full() + " does not keep pre- and post-images"
                  : source.full() + " does not exist yet, so it keeps no pre- and post-images";
+    const std::string see = " (docs/operations.md, \"Pre-images for aggregate mappings\")";
     if (need.after) {
       out.push_back({true, where + ": mapping(s) " + users +
                                " in incremental mode cannot apply a change without them; run " +
-                               fix +
-                               " (docs/operations.md, \"Pre-images for aggregate mappings\")"});
-    } else {
+                               fix + see});
+    } else if (!users.empty()) {
       out.push_back({false, where + ": mapping(s) " + users +
                                 " recompute every parent when a child is deleted or moved; run " +
                                 fix + " to recompute only the parents it left"});
+    }
+    if (!parents_of.empty()) {
+      out.push_back({true, where + ": mapping(s) " + parents_of +
+                               " in incremental mode keep their parents there and cannot tell "
+                               "a parent the application replaced from their own write without "
+                               "them; run " +
+                               fix + see});
     }
   }
   return out;

@@ -188,7 +188,9 @@ def measure_mode(uri, mode, args, rng):
     results = {}
     mapping = {"name": "products-rating", "kind": "aggregate", "mode": mode,
                "source": {"db": dbname, "collection": "reviews", "parentKey": "productId"},
-               "target": {"db": dbname, "collection": "products"}, "into": "rating", "fields": FIELDS}
+               "target": {"db": dbname, "collection": "products"}, "into": "rating", "fields": FIELDS,
+               # Incremental mode requires it (a parent arriving after its children).
+               "fillNewTargets": mode == "incremental"}
     mappings = mapping_folder(mapping)
     shop = Shop(uri, dbname, rng)
     subprocess.run([DENORMD, "backfill", "--uri", uri, "--db", dbname, "--mappings", mappings],

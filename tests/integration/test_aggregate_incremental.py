@@ -242,7 +242,14 @@ class IncrementalAggregateTest(ShopTestCase):
         rc, out, err = self.cmd("run", "--metrics-addr", "127.0.0.1:0", timeout=60)
         self.assertEqual(rc, 2, out + err)
         self.assertIn("cannot apply a change without them", out + err)
+        # The parents too: their pre-images tell the application's replacements from ours.
+        self.assertIn(self.dbname + ".hosts does not keep pre- and post-images", err)
+        self.assertIn("cannot tell a parent the application replaced from their own write", err)
         self.db.command({"collMod": "logmsgs", "changeStreamPreAndPostImages": {"enabled": True}})
+        rc, out, err = self.cmd("check")
+        self.assertEqual(rc, 2, out + err)
+        self.assertNotIn(".logmsgs does not keep", err)
+        self.db.command({"collMod": "hosts", "changeStreamPreAndPostImages": {"enabled": True}})
         rc, out, err = self.cmd("check")
         self.assertEqual(rc, 0, out + err)
 
@@ -255,3 +262,78 @@ class IncrementalAggregateTest(ShopTestCase):
         self.converge()
         self.assertEqual(d.stop(), 0)
         backfill_restores_every_parent(self, self.db.hosts, "logs")
+
+    def caught_up(self, d, events):
+        wait_until(lambda: d.metric_sum("denormd_events_total", source=self.dbname + ".logmsgs") >= events
+                   and d.metric_sum("denormd_lag_seconds") == 0, timeout=30, message="the events applied")
+
+    def test_one_parent_under_1_1L_and_1_0_in_one_batch_counts_every_child(self):
+        self.create(hosts=2)
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start()
+        self.assertEqual(d.stop(), 0)
+        # Written while denormd is stopped: the next start reads all nine in one batch.
+        keys = [1, Int64(1), 1.0]
+        self.db.logmsgs.insert_many([{"_id": i, "hostId": keys[i % 3], "level": "info", "bytes": 10}
+                                     for i in range(9)])
+        d = self.start()
+        self.caught_up(d, 9)
+        logs = self.db.hosts.find_one({"_id": 1})["logs"]
+        self.assertEqual((logs["count"], logs["bytes"]), (9, 90), logs)
+        # A key that only changes type stays with its parent.
+        self.db.logmsgs.update_one({"_id": 0}, {"$set": {"hostId": Int64(1)}})
+        self.db.logmsgs.update_one({"_id": 1}, {"$set": {"hostId": 1.0}})
+        self.caught_up(d, 11)
+        logs = self.db.hosts.find_one({"_id": 1})["logs"]
+        self.assertEqual((logs["count"], logs["bytes"]), (9, 90), logs)
+        self.assertTrue(self.exact())
+
+    def test_a_nan_or_infinite_child_that_goes_leaves_the_sum_of_the_others(self):
+        self.create(hosts=2)
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start()
+        self.db.logmsgs.insert_many([{"_id": i, "hostId": 1, "level": "info", "bytes": 10} for i in range(3)])
+        for i, bad in enumerate([float("nan"), float("inf"), Decimal128("-Infinity")]):
+            self.db.logmsgs.insert_one({"_id": 100 + i, "hostId": 1, "level": "info", "bytes": bad})
+            self.db.logmsgs.insert_one({"_id": 200 + i, "hostId": 2, "level": "info", "bytes": bad})
+        self.db.logmsgs.update_one({"_id": 200}, {"$set": {"bytes": 5}})
+        self.caught_up(d, 10)
+        self.db.logmsgs.delete_many({"_id": {"$in": [100, 101, 102, 201, 202]}})
+        self.caught_up(d, 15)
+        for host, (count, total) in {1: (3, 30), 2: (1, 5)}.items():
+            wait_until(lambda: self.db.hosts.find_one({"_id": host})["logs"]["bytes"] == total,
+                       timeout=30, message="host %d's bytes back to %d" % (host, total))
+            logs = self.db.hosts.find_one({"_id": host})["logs"]
+            self.assertEqual((logs["count"], logs["bytes"]), (count, total), logs)
+        self.assertTrue(self.exact())
+
+    def test_a_parent_the_application_writes_back_stale_is_recomputed(self):
+        self.create(hosts=2)
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start()
+        self.db.logmsgs.insert_many([{"_id": i, "hostId": 1, "level": "info", "bytes": 1} for i in range(5)])
+        self.caught_up(d, 5)
+        read = self.db.hosts.find_one({"_id": 1})
+        self.assertEqual(read["logs"]["count"], 5)
+        self.db.logmsgs.insert_many([{"_id": 10 + i, "hostId": 1, "level": "info", "bytes": 1} for i in range(3)])
+        self.caught_up(d, 8)
+        self.assertEqual(self.db.hosts.find_one({"_id": 1})["logs"]["count"], 8)
+        # The application renames the host from what it read: the counts and position of then.
+        self.db.hosts.replace_one({"_id": 1}, dict(read, name="renamed"))
+        self.converge(timeout=30)
+        host = self.db.hosts.find_one({"_id": 1})
+        self.assertEqual((host["name"], host["logs"]["count"], host["logs"]["bytes"]), ("renamed", 8, 8))
+        # And the deltas after it build on the right values.
+        self.db.logmsgs.insert_one({"_id": 20, "hostId": 1, "level": "info", "bytes": 1})
+        self.converge(timeout=30)
+        self.assertEqual(self.db.hosts.find_one({"_id": 1})["logs"]["count"], 9)
+
+    def test_without_fill_new_targets_it_is_refused_naming_the_file_and_field(self):
+        self.create()
+        m = dict(MAPPING, source=dict(MAPPING["source"], db=self.dbname),
+                 target=dict(MAPPING["target"], db=self.dbname))
+        del m["fillNewTargets"]
+        self.mappings = mapping_folder(m)
+        rc, out, err = self.cmd("check")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("hosts-log-count.json: /fillNewTargets: must be true in incremental mode", err)

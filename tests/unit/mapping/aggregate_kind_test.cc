@@ -93,8 +93,12 @@ TEST(aggregate_kind_test, bad_accumulators_are_errors_naming_the_field) {
                 .find("/fields/top: $max is not available in incremental mode"),
             std::string::npos);
   EXPECT_EQ(load_errors(head + R"("into":"r","fields":{"n":{"$count":{}},"s":{"$avg":"stars"}},
-                                  "mode":"incremental"})"),
+                                  "mode":"incremental","fillNewTargets":true})"),
             "");
+  // Without the parents watched, a parent inserted after its children would stay partial.
+  EXPECT_NE(load_errors(head + R"("into":"r","fields":{"n":{"$count":{}}},"mode":"incremental"})")
+                .find("/fillNewTargets: must be true in incremental mode"),
+            std::string::npos);
   EXPECT_NE(load_errors(head + R"("fields":{"n":{"$count":{}}},"mode":"fast"})")
                 .find("/mode: must be \"recompute\" or \"incremental\", not \"fast\""),
             std::string::npos);
@@ -268,6 +272,20 @@ TEST(aggregate_kind_test, recomputes_of_a_batch_merge_into_one_and_every_parent_
   EXPECT_TRUE(merged[0].selector()->empty());
 }
 
+TEST(aggregate_kind_test, recompute_keys_merge_as_mongodb_compares_them) {
+  auto ms = load(rating_mapping);
+  const auto& m = ms.front();
+  const auto& k = kind_of(m);
+  std::vector<write_op> ops;
+  ops.push_back(k.recompute(m, bson::array{1}));
+  ops.push_back(k.recompute(m, bson::array{std::int64_t{1}, 2.0}));
+  ops.push_back(k.recompute(m, bson::array{1.0, 2}));
+  auto merged = coalesce(ops);
+  ASSERT_EQ(merged.size(), 1u);
+  // One parent per value: 1, 1L and 1.0 are one _id.
+  EXPECT_EQ(bson::to_json(merged[0].as<recompute_write>()->keys), "[1,2.0]");
+}
+
 TEST(aggregate_kind_test, an_every_parent_recompute_reads_its_parents_a_page_at_a_time) {
   auto ms = load(rating_mapping);
   const auto& m = ms.front();
@@ -292,7 +310,8 @@ TEST(aggregate_kind_test, an_every_parent_recompute_reads_its_parents_a_page_at_
 const char* log_count_mapping = R"({"name":"hl","kind":"aggregate","mode":"incremental",
   "source":{"collection":"logmsgs","parentKey":"hostId","filter":{"level":{"$ne":"debug"}}},
   "target":{"collection":"hosts"},"into":"logs",
-  "fields":{"count":{"$count":{}},"bytes":{"$sum":"bytes"},"avg":{"$avg":"bytes"}}})";
+  "fields":{"count":{"$count":{}},"bytes":{"$sum":"bytes"},"avg":{"$avg":"bytes"}},
+  "fillNewTargets":true})";
 
 constexpr int hosts = 4;
 
@@ -547,6 +566,182 @@ TEST(aggregate_incremental_test, a_snapshot_recompute_stores_its_time_and_guards
             std::string::npos)
       << store.writes[0].update;
   EXPECT_NE(store.writes[0].update.find(R"("logs.count":1)"), std::string::npos);
+}
+
+// An insert (or delete) of a log message of host `host` (Extended JSON) with `bytes`, at
+// cluster time (9, i).
+change_event log_event(const char* op, int id, const std::string& host, const std::string& bytes,
+                       int i) {
+  char data[16];
+  std::snprintf(data, sizeof data, "82%04X", i);
+  const std::string doc = R"({"_id":)" + std::to_string(id) + R"(,"hostId":)" + host +
+                          R"(,"level":"info","bytes":)" + bytes + "}";
+  const bool insert = std::string_view(op) == "insert";
+  return event(R"({"_id":{"_data":")" + std::string(data) + R"("},"operationType":")" + op +
+               R"(","clusterTime":{"$timestamp":{"t":9,"i":)" + std::to_string(i) +
+               R"(}},"ns":{"db":"shop","coll":"logmsgs"},"documentKey":{"_id":)" +
+               std::to_string(id) + "}," +
+               (insert ? R"("fullDocument":)" : R"("fullDocumentBeforeChange":)") + doc + "}");
+}
+
+// Plans `events` as one batch, coalesces it and applies its updates to `host` (the parent
+// each statement selects, whatever numeric type its key has).
+std::vector<write_op> apply_batch(const planner& p, const std::vector<change_event>& events,
+                                  bson::document& host) {
+  std::vector<write_op> ops;
+  for (const auto& ev : events)
+    p.plan(ev, ops);
+  auto merged = coalesce(std::move(ops));
+  for (const auto& op : merged) {
+    const auto* w = op.as<update_write>();
+    if (w == nullptr) continue;
+    const bson::value& key = *w->filter.get("_id")->as_document().get("$eq");
+    if (bson::compare(key, *host.get("_id")) != 0) continue;
+    auto spec = mongo_emulator::engine::parse_pipeline_update(w->pipeline);
+    EXPECT_TRUE(spec) << spec.error().message;
+    auto applied = mongo_emulator::engine::apply_update(*spec, host, {});
+    EXPECT_TRUE(applied) << applied.error().message;
+  }
+  return merged;
+}
+
+TEST(aggregate_incremental_test, one_parent_under_1_1L_and_1_0_is_one_statement_per_batch) {
+  const planner p(load(log_count_mapping));
+  const std::string keys[] = {"1", R"({"$numberLong":"1"})", R"({"$numberDouble":"1.0"})"};
+  std::vector<change_event> batch;
+  for (int i = 0; i < 9; ++i)
+    batch.push_back(log_event("insert", 100 + i, keys[i % 3], "10", i + 1));
+  bson::document host{{"_id", 1}};
+  const auto ops = apply_batch(p, batch, host);
+  // One statement: three would share the parent's position, and its guard would drop the
+  // events of the second and third that come before the first's last.
+  EXPECT_EQ(ops.size(), 1u);
+  EXPECT_EQ(bson::compare(*host.find_path("logs.count"), bson::value(9)), 0) << bson::to_json(host);
+  EXPECT_EQ(bson::compare(*host.find_path("logs.bytes"), bson::value(90)), 0)
+      << bson::to_json(host);
+  // The same batch again changes nothing.
+  const bson::document before = host;
+  apply_batch(p, batch, host);
+  EXPECT_EQ(host, before);
+}
+
+TEST(aggregate_incremental_test, a_key_changing_from_1_to_1L_stays_with_its_parent) {
+  const planner p(load(log_count_mapping));
+  bson::document host{{"_id", 1}};
+  apply_batch(p, {log_event("insert", 100, "1", "10", 1)}, host);
+  // An update that only retypes the key: -1 and +1 to one parent at one position, of which
+  // the guard would apply only the first.
+  std::vector<write_op> ops;
+  const change_event retyped = event(R"({"_id":{"_data":"820002"},"operationType":"update",
+    "clusterTime":{"$timestamp":{"t":9,"i":2}},"ns":{"db":"shop","coll":"logmsgs"},
+    "documentKey":{"_id":100},"updateDescription":{"updatedFields":{"hostId":{"$numberLong":"1"}},
+    "removedFields":[]},
+    "fullDocumentBeforeChange":{"_id":100,"hostId":1,"level":"info","bytes":10},
+    "fullDocument":{"_id":100,"hostId":{"$numberLong":"1"},"level":"info","bytes":10}})");
+  apply_batch(p, {retyped}, host);
+  EXPECT_EQ(bson::compare(*host.find_path("logs.count"), bson::value(1)), 0) << bson::to_json(host);
+  EXPECT_EQ(bson::compare(*host.find_path("logs.bytes"), bson::value(10)), 0)
+      << bson::to_json(host);
+}
+
+TEST(aggregate_incremental_test, a_nan_or_infinite_value_recomputes_its_parents) {
+  const planner p(load(log_count_mapping));
+  for (const char* bad : {R"({"$numberDouble":"NaN"})", R"({"$numberDouble":"-Infinity"})",
+                          R"({"$numberDecimal":"Infinity"})", R"({"$numberDecimal":"NaN"})"}) {
+    SCOPED_TRACE(bad);
+    for (const char* op : {"insert", "delete"}) {
+      std::vector<write_op> ops;
+      p.plan(log_event(op, 5, "3", bad, 1), ops);
+      // NaN - NaN is NaN: a delta could never take it out again.
+      ASSERT_EQ(ops.size(), 1u);
+      const auto* r = ops[0].as<recompute_write>();
+      ASSERT_NE(r, nullptr) << to_plan_json(ops[0]);
+      EXPECT_EQ(bson::to_json(r->keys), "[3]");
+    }
+  }
+  // A finite double or decimal is a delta as before.
+  std::vector<write_op> ops;
+  p.plan(log_event("insert", 5, "3", R"({"$numberDecimal":"1E+400"})", 1), ops);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_NE(ops[0].as<update_write>(), nullptr);
+}
+
+TEST(aggregate_incremental_test, the_recompute_after_a_nan_leaves_holds_the_sum_of_the_others) {
+  auto ms = load(log_count_mapping);
+  const auto& m = ms.front();
+  const auto& k = kind_of(m);
+  const planner p(ms);
+  fake_store store;
+  store.add("hosts", R"({"_id":1,"logs":{"count":2,"bytes":{"$numberDouble":"NaN"}}})");
+  store.add("logmsgs", R"({"_id":10,"hostId":1,"level":"info","bytes":4})");
+  store.snapshot_at = bson::timestamp{77, 3};
+  // The NaN child (11) is gone: its delete names its parent, recomputed from the children.
+  std::vector<write_op> ops;
+  p.plan(log_event("delete", 11, "1", R"({"$numberDouble":"NaN"})", 1), ops);
+  ASSERT_EQ(ops.size(), 1u);
+  ASSERT_TRUE(k.complete(m, ops[0], store));
+  ASSERT_EQ(store.writes.size(), 1u);
+  EXPECT_NE(store.writes[0].update.find(R"("logs.bytes":4)"), std::string::npos)
+      << store.writes[0].update;
+  EXPECT_NE(store.writes[0].update.find(R"("logs.count":1)"), std::string::npos)
+      << store.writes[0].update;
+}
+
+// A replace event of host 1 on the parents' stream, with its images' positions.
+change_event host_replaced(const std::string& before_at, const std::string& after_at) {
+  auto doc = [](const std::string& at) {
+    return R"({"_id":1,"name":"h","logs":{"count":5)" +
+           (at.empty() ? std::string() : R"(,"_denormd":{"at":)" + at + "}") + "}}";
+  };
+  std::string json = R"({"_id":{"_data":"8203"},"operationType":"replace",
+    "clusterTime":{"$timestamp":{"t":20,"i":1}},"ns":{"db":"shop","coll":"hosts"},
+    "documentKey":{"_id":1},"fullDocument":)" +
+                     doc(after_at);
+  if (before_at != "none") json += R"(,"fullDocumentBeforeChange":)" + doc(before_at);
+  return event(json + "}");
+}
+
+TEST(aggregate_incremental_test, a_parent_replaced_by_the_application_is_recomputed) {
+  const planner p(load(log_count_mapping));
+  // The parents' stream asks for pre-images: they tell our writes from the application's.
+  EXPECT_TRUE(p.needs_images(ns{"shop", "hosts"}).before);
+  const std::string p5 = R"({"t":{"$timestamp":{"t":5,"i":1}},"k":"8205"})";
+  const std::string p7 = R"({"t":{"$timestamp":{"t":7,"i":1}},"k":"8207"})";
+  auto planned = [&](const change_event& ev) {
+    std::vector<write_op> ops;
+    p.plan(ev, ops);
+    return ops;
+  };
+  // Our own write (a delta or a recompute, logged as a replacement) moves the position on.
+  EXPECT_TRUE(planned(host_replaced(p5, p7)).empty());
+  EXPECT_TRUE(planned(host_replaced("", p7)).size() == 1u);  // a first position: recomputed
+  // The application wrote back what it read: the same position, or an older one.
+  for (const auto& [before, after] : std::vector<std::pair<std::string, std::string>>{
+           {p7, p5}, {p7, p7}, {p7, ""}, {"none", p7}}) {
+    SCOPED_TRACE(before + " -> " + after);
+    const auto ops = planned(host_replaced(before, after));
+    ASSERT_EQ(ops.size(), 1u);
+    const auto* r = ops[0].as<recompute_write>();
+    ASSERT_NE(r, nullptr) << to_plan_json(ops[0]);
+    EXPECT_EQ(bson::to_json(r->parents), R"({"_id":{"$eq":1}})");
+  }
+}
+
+TEST(aggregate_incremental_test, deltas_skip_a_parent_whose_key_field_is_an_array) {
+  const planner p(load(R"({"name":"hl","kind":"aggregate","mode":"incremental",
+    "source":{"collection":"logmsgs","parentKey":"hostName"},
+    "target":{"collection":"hosts","key":"name"},"into":"logs",
+    "fields":{"count":{"$count":{}}},"fillNewTargets":true})"));
+  std::vector<write_op> ops;
+  p.plan(event(R"({"_id":{"_data":"8201"},"operationType":"insert",
+    "clusterTime":{"$timestamp":{"t":5,"i":1}},"ns":{"db":"shop","coll":"logmsgs"},
+    "documentKey":{"_id":1},"fullDocument":{"_id":1,"hostName":"a"}})"),
+         ops);
+  ASSERT_EQ(ops.size(), 1u);
+  // A host named ["a", "b"] would take the deltas of "a" and of "b": two statements on one
+  // parent in a batch. It references nothing, as in a recompute.
+  EXPECT_EQ(bson::to_json(ops[0].as<update_write>()->filter),
+            R"({"name":{"$eq":"a","$not":{"$type":"array"}}})");
 }
 
 }  // namespace

@@ -149,6 +149,27 @@ TEST(coalescer_test, keeps_order_between_barriers) {
                                              "updateOne:$push:1"}));
 }
 
+TEST(coalescer_test, a_parent_is_one_parent_under_1_1L_and_1_0) {
+  const planner p(load(testing::review_mapping));
+  std::vector<write_op> ops;
+  auto insert = [&](int id, const std::string& parent) {
+    p.plan(
+        event(R"({"_id":{"_data":"1"},"operationType":"insert","ns":{"db":"shop","coll":"reviews"},
+      "documentKey":{"_id":)" +
+              std::to_string(id) + R"(},"fullDocument":{"_id":)" + std::to_string(id) +
+              R"(,"productId":)" + parent + R"(,"at":)" + std::to_string(id) + "}}"),
+        ops);
+  };
+  insert(1, "10");
+  insert(2, R"({"$numberLong":"10"})");
+  insert(3, R"({"$numberDouble":"10.0"})");
+  // One parent, so one merged push (a pull of the three ids, then the push).
+  auto merged = coalesce(std::move(ops));
+  ASSERT_EQ(merged.size(), 2u);
+  ASSERT_TRUE(merged[1].as<update_write>()->push);
+  EXPECT_EQ(merged[1].as<update_write>()->push->ids.size(), 3u);
+}
+
 TEST(coalescer_test, copy_ops_collapse_per_source_document_only) {
   const planner p(load(testing::customer_mapping));
   std::vector<write_op> ops;
@@ -168,9 +189,11 @@ TEST(coalescer_test, copy_ops_collapse_per_source_document_only) {
       "fullDocument":{"_id":1.0,"name":"d"}})"),
       ops);
   auto merged = coalesce(std::move(ops));
-  ASSERT_EQ(merged.size(), 2u);  // 1 and 1.0 are kept apart: fewer merges, never a wrong one
+  // 1 and 1.0 are one source document (one _id) whose updates select the same targets
+  // ({$eq: 1} matches both): the last wins.
+  ASSERT_EQ(merged.size(), 1u);
   EXPECT_EQ(bson::to_json(std::get<update_write>(merged[0].what).update),
-            R"({"$set":{"customer.name":"c"},"$unset":{"customer.city":""}})");
+            R"({"$set":{"customer.name":"d"},"$unset":{"customer.city":""}})");
 }
 
 }  // namespace

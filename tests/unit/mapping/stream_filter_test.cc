@@ -347,7 +347,8 @@ TEST_F(stream_filter_test, the_projection_leaves_a_null_or_missing_document_as_i
 TEST(stream_projection_test, the_pre_image_is_trimmed_only_where_a_mapping_needs_it) {
   const planner p(load(R"({"name":"pr","kind":"aggregate","mode":"incremental",
     "source":{"collection":"reviews","parentKey":"productId"},"target":{"collection":"products"},
-    "into":"rating","fields":{"n":{"$count":{}},"s":{"$sum":"stars"}}})"));
+    "into":"rating","fields":{"n":{"$count":{}},"s":{"$sum":"stars"}},
+    "fillNewTargets":true})"));
   const ns reviews{"shop", "reviews"};
   EXPECT_EQ(projected(p, reviews, R"({"fullDocumentBeforeChange":{"_id":1,"productId":2,
               "stars":3,"text":"long"},"fullDocument":{"_id":1,"productId":2,"stars":4,"text":"x"}})"),

@@ -169,6 +169,8 @@ class Run:
                                                                 ",".join(a.fault_list) or "none"))
         for c in sorted(a.exclude_list):
             print("  excluded from the workload (--exclude %s): %s" % (c, generator.CLASSES[c]))
+        for c in sorted(a.tolerate_list):
+            print("  tolerated by the oracle (--tolerate %s): %s" % (c, oracle.TOLERATE[c]))
         for name, why in sorted(faults.PLANNED.items()):
             print("  fault type not available yet: %s (%s)" % (name, why))
         for _ in range(a.instances if a.ha else 1):
@@ -232,6 +234,7 @@ def parse(argv):
                    help="comma-separated fault types (default all): " + ", ".join(faults.FAULTS) + "; 'none' for none")
     p.add_argument("--exclude", default="", help="workload classes left out: " + ", ".join(generator.CLASSES))
     p.add_argument("--keep", action="store_true", help="after the report, keep the test server up 10 minutes (prints its URI)")
+    p.add_argument("--tolerate", default="", help="known holes the oracle lets pass: " + ", ".join(oracle.TOLERATE))
     p.add_argument("--ops", type=int, default=40, help="writes per step (default 40)")
     a = p.parse_args(argv)
     a.fault_list = [] if a.faults in ("", "none") else a.faults.split(",")
@@ -244,6 +247,11 @@ def parse(argv):
     for c in a.exclude_list:
         if c not in generator.CLASSES:
             p.error("unknown class %s (known: %s)" % (c, ", ".join(generator.CLASSES)))
+    a.tolerate_list = [c for c in a.tolerate.split(",") if c]
+    for c in a.tolerate_list:
+        if c not in oracle.TOLERATE:
+            p.error("unknown --tolerate %s (known: %s)" % (c, ", ".join(oracle.TOLERATE)))
+    oracle.tolerated.update(a.tolerate_list)
     return a
 
 

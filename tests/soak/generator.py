@@ -28,6 +28,9 @@ CLASSES = {
     "mixed-keys": "keys of mixed numeric types (Int64, double, Decimal128 for int keys)",
     "odd-keys": "null, missing, array and operator-looking keys",
     "large": "documents of hundreds of KB",
+    "non-numeric-totals": "orders whose total is not a number (a string, null, a bool, missing)",
+    "customer-deletes": "customers deleted (orders-customer copies must then be unset)",
+    "rekey-to-missing": "orders re-keyed (customerId) to a customer that does not exist",
     "decimal-past-double": "decimals that differ from an integer only past double precision (3.00000000000000000001)",
 }
 
@@ -65,8 +68,10 @@ class Workload:
             return self.rng.choice([None, "MISSING", [1, 2], {"$gt": 0}, [], [self.key(1)]])
         return self.key(self.rng.randint(1, n + extra))
 
-    def number(self, lo=0, hi=5):
+    def number(self, lo=0, hi=5, numeric_only=False):
         r = self.rng.random()
+        if numeric_only and 0.65 <= r < 0.8:
+            r = 0.9
         n = self.rng.randint(lo, hi)
         if r < 0.3:
             return n
@@ -124,7 +129,8 @@ class Workload:
         code_of = self.rng.randint(1, CUSTOMERS + 1)
         d = self.doc(_id=i, customerId=self.ref(CUSTOMERS),
                      customerCode="K%d" % code_of if code_of % 3 == 0 else self.key(code_of * 100),
-                     status=self.rng.choice(STATUSES), total=self.number(0, 100),
+                     status=self.rng.choice(STATUSES),
+                     total=self.number(0, 100, numeric_only=not self.on("non-numeric-totals")),
                      items=[self.item() for _ in range(self.rng.randint(0, 4))])
         if self.on("large") and self.rng.random() < 0.03:
             d["blob"] = self.big()
@@ -179,7 +185,7 @@ class Workload:
         i = self.rng.randint(1, n)
         if self.db[coll].find_one({"_id": i}, session=self.session) is None:  # 1 == 1.0 == Int64(1)
             self.write("insert " + coll[:-1], lambda: self.db[coll].insert_one(make(i), session=self.session))
-        else:
+        elif coll != "customers" or self.on("customer-deletes"):
             self.write("delete " + coll[:-1], lambda: self.db[coll].delete_one({"_id": i}, session=self.session))
 
     def op_customer(self):
@@ -210,7 +216,7 @@ class Workload:
             i = int(str(cid).split(".")[0]) if not isinstance(cid, str) else 1
             new = {k: v for k, v in self.customer(i).items() if k != "_id"}  # its own code
             self.write("replace customer", lambda: c.replace_one({"_id": cid}, new, session=s))
-        else:
+        elif self.on("customer-deletes"):
             self.write("delete customer", lambda: c.delete_one({"_id": cid}, session=s))
 
     def op_product(self):
@@ -245,9 +251,11 @@ class Workload:
             return self.write("insert order", lambda: o.insert_one(self.order(), session=s))
         if r < 0.35:
             upd = self.rng.choice([{"$set": {"status": self.rng.choice(STATUSES)}},
-                                   {"$set": {"customerId": self.ref(CUSTOMERS)}},
+                                   {"$set": {"customerId": self.ref(CUSTOMERS) if self.on("rekey-to-missing")
+                                             else (self.some_id("customers") or 1)}},
                                    {"$set": {"customerCode": self.key(self.rng.randint(1, CUSTOMERS) * 100)}},
-                                   {"$set": {"total": self.number(0, 100)}}, {"$unset": {"total": ""}},
+                                   {"$set": {"total": self.number(0, 100, not self.on("non-numeric-totals"))}},
+                                   {"$set": {"total": 1}} if not self.on("non-numeric-totals") else {"$unset": {"total": ""}},
                                    {"$inc": {"total": 1}}])
             upd = {"$unset": {k: ""} for k in upd["$set"]} if "$set" in upd and "MISSING" in upd["$set"].values() else upd
             self.write("update order", lambda: o.update_one({"_id": oid}, upd, session=s))

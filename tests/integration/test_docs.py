@@ -45,6 +45,8 @@ CLAIMS = [
     (r"^scripts/test\.sh +# or any build", "test_benchmark_command_is_accepted"),
     (r"^docker compose up", "skip: needs Docker (tests/deploy checks the compose file and the images)"),
     (r"^docker build ", "skip: needs Docker (its denormd arguments run in test_run_examples_start_and_stop)"),
+    (r"^DENORMD_BUILD_DIR=build /usr/bin/python3 -m tests\.soak ",
+     "skip: minutes long; ctest soak_short runs the same command with a fixed seed for 30 s"),
     (r"^# SCRAM user", "skip: needs a real cluster with TLS, x.509 and a DNS seed list"),
 ]
 SHELL_INFOS = ("sh", "bash", "shell", "console")

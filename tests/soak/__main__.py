@@ -1,0 +1,267 @@
+"""The soak test: /usr/bin/python3 -m tests.soak --seed S --minutes M [--ha] [--faults a,b]
+[--exclude class,...]. Starts the test server and denormd (tests/integration/harness.py starts
+the processes; nothing there computes an expected value), writes a seeded random workload with
+faults mixed in, and at each quiescent point compares every target of every mapping with what
+tests/soak/oracle.py computes from the sources. Then `denormd verify` must exit 0. Exit 0 when
+no mismatch was found, 1 otherwise."""
+import argparse
+import collections
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pymongo
+from bson import json_util
+
+from tests.integration.harness import DENORMD, Denormd, Emulator
+from tests.soak import faults, generator, oracle
+
+DB = "soak"
+HERE = os.path.dirname(os.path.abspath(__file__))
+SETTLE_S = 20  # how long a quiescent point waits for denormd to converge before reporting
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.rng = random.Random(args.seed * 7919 + 1)
+        self.ops = args.ops
+        self.notes = []
+        self.mismatches = collections.OrderedDict()  # (mapping, id, field) -> first Mismatch
+        self.checks = collections.Counter()
+        self.injected = collections.Counter()
+        emu_args = ["--oplog-max-events", str(faults.OPLOG_MAX_EVENTS)] if "lost-history" in args.fault_list else []
+        self.emulator = Emulator(*emu_args)
+        self.client = pymongo.MongoClient(self.emulator.uri, serverSelectionTimeoutMS=10000)
+        self.mapping_dir = tempfile.mkdtemp(prefix="soak-mappings-")
+        for f in sorted(os.listdir(os.path.join(HERE, "mappings"))):
+            shutil.copy(os.path.join(HERE, "mappings", f), self.mapping_dir)
+        db = self.client[DB]
+        for c in generator.COLLECTIONS:
+            db.create_collection(c, changeStreamPreAndPostImages={"enabled": True})
+        db.orders.create_index("customerId")
+        db.orders.create_index("customerCode")
+        db.orders.create_index("items.productId")
+        db.customers.create_index("code")
+        db.reviews.create_index("productId")
+        self.workload = generator.Workload(self.client, DB, args.seed, args.exclude_list)
+        self.daemons = []
+        self.serial = 0
+
+    # ---- processes ----
+    def start_instance(self, name=None):
+        self.serial += 1
+        name = name or "soak-%d" % self.serial
+        extra = ["--ha", "--instance-id", name, "--lease-ttl-ms", str(faults.LEASE_TTL_MS)] if self.args.ha else []
+        d = Denormd(self.emulator.uri, DB, self.mapping_dir, *extra, auto_backfill=True)
+        d.name = name
+        self.daemons.append(d)
+        return d
+
+    def restart(self, d):
+        """Starts `d` again under its name (its old log is kept beside)."""
+        if d.proc.poll() is None:
+            return
+        self.logs.append(d.log_path)
+        i = self.daemons.index(d)
+        self.serial -= 0
+        extra = ["--ha", "--instance-id", d.name, "--lease-ttl-ms", str(faults.LEASE_TTL_MS)] if self.args.ha else []
+        n = Denormd(self.emulator.uri, DB, self.mapping_dir, *extra, auto_backfill=True)
+        n.name = d.name
+        self.daemons[i] = n
+
+    def live(self):
+        return [d for d in self.daemons if d.proc.poll() is None]
+
+    def reload_all(self):
+        for d in self.live():
+            if self.rng.random() < 0.5:
+                os.kill(d.proc.pid, signal.SIGHUP)
+            else:
+                import urllib.request
+                try:
+                    urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%d/-/reload" % d.port, method="POST"),
+                                           timeout=30).read()
+                except OSError as e:
+                    self.note("reload via POST on %s failed: %s" % (d.name, e))
+
+    def admin(self, cmd):
+        self.client.admin.command(cmd)
+
+    def note(self, text):
+        self.notes.append(text)
+        print("  note: " + text, flush=True)
+
+    # ---- checking ----
+    def mappings(self):
+        out = []
+        for f in sorted(os.listdir(self.mapping_dir)):
+            with open(os.path.join(self.mapping_dir, f)) as fh:
+                out.append(json_util.loads(fh.read()))
+        return out
+
+    def wait_applied(self):
+        t = self.workload.last_time()
+        if t is None:
+            return
+        deadline = time.time() + SETTLE_S
+        for d in self.live():
+            while time.time() < deadline:
+                try:
+                    status, _ = d.get("/applied?after=%d:%d&timeout=5" % (t.time, t.inc))
+                except OSError:
+                    status = 0
+                if status == 200:
+                    break
+                time.sleep(0.2)
+
+    def compare(self):
+        def read(c):
+            return list(self.client[DB][c].find({}))
+        return oracle.check_all(self.mappings(), read)
+
+    def quiesce_and_check(self, label):
+        self.wait_applied()
+        deadline = time.time() + SETTLE_S
+        while True:
+            found = self.compare()
+            if not found or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        self.checks["quiescent checks"] += 1
+        self.checks["target documents compared"] += sum(self.client[DB][c].count_documents({})
+                                                        for c in ("orders", "products", "customers"))
+        new = 0
+        for m in found:
+            k = (m.mapping, repr(m.id), m.field)
+            if k not in self.mismatches:
+                self.mismatches[k] = (label, m)
+                new += 1
+                print("  MISMATCH after %s: mapping %s, _id %r, field %s: expected %s, got %s"
+                      % (label, m.mapping, m.id, m.field, m.expected[:300], m.got[:300]), flush=True)
+        print("check after %-22s %d mismatch(es) (%d new)" % (label + ":", len(found), new), flush=True)
+        return found
+
+    def verify(self):
+        """`denormd verify` over every mapping, with the daemons stopped; must exit 0."""
+        for d in self.live():
+            d.stop(timeout=20)
+        names = [m["name"] for m in self.mappings()]
+        cmd = [DENORMD, "verify", "--uri", self.emulator.uri, "--db", DB, "--mappings", self.mapping_dir]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        self.checks["denormd verify runs"] += 1
+        print("denormd verify (%d mappings): exit %d" % (len(names), r.returncode))
+        if r.returncode != 0:
+            print(r.stdout[-6000:] + r.stderr[-2000:])
+        return r.returncode
+
+    # ---- the run ----
+    def main(self):
+        a = self.args
+        self.logs = []
+        print("soak: seed %d, %.2f minute(s), %s, faults %s" % (a.seed, a.minutes, "--ha" if a.ha else "one instance",
+                                                                ",".join(a.fault_list) or "none"))
+        for c in sorted(a.exclude_list):
+            print("  excluded from the workload (--exclude %s): %s" % (c, generator.CLASSES[c]))
+        for c in sorted(a.tolerate_list):
+            print("  tolerated by the oracle (--tolerate %s): %s" % (c, oracle.TOLERATE[c]))
+        for name, why in sorted(faults.PLANNED.items()):
+            print("  fault type not available yet: %s (%s)" % (name, why))
+        for _ in range(a.instances if a.ha else 1):
+            self.start_instance()
+        self.workload.seed()
+        self.quiesce_and_check("seed")
+        end = time.time() + a.minutes * 60
+        kinds = [faults.FAULTS[f] for f in a.fault_list if a.ha or not faults.FAULTS[f].ha_only]
+        step = 0
+        while time.time() < end:
+            step += 1
+            fault = self.rng.choice(kinds)(self) if kinds and self.rng.random() < 0.8 else None
+            label = fault.name if fault else "no fault"
+            if fault:
+                fault.begin()
+                self.injected[fault.name] += 1
+            self.workload.step(self.ops)
+            if fault:
+                fault.end()
+            for d in self.daemons:
+                if d.proc.poll() is not None:
+                    self.note("%s exited %s during the step; restarted" % (d.name, d.proc.returncode))
+                    self.logs.append(d.log_path)
+                    self.restart(d)
+            self.quiesce_and_check("step %d (%s)" % (step, label))
+        rc = self.verify()
+        self.report(rc)
+        if a.keep:
+            print("test server kept at %s (pid %d) for 10 minutes" % (self.emulator.uri, os.getpid()), flush=True)
+            time.sleep(600)
+        return 0 if not self.mismatches and rc == 0 else 1
+
+    def report(self, verify_rc):
+        w = self.workload
+        print("\nwrites by type: " + ", ".join("%s %d" % kv for kv in sorted(w.stats.items())))
+        if w.errors:
+            print("writes the server refused (not a finding): " + ", ".join("%s %d" % kv for kv in sorted(w.errors.items())))
+        print("faults injected: " + (", ".join("%s %d" % kv for kv in sorted(self.injected.items())) or "none"))
+        print("checks: " + ", ".join("%s %d" % kv for kv in sorted(self.checks.items())))
+        print("mismatches: %d (distinct mapping/_id/field)" % len(self.mismatches))
+        for (label, m) in self.mismatches.values():
+            print("  %s: _id %r, %s: expected %s, got %s (first seen after %s)"
+                  % (m.mapping, m.id, m.field, m.expected[:300], m.got[:300], label))
+        print("denormd verify: exit %d" % verify_rc)
+        if self.mismatches or verify_rc:
+            print("denormd logs: " + " ".join(self.logs + [d.log_path for d in self.daemons]))
+
+    def close(self):
+        for d in self.daemons:
+            d.kill9()
+        self.emulator.stop()
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="python3 -m tests.soak", description=__doc__.split("\n")[0])
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--minutes", type=float, required=True)
+    p.add_argument("--ha", action="store_true", help="run --ha instances (several, joining and leaving)")
+    p.add_argument("--instances", type=int, default=2, help="--ha instances at the start (default 2)")
+    p.add_argument("--faults", default=",".join(faults.FAULTS),
+                   help="comma-separated fault types (default all): " + ", ".join(faults.FAULTS) + "; 'none' for none")
+    p.add_argument("--exclude", default="", help="workload classes left out: " + ", ".join(generator.CLASSES))
+    p.add_argument("--keep", action="store_true", help="after the report, keep the test server up 10 minutes (prints its URI)")
+    p.add_argument("--tolerate", default="", help="known holes the oracle lets pass: " + ", ".join(oracle.TOLERATE))
+    p.add_argument("--ops", type=int, default=40, help="writes per step (default 40)")
+    a = p.parse_args(argv)
+    a.fault_list = [] if a.faults in ("", "none") else a.faults.split(",")
+    for f in a.fault_list:
+        if f in faults.PLANNED:
+            p.error("fault %s is not available yet: %s" % (f, faults.PLANNED[f]))
+        if f not in faults.FAULTS:
+            p.error("unknown fault %s (known: %s)" % (f, ", ".join(faults.FAULTS)))
+    a.exclude_list = [c for c in a.exclude.split(",") if c]
+    for c in a.exclude_list:
+        if c not in generator.CLASSES:
+            p.error("unknown class %s (known: %s)" % (c, ", ".join(generator.CLASSES)))
+    a.tolerate_list = [c for c in a.tolerate.split(",") if c]
+    for c in a.tolerate_list:
+        if c not in oracle.TOLERATE:
+            p.error("unknown --tolerate %s (known: %s)" % (c, ", ".join(oracle.TOLERATE)))
+    oracle.tolerated.update(a.tolerate_list)
+    return a
+
+
+def main(argv=None):
+    run = Run(parse(sys.argv[1:] if argv is None else argv))
+    try:
+        return run.main()
+    finally:
+        run.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

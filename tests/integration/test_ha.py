@@ -227,6 +227,7 @@ class HaTest(LeaseHelpers, ShopTestCase):
         point) and the owner is paused until well after the lease moved and the new owner applied
         a newer rename. Its late write must not land: every open order shows the newest name."""
         self.shop.seed()
+        self.shop.fill_recent_arrays()
         ds = {n: self.instance(n) for n in ("a", "b")}
         units = self.units(ds["a"])
         wait_until(lambda: self.all_held_once(ds, units), timeout=20, message="every unit held once")
@@ -254,6 +255,7 @@ class HaTest(LeaseHelpers, ShopTestCase):
             self.assertLess(time.time() - sent_at, held_ms / 1000, "the held write ran before the takeover")
             # The server runs the held update now, while its sender is still paused.
             time.sleep(held_ms / 1000 - (time.time() - sent_at) + 1)
+            self.assertEqual(names(), {"Newest Name"}, "the held write landed after the new owner's")
         finally:
             os.kill(ds[owner].proc.pid, signal.SIGCONT)
         # Back, the old owner's transaction cannot commit: its fence finds the lease moved (or the
@@ -263,7 +265,7 @@ class HaTest(LeaseHelpers, ShopTestCase):
                    message="the old owner's late write refused")
         time.sleep(1)
         self.assertEqual(names(), {"Newest Name"})
-        wait_until(lambda: not (self.held_by(ds[owner]) & {unit}), timeout=10, message="the old owner gives it up")
+        # (The unit may go back to the old owner now, as rendezvous hashing gives it: a new lease.)
         self.converge()
         self.assertEqual(names(), {"Newest Name"})
         self.check_one_writer(ds)

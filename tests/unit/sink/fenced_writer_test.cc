@@ -30,6 +30,14 @@ class fake_store {
   int started = 0;
 };
 
+// What the server answers in a transaction it aborted.
+mongo::driver_error aborted() {
+  return mongo::driver_error{mongo::driver_error::origin::server,
+                             251,
+                             "no such transaction",
+                             {"TransientTransactionError"}};
+}
+
 class fake_transaction final : public mongo::transaction {
  public:
   explicit fake_transaction(fake_store& s) : s_(s) {}
@@ -37,7 +45,7 @@ class fake_transaction final : public mongo::transaction {
   mongo::result<mongo::bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
                                                  std::span<const mongo::write_request> requests,
                                                  bool) override {
-    if (aborted_) return aborted();
+    if (aborted_) return mongo::failure(aborted());
     mongo::bulk_outcome out;
     if (coll == "denormd_leases") {
       EXPECT_EQ(bson::to_json(*requests.front().filter),
@@ -63,14 +71,14 @@ class fake_transaction final : public mongo::transaction {
   }
   mongo::status insert_one(const std::string& db, const std::string& coll,
                            const bson::document&) override {
-    if (aborted_) return aborted();
+    if (aborted_) return mongo::failure(aborted());
     lines_.push_back("insert " + db + "." + coll);
     return {};
   }
   mongo::status find_each(const std::string&, const std::string&, const bson::document&,
                           const mongo::find_options&,
                           const std::function<bool(bson::document&&)>&) override {
-    if (aborted_) return aborted();
+    if (aborted_) return mongo::failure(aborted());
     return {};
   }
   mongo::result<std::vector<bson::document>> find(const std::string&, const std::string&,
@@ -91,18 +99,12 @@ class fake_transaction final : public mongo::transaction {
     return snapshot_results{};
   }
   mongo::status commit() override {
-    if (aborted_) return aborted();
+    if (aborted_) return mongo::failure(aborted());
     s_.committed.push_back(lines_);
     return {};
   }
 
  private:
-  static mongo::unexpected<mongo::driver_error> aborted() {
-    return mongo::failure(mongo::driver_error{mongo::driver_error::origin::server,
-                                              251,
-                                              "no such transaction",
-                                              {"TransientTransactionError"}});
-  }
   fake_store& s_;
   std::vector<std::string> lines_;
   bool aborted_ = false;

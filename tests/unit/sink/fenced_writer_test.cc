@@ -38,7 +38,31 @@ mongo::driver_error aborted() {
                              {"TransientTransactionError"}};
 }
 
-class fake_transaction final : public mongo::transaction {
+// Reads that find nothing (the fence does not depend on them).
+template <class Client>
+class finds_nothing : public Client {
+ public:
+  using typename Client::snapshot_results;
+  mongo::result<std::vector<bson::document>> find(const std::string&, const std::string&,
+                                                  const bson::document&,
+                                                  const mongo::find_options&) override {
+    return std::vector<bson::document>{};
+  }
+  mongo::result<std::optional<bson::document>> find_one(const std::string&, const std::string&,
+                                                        const bson::document&) override {
+    return std::optional<bson::document>{};
+  }
+  mongo::result<std::vector<bson::document>> aggregate(const std::string&, const std::string&,
+                                                       const bson::array&) override {
+    return std::vector<bson::document>{};
+  }
+  mongo::result<snapshot_results> aggregate_snapshot(const std::string&, const std::string&,
+                                                     const bson::array&) override {
+    return snapshot_results{};
+  }
+};
+
+class fake_transaction final : public finds_nothing<mongo::transaction> {
  public:
   explicit fake_transaction(fake_store& s) : s_(s) {}
 
@@ -81,23 +105,6 @@ class fake_transaction final : public mongo::transaction {
     if (aborted_) return mongo::failure(aborted());
     return {};
   }
-  mongo::result<std::vector<bson::document>> find(const std::string&, const std::string&,
-                                                  const bson::document&,
-                                                  const mongo::find_options&) override {
-    return std::vector<bson::document>{};
-  }
-  mongo::result<std::optional<bson::document>> find_one(const std::string&, const std::string&,
-                                                        const bson::document&) override {
-    return std::optional<bson::document>{};
-  }
-  mongo::result<std::vector<bson::document>> aggregate(const std::string&, const std::string&,
-                                                       const bson::array&) override {
-    return std::vector<bson::document>{};
-  }
-  mongo::result<snapshot_results> aggregate_snapshot(const std::string&, const std::string&,
-                                                     const bson::array&) override {
-    return snapshot_results{};
-  }
   mongo::status commit() override {
     if (aborted_) return mongo::failure(aborted());
     s_.committed.push_back(lines_);
@@ -111,7 +118,7 @@ class fake_transaction final : public mongo::transaction {
 };
 
 // Writes only in transactions: a write outside one would be unfenced.
-class fake_client final : public mongo::document_client {
+class fake_client final : public finds_nothing<mongo::document_client> {
  public:
   fake_store store;
 
@@ -133,23 +140,6 @@ class fake_client final : public mongo::document_client {
                           const mongo::find_options&,
                           const std::function<bool(bson::document&&)>&) override {
     return {};
-  }
-  mongo::result<std::vector<bson::document>> find(const std::string&, const std::string&,
-                                                  const bson::document&,
-                                                  const mongo::find_options&) override {
-    return std::vector<bson::document>{};
-  }
-  mongo::result<std::optional<bson::document>> find_one(const std::string&, const std::string&,
-                                                        const bson::document&) override {
-    return std::optional<bson::document>{};
-  }
-  mongo::result<std::vector<bson::document>> aggregate(const std::string&, const std::string&,
-                                                       const bson::array&) override {
-    return std::vector<bson::document>{};
-  }
-  mongo::result<snapshot_results> aggregate_snapshot(const std::string&, const std::string&,
-                                                     const bson::array&) override {
-    return snapshot_results{};
   }
 };
 

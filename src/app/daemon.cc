@@ -32,6 +32,7 @@
 #include "ops/history_probe.h"
 #include "ops/image_check.h"
 #include "pipeline/supervisor.h"
+#include "sink/fenced_writer.h"
 #include "sink/writer.h"
 #include "source/watcher.h"
 #include "version.h"
@@ -63,13 +64,15 @@ void tune_malloc() {
 // The MongoDB parts of every pipeline. Thread-safe: resync() runs on the watchers' threads.
 class mongo_parts final : public pipeline::parts_factory {
  public:
+  // `instance_id`: with --ha, the owner the leases are held as.
   mongo_parts(mongo::connection& conn, checkpoint::checkpoint_store& checkpoints,
-              metrics::metrics& m, std::string meta_db, bool dry_run)
+              metrics::metrics& m, std::string meta_db, bool dry_run, std::string instance_id)
       : conn_(conn),
         checkpoints_(checkpoints),
         metrics_(m),
         meta_db_(std::move(meta_db)),
-        dry_run_(dry_run) {}
+        dry_run_(dry_run),
+        instance_id_(std::move(instance_id)) {}
 
   std::unique_ptr<source::change_source> make_source(const mapping::ns& source,
                                                      const pipeline::start_position& from,
@@ -88,9 +91,13 @@ class mongo_parts final : public pipeline::parts_factory {
     return std::make_unique<source::watcher>(conn_, std::move(wo), queue, metrics_);
   }
 
-  std::unique_ptr<sink::batch_writer> make_writer() override {
-    return std::make_unique<sink::writer>(conn_, metrics_,
-                                          sink::writer_options{meta_db_, dry_run_});
+  std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns& source,
+                                                  std::int64_t lease_epoch) override {
+    sink::writer_options wo{meta_db_, dry_run_};
+    if (lease_epoch == 0) return std::make_unique<sink::writer>(conn_, metrics_, std::move(wo));
+    return std::make_unique<sink::fenced_writer>(
+        conn_, metrics_, std::move(wo),
+        sink::lease_fence{meta_db_, source.full(), instance_id_, lease_epoch});
   }
 
   checkpoint::position_store& positions() override { return checkpoints_; }
@@ -120,6 +127,7 @@ class mongo_parts final : public pipeline::parts_factory {
   metrics::metrics& metrics_;
   const std::string meta_db_;
   const bool dry_run_;
+  const std::string instance_id_;
 };
 
 pipeline::pipeline_options pipeline_options_of(const options& o) {
@@ -184,10 +192,11 @@ struct ha_parts {
 // Starts taking part in the leases of the watched namespaces and of the automatic backfill.
 // Taking or losing one posts a task that the main thread (reloader::serve) runs: it starts or
 // stops the unit there. A reload changes the units.
-void start_leases(ha_parts& ha, const options& o, mongo::connection& conn,
-                  const std::string& meta_db, const mapping::planner& planner, metrics::metrics& m,
-                  reloader& running, reload_requests& tasks,
-                  checkpoint::checkpoint_store& checkpoints, std::stop_token stop) {
+void start_leases(ha_parts& ha, const options& o, const std::string& instance_id,
+                  mongo::connection& conn, const std::string& meta_db,
+                  const mapping::planner& planner, metrics::metrics& m, reloader& running,
+                  reload_requests& tasks, checkpoint::checkpoint_store& checkpoints,
+                  std::stop_token stop) {
   // One unit per watched namespace, and one more: the automatic backfill runs on the one
   // instance that holds it.
   auto units_of = [](const std::vector<mapping::ns>& watched) {
@@ -229,8 +238,7 @@ void start_leases(ha_parts& ha, const options& o, mongo::connection& conn,
   };
   ha.coordinator = std::make_unique<lease::coordinator>(
       *ha.table, m,
-      lease::coordinator_options{o.instance_id.empty() ? default_instance_id() : o.instance_id,
-                                 units, std::chrono::milliseconds(o.lease_ttl_ms)},
+      lease::coordinator_options{instance_id, units, std::chrono::milliseconds(o.lease_ttl_ms)},
       std::move(hooks));
   // A reload changes the units, once the namespaces it stopped watching have stopped.
   running.on_watched_changed([&ha, units_of](const std::vector<mapping::ns>& watched) {
@@ -310,7 +318,10 @@ int daemon::run() {
   for (const auto& mp : planner->mappings())
     m.set_mapping_info(mp.name, mp.fingerprint());
   checkpoint::checkpoint_store checkpoints(**conn, meta_db);
-  mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run);
+  const std::string instance_id = !opts_.ha                   ? ""
+                                  : opts_.instance_id.empty() ? default_instance_id()
+                                                              : opts_.instance_id;
+  mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run, instance_id);
   pipeline::supervisor pipelines(parts, m, pipeline_options_of(opts_));
   reloader running(opts_, **conn, m, pipelines, checkpoints, meta_db, planner);
 
@@ -346,8 +357,8 @@ int daemon::run() {
   // thread (serve, below) starts and stops them.
   ha_parts ha;
   if (opts_.ha)
-    start_leases(ha, opts_, **conn, meta_db, *planner, m, running, reloads, checkpoints,
-                 stop_.get_token());
+    start_leases(ha, opts_, instance_id, **conn, meta_db, *planner, m, running, reloads,
+                 checkpoints, stop_.get_token());
   ops::history_probe headroom(
       **conn, m,
       [&pipelines] {

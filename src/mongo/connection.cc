@@ -29,6 +29,8 @@ using write_concern_ptr = c_handle<mongoc_write_concern_t, mongoc_write_concern_
 using apm_ptr = c_handle<mongoc_apm_callbacks_t, mongoc_apm_callbacks_destroy>;
 using server_ptr = c_handle<mongoc_server_description_t, mongoc_server_description_destroy>;
 using session_ptr = c_handle<mongoc_client_session_t, mongoc_client_session_destroy>;
+using txn_opts_ptr = c_handle<mongoc_transaction_opt_t, mongoc_transaction_opts_destroy>;
+using read_concern_ptr = c_handle<mongoc_read_concern_t, mongoc_read_concern_destroy>;
 #pragma GCC diagnostic pop
 
 // A reply the driver initializes in caller storage (its out-parameters want a bson_t it can
@@ -177,6 +179,30 @@ std::int64_t int_field(const bson_t& doc, const char* key) {
   return BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
 }
 
+// find and find_one through a client's find_each.
+result<std::vector<bson::document>> find_all(document_client& client, const std::string& db,
+                                             const std::string& coll, const bson::document& filter,
+                                             const find_options& opts) {
+  std::vector<bson::document> out;
+  auto st = client.find_each(db, coll, filter, opts, [&](bson::document&& d) {
+    out.push_back(std::move(d));
+    return true;
+  });
+  if (!st) return st.error();
+  return out;
+}
+
+result<std::optional<bson::document>> find_first(document_client& client, const std::string& db,
+                                                 const std::string& coll,
+                                                 const bson::document& filter) {
+  find_options opts;
+  opts.limit = 1;
+  auto docs = find_all(client, db, coll, filter, opts);
+  if (!docs) return docs.error();
+  if (docs->empty()) return std::optional<bson::document>{};
+  return std::optional<bson::document>(std::move(docs->front()));
+}
+
 }  // namespace
 
 struct connection::impl {
@@ -196,6 +222,38 @@ struct connection::impl {
   bson::bson_ptr write_opts(const bson::document& extra = {}) const {
     bson::bson_ptr opts = bson::to_bson(extra);
     mongoc_write_concern_append(majority.get(), opts.get());
+    return opts;
+  }
+
+  // The operations, on `client`, in `session`'s transaction when there is one (a statement in a
+  // transaction carries the session and no write concern: the commit has it).
+  result<bulk_outcome> update_bulk(mongoc_client_t* client, mongoc_client_session_t* session,
+                                   const std::string& db, const std::string& coll,
+                                   std::span<const write_request> requests, bool ordered) const;
+  status insert_one(mongoc_client_t* client, mongoc_client_session_t* session,
+                    const std::string& db, const std::string& coll,
+                    const bson::document& doc) const;
+  status find_each(mongoc_client_t* client, mongoc_client_session_t* session, const std::string& db,
+                   const std::string& coll, const bson::document& filter, const find_options& opts,
+                   const std::function<bool(bson::document&&)>& each) const;
+  result<std::vector<bson::document>> aggregate(mongoc_client_t* client,
+                                                mongoc_client_session_t* session,
+                                                const std::string& db, const std::string& coll,
+                                                const bson::array& pipeline) const;
+
+  // Write options: with `session`, its id; else the majority write concern.
+  result<bson::bson_ptr> statement_opts(mongoc_client_session_t* session,
+                                        const bson::document& extra = {}) const {
+    if (session == nullptr) return write_opts(extra);
+    return read_opts(session, extra);
+  }
+  // Read options: `extra` plus the session's id, if any.
+  static result<bson::bson_ptr> read_opts(mongoc_client_session_t* session,
+                                          const bson::document& extra = {}) {
+    bson::bson_ptr opts = bson::to_bson(extra);
+    bson_error_t err;
+    if (session != nullptr && !mongoc_client_session_append(session, opts.get(), &err))
+      return failure(to_error(err, nullptr));
     return opts;
   }
 };
@@ -272,12 +330,22 @@ result<bson::timestamp> connection::operation_time() {
 result<bulk_outcome> connection::update_bulk(const std::string& db, const std::string& coll,
                                              std::span<const write_request> requests,
                                              bool ordered) {
+  if (requests.empty()) return bulk_outcome{};
+  lease client = impl_->acquire();
+  return impl_->update_bulk(client.get(), nullptr, db, coll, requests, ordered);
+}
+
+result<bulk_outcome> connection::impl::update_bulk(mongoc_client_t* client,
+                                                   mongoc_client_session_t* session,
+                                                   const std::string& db, const std::string& coll,
+                                                   std::span<const write_request> requests,
+                                                   bool ordered) const {
   bulk_outcome out;
   if (requests.empty()) return out;
-  lease client = impl_->acquire();
-  const collection_ptr c = impl_->collection(client.get(), db, coll);
-  const bson::bson_ptr opts = impl_->write_opts(bson::document{{"ordered", ordered}});
-  bulk_ptr bulk(mongoc_collection_create_bulk_operation_with_opts(c.get(), opts.get()));
+  const collection_ptr c = collection(client, db, coll);
+  auto opts = statement_opts(session, bson::document{{"ordered", ordered}});
+  if (!opts) return opts.error();
+  bulk_ptr bulk(mongoc_collection_create_bulk_operation_with_opts(c.get(), opts->get()));
   bson_error_t err;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto& r = requests[i];
@@ -359,12 +427,19 @@ status connection::replace_one(const std::string& db, const std::string& coll,
 status connection::insert_one(const std::string& db, const std::string& coll,
                               const bson::document& doc) {
   lease client = impl_->acquire();
-  const collection_ptr c = impl_->collection(client.get(), db, coll);
+  return impl_->insert_one(client.get(), nullptr, db, coll, doc);
+}
+
+status connection::impl::insert_one(mongoc_client_t* client, mongoc_client_session_t* session,
+                                    const std::string& db, const std::string& coll,
+                                    const bson::document& doc) const {
+  const collection_ptr c = collection(client, db, coll);
   const bson::bson_ptr d = bson::to_bson(doc);
-  const bson::bson_ptr opts = impl_->write_opts();
+  auto opts = statement_opts(session);
+  if (!opts) return opts.error();
   scoped_reply reply;
   bson_error_t err;
-  if (!mongoc_collection_insert_one(c.get(), d.get(), opts.get(), &reply.doc, &err)) {
+  if (!mongoc_collection_insert_one(c.get(), d.get(), opts->get(), &reply.doc, &err)) {
     return failure(to_error(err, &reply.doc));
   }
   return {};
@@ -374,15 +449,23 @@ status connection::find_each(const std::string& db, const std::string& coll,
                              const bson::document& filter, const find_options& opts,
                              const std::function<bool(bson::document&&)>& each) {
   lease client = impl_->acquire();
-  const collection_ptr c = impl_->collection(client.get(), db, coll);
+  return impl_->find_each(client.get(), nullptr, db, coll, filter, opts, each);
+}
+
+status connection::impl::find_each(mongoc_client_t* client, mongoc_client_session_t* session,
+                                   const std::string& db, const std::string& coll,
+                                   const bson::document& filter, const find_options& opts,
+                                   const std::function<bool(bson::document&&)>& each) const {
+  const collection_ptr c = collection(client, db, coll);
   bson::document o;
   if (!opts.sort.empty()) o.append("sort", opts.sort);
   if (!opts.projection.empty()) o.append("projection", opts.projection);
   if (opts.limit > 0) o.append("limit", opts.limit);
   if (opts.batch_size > 0) o.append("batchSize", opts.batch_size);
   const bson::bson_ptr f = bson::to_bson(filter);
-  const bson::bson_ptr find_opts = bson::to_bson(o);
-  cursor_ptr cursor(mongoc_collection_find_with_opts(c.get(), f.get(), find_opts.get(), nullptr));
+  auto find_opts = read_opts(session, o);
+  if (!find_opts) return find_opts.error();
+  cursor_ptr cursor(mongoc_collection_find_with_opts(c.get(), f.get(), find_opts->get(), nullptr));
   const bson_t* doc = nullptr;
   while (mongoc_cursor_next(cursor.get(), &doc)) {
     auto d = bson::from_bson(*doc);
@@ -399,24 +482,13 @@ status connection::find_each(const std::string& db, const std::string& coll,
 result<std::vector<bson::document>> connection::find(const std::string& db, const std::string& coll,
                                                      const bson::document& filter,
                                                      const find_options& opts) {
-  std::vector<bson::document> out;
-  auto st = find_each(db, coll, filter, opts, [&](bson::document&& d) {
-    out.push_back(std::move(d));
-    return true;
-  });
-  if (!st) return st.error();
-  return out;
+  return find_all(*this, db, coll, filter, opts);
 }
 
 result<std::optional<bson::document>> connection::find_one(const std::string& db,
                                                            const std::string& coll,
                                                            const bson::document& filter) {
-  find_options opts;
-  opts.limit = 1;
-  auto docs = find(db, coll, filter, opts);
-  if (!docs) return docs.error();
-  if (docs->empty()) return std::optional<bson::document>{};
-  return std::optional<bson::document>(std::move(docs->front()));
+  return find_first(*this, db, coll, filter);
 }
 
 result<connection::snapshot_results> connection::aggregate_snapshot(const std::string& db,
@@ -474,10 +546,20 @@ result<std::vector<bson::document>> connection::aggregate(const std::string& db,
                                                           const std::string& coll,
                                                           const bson::array& pipeline) {
   lease client = impl_->acquire();
-  const collection_ptr c = impl_->collection(client.get(), db, coll);
+  return impl_->aggregate(client.get(), nullptr, db, coll, pipeline);
+}
+
+result<std::vector<bson::document>> connection::impl::aggregate(mongoc_client_t* client,
+                                                                mongoc_client_session_t* session,
+                                                                const std::string& db,
+                                                                const std::string& coll,
+                                                                const bson::array& pipeline) const {
+  const collection_ptr c = collection(client, db, coll);
   const bson::bson_ptr p = bson::to_bson(bson::document{{"pipeline", pipeline}});
+  auto opts = read_opts(session);
+  if (!opts) return opts.error();
   cursor_ptr cursor(
-      mongoc_collection_aggregate(c.get(), MONGOC_QUERY_NONE, p.get(), nullptr, nullptr));
+      mongoc_collection_aggregate(c.get(), MONGOC_QUERY_NONE, p.get(), opts->get(), nullptr));
   std::vector<bson::document> out;
   const bson_t* doc = nullptr;
   while (mongoc_cursor_next(cursor.get(), &doc)) {
@@ -490,6 +572,79 @@ result<std::vector<bson::document>> connection::aggregate(const std::string& db,
   if (mongoc_cursor_error_document(cursor.get(), &err, &reply))
     return failure(to_error(err, reply));
   return out;
+}
+
+namespace {
+
+// A transaction on a pooled client of its own, held until the transaction ends. The session
+// goes first (destroying it aborts a transaction still open), then the client goes back.
+class session_transaction final : public transaction {
+ public:
+  session_transaction(connection& owner, connection::impl& conn, lease client, session_ptr session)
+      : owner_(owner), conn_(conn), client_(std::move(client)), session_(std::move(session)) {}
+
+  result<bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
+                                   std::span<const write_request> requests, bool ordered) override {
+    return conn_.update_bulk(client_.get(), session_.get(), db, coll, requests, ordered);
+  }
+  status insert_one(const std::string& db, const std::string& coll,
+                    const bson::document& doc) override {
+    return conn_.insert_one(client_.get(), session_.get(), db, coll, doc);
+  }
+  status find_each(const std::string& db, const std::string& coll, const bson::document& filter,
+                   const find_options& opts,
+                   const std::function<bool(bson::document&&)>& each) override {
+    return conn_.find_each(client_.get(), session_.get(), db, coll, filter, opts, each);
+  }
+  result<std::vector<bson::document>> find(const std::string& db, const std::string& coll,
+                                           const bson::document& filter,
+                                           const find_options& opts) override {
+    return find_all(*this, db, coll, filter, opts);
+  }
+  result<std::optional<bson::document>> find_one(const std::string& db, const std::string& coll,
+                                                 const bson::document& filter) override {
+    return find_first(*this, db, coll, filter);
+  }
+  result<std::vector<bson::document>> aggregate(const std::string& db, const std::string& coll,
+                                                const bson::array& pipeline) override {
+    return conn_.aggregate(client_.get(), session_.get(), db, coll, pipeline);
+  }
+  result<snapshot_results> aggregate_snapshot(const std::string& db, const std::string& coll,
+                                              const bson::array& pipeline) override {
+    return owner_.aggregate_snapshot(db, coll, pipeline);
+  }
+
+  status commit() override {
+    scoped_reply reply;
+    bson_error_t err;
+    if (!mongoc_client_session_commit_transaction(session_.get(), &reply.doc, &err))
+      return failure(to_error(err, &reply.doc));
+    return {};
+  }
+
+ private:
+  connection& owner_;
+  connection::impl& conn_;
+  lease client_;
+  session_ptr session_;
+};
+
+}  // namespace
+
+result<std::unique_ptr<transaction>> connection::start_transaction() {
+  lease client = impl_->acquire();
+  bson_error_t err;
+  session_ptr session(mongoc_client_start_session(client.get(), nullptr, &err));
+  if (!session) return failure(to_error(err, nullptr));
+  const txn_opts_ptr opts(mongoc_transaction_opts_new());
+  const read_concern_ptr snapshot(mongoc_read_concern_new());
+  mongoc_read_concern_set_level(snapshot.get(), MONGOC_READ_CONCERN_LEVEL_SNAPSHOT);
+  mongoc_transaction_opts_set_read_concern(opts.get(), snapshot.get());
+  mongoc_transaction_opts_set_write_concern(opts.get(), impl_->majority.get());
+  if (!mongoc_client_session_start_transaction(session.get(), opts.get(), &err))
+    return failure(to_error(err, nullptr));
+  return std::unique_ptr<transaction>(
+      std::make_unique<session_transaction>(*this, *impl_, std::move(client), std::move(session)));
 }
 
 result<std::unique_ptr<change_stream>> connection::watch(const std::string& db,

@@ -5,6 +5,7 @@
 // Implementations are thread-safe.
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -42,9 +43,15 @@ struct find_options {
   std::int32_t batch_size = 0;
 };
 
+class transaction;
+
 class document_client {
  public:
   virtual ~document_client() = default;
+
+  // A multi-document transaction on one session (w:"majority" at commit). Clients that have
+  // none refuse (the default).
+  virtual result<std::unique_ptr<transaction>> start_transaction();
 
   // Bulk update with w:"majority". A write error is reported in the outcome, not as a
   // failure; failures are errors of the whole command (network, election, write concern).
@@ -82,5 +89,22 @@ class document_client {
   document_client(const document_client&) = default;
   document_client& operator=(const document_client&) = default;
 };
+
+// The reads and writes of one transaction: nobody sees its writes before commit(), and its
+// reads see them. A statement the server refuses aborts the whole transaction (MongoDB's rule),
+// so whatever follows it fails. Destroyed without a commit, it is aborted. Writes take no
+// write concern of their own; aggregate_snapshot reads outside the transaction (a snapshot at
+// a cluster time of its own, which a transaction cannot give). One thread at a time.
+class transaction : public document_client {
+ public:
+  // Commits (the driver retries once on a retryable error). A failure labelled
+  // UnknownTransactionCommitResult may or may not have committed.
+  virtual status commit() = 0;
+};
+
+inline result<std::unique_ptr<transaction>> document_client::start_transaction() {
+  return failure(
+      driver_error{driver_error::origin::client, 0, "this client does not run transactions", {}});
+}
 
 }  // namespace denormd::mongo

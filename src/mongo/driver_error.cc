@@ -31,6 +31,7 @@ std::string driver_error::metric_code() const {
   if (from == origin::network) return "network";
   if (from == origin::client && code == lease_fenced_code) return "lease_fenced";
   if (from == origin::client && code == lease_expired_code) return "lease_expired";
+  if (from == origin::client && code == lease_moved_code) return "lease_moved";
   return std::to_string(code);
 }
 

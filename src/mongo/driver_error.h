@@ -11,9 +11,11 @@
 namespace denormd::mongo {
 
 // denormd's own refusals under --ha (origin client), named in metrics as "lease_fenced" (a
-// checkpoint under a newer lease) and "lease_expired" (a write past the lease's deadline).
+// checkpoint under a newer lease), "lease_expired" (a write past the lease's deadline) and
+// "lease_moved" (a batch whose fence found the lease another's or expired by the server).
 inline constexpr std::uint32_t lease_fenced_code = 900001;
 inline constexpr std::uint32_t lease_expired_code = 900002;
+inline constexpr std::uint32_t lease_moved_code = 900003;
 
 struct driver_error {
   enum class origin { network, server, client };

@@ -53,7 +53,9 @@ class parts_factory {
   virtual std::unique_ptr<source::change_source> make_source(
       const mapping::ns& source, const start_position& from, mapping::stream_images images,
       const bson::array& filter, source::event_queue& queue, source::resync_hook resync) = 0;
-  virtual std::unique_ptr<sink::batch_writer> make_writer() = 0;
+  // `lease_epoch` not 0 (--ha): every write is fenced under `source`'s lease at that epoch.
+  virtual std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns& source,
+                                                          std::int64_t lease_epoch) = 0;
   // Shared by every pipeline; each applier calls it from its own thread.
   virtual checkpoint::position_store& positions() = 0;
   // History of `source` was lost and everything read before is applied: the cluster's

@@ -53,8 +53,11 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
       name_(source_.full()),
       queue_(std::make_unique<source::event_queue>(opts.queue_items, opts.queue_bytes)) {
   std::vector<sink::batch_writer*> writers;
-  for (std::size_t i = 0; i < std::max<std::size_t>(1, opts.writers); ++i) {
-    writers_.push_back(parts.make_writer());
+  // Fenced writes (--ha) all update the lease row, so groups written at the same time would
+  // only conflict: one writer, one group at a time.
+  const std::size_t n = from_.lease_epoch != 0 ? 1 : std::max<std::size_t>(1, opts.writers);
+  for (std::size_t i = 0; i < n; ++i) {
+    writers_.push_back(parts.make_writer(source_, from_.lease_epoch));
     writers.push_back(writers_.back().get());
   }
   sink::applier_options ao = opts.applier;

@@ -99,7 +99,12 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
     if (st) return true;
     const auto& e = st.error();
     metrics_.count_error(stage, e.metric_code());
-    if (e.transient()) {
+    if (e.from == mongo::driver_error::origin::client &&
+        (e.code == mongo::lease_moved_code || e.code == mongo::lease_expired_code)) {
+      log::warn(
+          "applier", "not written: the lease is gone; the pipeline stops at the next round",
+          {{"source", name_}, {"stage", stage}, {"attempt", tries}, {"error", e.to_string()}});
+    } else if (e.transient()) {
       log::warn(
           "applier", "transient failure; retrying the batch",
           {{"source", name_}, {"stage", stage}, {"attempt", tries}, {"error", e.to_string()}});

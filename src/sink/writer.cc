@@ -43,6 +43,7 @@ mongo::status writer::apply(std::span<const mapping::write_op> ops,
                             const mapping::ns& source) {
   rejected_.clear();
   refused_writes_ = 0;
+  saw_refusal_ = false;
   if (opts_.dry_run) {
     for (const auto& op : ops) {
       log::info("writer", "dry run", {{"write", mapping::to_plan_json(op)}});
@@ -132,6 +133,7 @@ mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,
     const auto& bad = *run[start + *outcome->failed_index];
     const auto& bad_write = std::get<mapping::update_write>(bad.what);
     if (outcome->write_error->transient()) return *outcome->write_error;
+    saw_refusal_ = true;
     if (bad_write.many && origin == nullptr) {
       // One document (too large, say) must not leave the others stale.
       if (auto st = run_per_document(bad, event_tokens, source); !st) return st;
@@ -253,6 +255,7 @@ class writer::store final : public mapping::document_store {
       if (outcome->modified > 0) w_.metrics_.count_modified(mapping_name(op), outcome->modified);
       if (!outcome->failed_index) break;
       if (outcome->write_error->transient()) return fail(*outcome->write_error);
+      w_.saw_refusal_ = true;
       const std::size_t bad = start + *outcome->failed_index;
       const mapping::write_op& bad_op = updates[bad].op != nullptr ? *updates[bad].op : op;
       if (auto st = w_.rejected_by_server(bad_op, updates[bad].update, *outcome->write_error,
@@ -274,6 +277,7 @@ class writer::store final : public mapping::document_store {
     if (!outcome) return failed(outcome.error());
     if (outcome->write_error) {
       if (outcome->write_error->transient()) return failed(*outcome->write_error);
+      w_.saw_refusal_ = true;
       const bool narrower = &filter != op.selector();
       if (auto st = w_.rejected_by_server(op, update, *outcome->write_error, token_of(op, tokens_),
                                           source_, narrower ? &filter : nullptr);

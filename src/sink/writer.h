@@ -42,6 +42,9 @@ class writer final : public batch_writer {
   const std::vector<const mapping::write_op*>& rejected() const { return rejected_; }
   // The statements of the last apply() the server refused for good (one document each).
   std::size_t refused_writes() const { return refused_writes_; }
+  // The server refused a statement for good during the last apply(), whatever became of it
+  // (in a transaction, the refusal aborted the transaction).
+  bool saw_refusal() const { return saw_refusal_; }
 
  private:
   // `origin` (optional) is the op the run was split from, for rejected().
@@ -77,6 +80,7 @@ class writer final : public batch_writer {
   writer_options opts_;
   std::vector<const mapping::write_op*> rejected_;
   std::size_t refused_writes_ = 0;
+  bool saw_refusal_ = false;
 };
 
 }  // namespace denormd::sink

@@ -221,3 +221,53 @@ class HaTest(LeaseHelpers, ShopTestCase):
         wait_until(lambda: s.get("/readyz")[0] == 200, timeout=20, message="the standby streams")
         self.assertEqual(s.stop(), 0)
 
+
+    def test_a_write_held_past_the_lease_does_not_land_after_the_new_owners(self):
+        """The owner of the customers sends a rename, its update is held by the server (a fail
+        point) and the owner is paused until well after the lease moved and the new owner applied
+        a newer rename. Its late write must not land: every open order shows the newest name."""
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        ds = {n: self.instance(n) for n in ("a", "b")}
+        units = self.units(ds["a"])
+        wait_until(lambda: self.all_held_once(ds, units), timeout=20, message="every unit held once")
+        unit = next(u for u in units if u.endswith(".customers"))
+        owner = self.owners(ds)[unit][0]
+        other = next(n for n in ds if n != owner)
+        customer = self.db.orders.find_one({"status": {"$in": OPEN}})["customerId"]
+        open_orders = {"customerId": customer, "status": {"$in": OPEN}}
+
+        def names():
+            return {o["customer"]["name"] for o in self.db.orders.find(open_orders)}
+
+        held_ms = 9000
+        self.fail_point(failCommands=["update"], blockConnection=True, blockTimeMS=held_ms,
+                        namespace="%s.orders" % self.dbname)
+        sent_at = time.time()
+        self.db.customers.update_one({"_id": customer}, {"$set": {"name": "Old Name"}})
+        time.sleep(0.7)  # the owner has sent its update; the server holds it
+        os.kill(ds[owner].proc.pid, signal.SIGSTOP)
+        try:
+            wait_until(lambda: unit in self.held_by(ds[other]), timeout=self.TTL_MS / 1000 + 8,
+                       message="the paused owner's customers taken over")
+            self.db.customers.update_one({"_id": customer}, {"$set": {"name": "Newest Name"}})
+            wait_until(lambda: names() == {"Newest Name"}, timeout=10, message="the new owner applied the newest name")
+            self.assertLess(time.time() - sent_at, held_ms / 1000, "the held write ran before the takeover")
+            # The server runs the held update now, while its sender is still paused.
+            time.sleep(held_ms / 1000 - (time.time() - sent_at) + 1)
+            self.assertEqual(names(), {"Newest Name"}, "the held write landed after the new owner's")
+        finally:
+            os.kill(ds[owner].proc.pid, signal.SIGCONT)
+        # Back, the old owner's transaction cannot commit: its fence finds the lease moved (or the
+        # rows it wrote conflict with the new owner's commit). Either way it is refused.
+        wait_until(lambda: ds[owner].metric_sum("denormd_errors_total", stage="write", code="lease_moved") +
+                   ds[owner].metric_sum("denormd_errors_total", stage="write", code="112") >= 1, timeout=10,
+                   message="the old owner's late write refused")
+        time.sleep(1)
+        self.assertEqual(names(), {"Newest Name"})
+        # (The unit may go back to the old owner now, as rendezvous hashing gives it: a new lease.)
+        self.converge()
+        self.assertEqual(names(), {"Newest Name"})
+        self.check_one_writer(ds)
+        for d in ds.values():
+            self.assertEqual(d.stop(), 0)

@@ -1,0 +1,178 @@
+#include "sink/fenced_writer.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "lease/lease_store.h"
+
+namespace denormd::sink {
+
+mongo::write_request fence_statement(const lease_fence& fence, bson::document& filter,
+                                     bson::array& pipeline) {
+  // Expired is judged by the server's clock, as the lease table's every expiry is.
+  filter = bson::document{{"_id", fence.unit},
+                          {"owner", fence.owner},
+                          {"epoch", fence.epoch},
+                          {"$expr", bson::document{{"$gt", bson::array{"$expiresAt", "$$NOW"}}}}};
+  pipeline = bson::array{bson::document{{"$set", bson::document{{"fencedAt", "$$NOW"}}}}};
+  static const bson::document none;
+  mongo::write_request r;
+  r.filter = &filter;
+  r.update = &none;
+  r.pipeline = &pipeline;
+  return r;
+}
+
+mongo::status fence_held(const lease_fence& fence,
+                         const mongo::result<mongo::bulk_outcome>& outcome) {
+  // A write conflict on the row (a takeover under way) fails the statement: transient, and
+  // the retry's fence finds the lease moved or still ours.
+  if (!outcome) return mongo::failure(outcome.error());
+  if (outcome->write_error) return mongo::failure(*outcome->write_error);
+  if (outcome->matched == 1) return {};
+  return mongo::failure(mongo::driver_error{
+      mongo::driver_error::origin::client,
+      mongo::lease_moved_code,
+      "the lease of " + fence.unit + " at epoch " + std::to_string(fence.epoch) +
+          " is no longer this instance's, or has expired by the server's clock; the batch is "
+          "not written",
+      {}});
+}
+
+namespace {
+
+// The fence as the last statement of `txn`, then the commit. Last, not first: a holder paused
+// inside a transaction then has not written the lease row, so a takeover does not wait for it
+// (the paused transaction conflicts with it, or finds the row moved, when it resumes).
+mongo::status fence_and_commit(mongo::transaction& txn, const lease_fence& fence) {
+  bson::document filter;
+  bson::array pipeline;
+  const mongo::write_request r = fence_statement(fence, filter, pipeline);
+  auto held = fence_held(
+      fence, txn.update_bulk(fence.db, lease::leases_collection, std::span(&r, 1), true));
+  if (!held) return held;
+  return txn.commit();
+}
+
+}  // namespace
+
+// Every write call its own fenced transaction; reads see what is committed (every earlier
+// write call is). So a statement refused for good aborts only its own call's transaction.
+class fenced_writer::per_write_client final : public mongo::document_client {
+ public:
+  per_write_client(mongo::document_client& conn, const lease_fence& fence)
+      : conn_(conn), fence_(fence) {}
+
+  mongo::result<mongo::bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
+                                                 std::span<const mongo::write_request> requests,
+                                                 bool ordered) override {
+    auto out = fenced_bulk(db, coll, requests, ordered);
+    if (!out || !out->write_error || !out->failed_index || *out->failed_index == 0) return out;
+    // The refusal aborted the statements before it too: they are written again on their own.
+    auto before = fenced_bulk(db, coll, requests.first(*out->failed_index), ordered);
+    if (!before || before->write_error) return before;
+    out->matched = before->matched;
+    out->modified = before->modified;
+    out->upserted = before->upserted;
+    return out;
+  }
+  mongo::status insert_one(const std::string& db, const std::string& coll,
+                           const bson::document& doc) override {
+    auto txn = conn_.start_transaction();
+    if (!txn) return txn.error();
+    if (auto st = (*txn)->insert_one(db, coll, doc); !st) return st;
+    return fence_and_commit(**txn, fence_);
+  }
+  mongo::status find_each(const std::string& db, const std::string& coll,
+                          const bson::document& filter, const mongo::find_options& opts,
+                          const std::function<bool(bson::document&&)>& each) override {
+    return conn_.find_each(db, coll, filter, opts, each);
+  }
+  mongo::result<std::vector<bson::document>> find(const std::string& db, const std::string& coll,
+                                                  const bson::document& filter,
+                                                  const mongo::find_options& opts) override {
+    return conn_.find(db, coll, filter, opts);
+  }
+  mongo::result<std::optional<bson::document>> find_one(const std::string& db,
+                                                        const std::string& coll,
+                                                        const bson::document& filter) override {
+    return conn_.find_one(db, coll, filter);
+  }
+  mongo::result<std::vector<bson::document>> aggregate(const std::string& db,
+                                                       const std::string& coll,
+                                                       const bson::array& pipeline) override {
+    return conn_.aggregate(db, coll, pipeline);
+  }
+  mongo::result<snapshot_results> aggregate_snapshot(const std::string& db, const std::string& coll,
+                                                     const bson::array& pipeline) override {
+    return conn_.aggregate_snapshot(db, coll, pipeline);
+  }
+
+ private:
+  // A refused statement is an outcome (its transaction is aborted, nothing of it lands).
+  mongo::result<mongo::bulk_outcome> fenced_bulk(const std::string& db, const std::string& coll,
+                                                 std::span<const mongo::write_request> requests,
+                                                 bool ordered) {
+    auto txn = conn_.start_transaction();
+    if (!txn) return txn.error();
+    auto out = (*txn)->update_bulk(db, coll, requests, ordered);
+    if (!out || out->write_error) return out;
+    if (auto st = fence_and_commit(**txn, fence_); !st) return st.error();
+    return out;
+  }
+
+  mongo::document_client& conn_;
+  const lease_fence& fence_;
+};
+
+fenced_writer::fenced_writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts,
+                             lease_fence fence, std::size_t max_ops)
+    : conn_(conn),
+      metrics_(m),
+      opts_(std::move(opts)),
+      fence_(std::move(fence)),
+      max_ops_(std::max<std::size_t>(1, max_ops)) {}
+
+mongo::status fenced_writer::apply(std::span<const mapping::write_op> ops,
+                                   std::span<const bson::document> event_tokens,
+                                   const mapping::ns& source) {
+  // Each chunk commits under the lease or not at all; a batch cut short by a takeover is
+  // replayed whole by the new owner from the checkpoint before it (every op is idempotent).
+  for (std::size_t start = 0; start < ops.size(); start += max_ops_) {
+    const auto chunk = ops.subspan(start, std::min(max_ops_, ops.size() - start));
+    bool refused = false;
+    auto st = in_one_transaction(chunk, event_tokens, source, refused);
+    if (refused) {
+      log::info("writer",
+                "a statement was refused inside a fenced transaction; writing its ops one "
+                "fenced write at a time",
+                {{"source", source.full()}});
+      st = write_by_write(chunk, event_tokens, source);
+    }
+    if (!st) return st;
+  }
+  return {};
+}
+
+mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_op> ops,
+                                                std::span<const bson::document> event_tokens,
+                                                const mapping::ns& source, bool& refused) {
+  auto txn = conn_.start_transaction();
+  if (!txn) return txn.error();
+  writer w(**txn, metrics_, opts_);
+  auto st = w.apply(ops, event_tokens, source);
+  // The server aborted the transaction at the refusal: nothing of it may be committed.
+  refused = w.saw_refusal();
+  if (refused || !st) return st;
+  return fence_and_commit(**txn, fence_);
+}
+
+mongo::status fenced_writer::write_by_write(std::span<const mapping::write_op> ops,
+                                            std::span<const bson::document> event_tokens,
+                                            const mapping::ns& source) {
+  per_write_client each(conn_, fence_);
+  writer w(each, metrics_, opts_);
+  return w.apply(ops, event_tokens, source);
+}
+
+}  // namespace denormd::sink

@@ -204,8 +204,13 @@ int application::backfill() {
   for (const auto& mb : outcome->mappings) {
     out_ << mb.mapping << ": " << ops::format_count(mb.run_documents) << " document(s)";
     if (mb.resumed_after) {
-      out_ << " (continued after _id " << bson::to_json(*mb.resumed_after) << "; "
+      out_ << " (continued after _id " << bson::to_json(*mb.resumed_after)
+           << (mb.resumed_in_targets ? " of the targets" : "") << "; "
            << ops::format_count(mb.documents) << " in all)";
+    }
+    if (mb.orphans_unset > 0) {
+      out_ << ", copies unset in " << ops::format_count(mb.orphans_unset)
+           << " target(s) whose source is gone";
     }
     out_ << (mb.done ? ", done" : ", stopped") << "\n";
   }

@@ -13,6 +13,7 @@
 #include "mapping/change_event.h"
 #include "mapping/reference.h"
 #include "ops/drift.h"
+#include "ops/orphan_sweep.h"
 #include "sink/writer.h"
 
 namespace denormd::ops {
@@ -133,11 +134,11 @@ mongo::result<backfill_outcome> backfiller::run(const std::vector<const mapping:
     backoff retry;
     // A transient failure anywhere starts the mapping again from its stored progress.
     for (bool first = true;; first = false) {
-      const std::uint64_t before = mb.run_documents;
+      const std::uint64_t before = mb.run_documents + mb.run_targets;
       auto st = backfill_one(*m, opts, first, began, stop, mb);
       if (st) break;
       if (!st.error().transient()) return st.error();
-      if (mb.run_documents > before) retry.reset();
+      if (mb.run_documents + mb.run_targets > before) retry.reset();
       if (opts.give_up_after.count() > 0 && retry.failing_for() >= opts.give_up_after) {
         return st.error();
       }
@@ -298,6 +299,11 @@ mongo::result<backfiller::position> backfiller::resume_point(const mapping::mapp
     if (const bson::value* t = p.get("startedAt"); t != nullptr && t->is<bson::date_time>()) {
       at.started_ms = t->as<bson::date_time>().millis;
     }
+    const bson::value* phase = p.get("phase");
+    at.sweeping = phase != nullptr && phase->is_string() && phase->as_string() == "targets";
+    if (const bson::value* n = p.get("targets"); at.sweeping && n != nullptr && n->is_number()) {
+      at.targets = static_cast<std::uint64_t>(n->to_double());
+    }
   } else if (first_attempt && unfinished) {
     log::warn("backfill", "the mapping changed since its unfinished backfill; starting over",
               {{"mapping", m.name}});
@@ -319,6 +325,10 @@ mongo::status backfiller::save_progress(const mapping::mapping& m, const std::st
   doc.append("fingerprint", fingerprint);
   doc.append("kind", std::string(m.kind_name()));
   doc.append("collection", walked.full());
+  if (at.sweeping) {
+    doc.append("phase", std::string("targets"));
+    doc.append("targets", static_cast<std::int64_t>(at.targets));
+  }
   return conn_.replace_one(meta_db_, backfill_collection, bson::document{{"_id", m.name}}, doc,
                            true);
 }
@@ -337,23 +347,54 @@ mongo::status backfiller::write_batch(const mapping::mapping& m, bool recheck_so
   return recheck_copies(m, std::move(read), find, opts);
 }
 
+mongo::status backfiller::sweep_batch(const mapping::mapping& m, const mapping::copy_kind& kind,
+                                      std::vector<bson::document>& batch,
+                                      const mongo::find_options& find, const backfill_options& opts,
+                                      mapping_backfill& out) {
+  auto found = read_sources(conn_, m, kind, batch, find);
+  if (!found) return found.error();
+  const auto planned = orphan_sweep(planner_, m, kind)
+                           .plan(batch, [&](const bson::value& key) -> const bson::document* {
+                             auto it = found->find(key);
+                             return it == found->end() ? nullptr : &it->second;
+                           });
+  if (planned.ops.empty()) return {};
+  if (auto st = apply_batch(m, planned.ops, opts); !st) return st;
+  out.orphans_unset += planned.targets;
+  if (opts.dry_run) return {};
+  // A source inserted after it was looked up may have had its copies written by the stream
+  // before these unsets: the sources are read again, and those that exist now are written
+  // (and rechecked) as the first phase writes them. One inserted after this read is the
+  // stream's to write, after the unsets.
+  auto now = conn_.find(
+      m.source.db, m.source.coll,
+      bson::document{{kind.source_key, mapping::keys_match(kind.source_key, planned.keys)}}, find);
+  if (!now) return now.error();
+  if (now->empty()) return {};
+  return write_batch(m, true, *now, find, opts);
+}
+
 mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill_options& opts,
                                        bool first_attempt, clock::time_point began,
                                        std::stop_token& stop, mapping_backfill& out) {
   const walk_plan walk = plan_walk(m, planner_);
-  const mapping::ns& ns = walk.walked;
+  const mapping::copy_kind* sweeps = orphan_sweep::kind_of(m);
   const std::string fingerprint = m.fingerprint();
   auto resumed = resume_point(m, fingerprint, opts, first_attempt, out);
   if (!resumed) return resumed.error();
   position at = *resumed;
+  if (at.sweeping && sweeps == nullptr) at = position{std::nullopt, at.started_ms};
   // Known before the first save, so that status can tell how far a backfill has come.
-  const std::optional<std::uint64_t> total = count_documents(conn_, ns);
+  const std::optional<std::uint64_t> total = count_documents(conn_, walk.walked);
   auto save = [&](bool done) {
-    return save_progress(m, fingerprint, ns, at, done, {out.documents, total}, opts);
+    return save_progress(m, fingerprint, walk.walked, at, done, {out.documents, total}, opts);
   };
 
-  if (first_attempt) announce(m, ns, at.last_key, out);
-  if (!at.last_key) {
+  if (first_attempt) {
+    announce(m, at.sweeping ? m.target : walk.walked, at.last_key, out);
+    out.resumed_in_targets = at.sweeping && at.last_key.has_value();
+  }
+  if (!at.last_key && !at.sweeping) {
     out.documents = 0;
     // Stored at once, so that even a backfill killed before its first batch is on record.
     if (auto st = save(false); !st) return st;
@@ -367,56 +408,92 @@ mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill
   find.projection = walk.projection;
   find.batch_size = static_cast<std::int32_t>(opts.batch_size);
 
-  std::vector<bson::document> batch;
-  batch.reserve(opts.batch_size);
-  std::optional<mongo::driver_error> failed;
-
-  // Writes one batch and stores the progress it made.
-  auto flush = [&]() -> bool {
-    if (batch.empty()) return true;
-    const bson::value batch_last =
-        batch.back().get("_id") != nullptr ? *batch.back().get("_id") : bson::value{};
-    const std::size_t n = batch.size();
-    auto written = write_batch(m, walk.recheck_sources, batch, find, opts);
-    batch.clear();
-    if (!written) {
-      failed = written.error();
-      return false;
-    }
-    at.last_key = batch_last;
-    out.documents += n;
-    if (auto st = save(false); !st) {
-      // Not stored: the next attempt walks the batch again (its writes are idempotent).
-      failed = st.error();
-      return false;
-    }
-    out.run_documents += n;
-    metrics_.count_backfill(m.name, n);
-    report(false);
+  // Walks `ns` in _id order after at.last_key (`filter` holds that condition), `handle`
+  // writing each batch, and stores the progress after each. False: stopped on request.
+  using batch_handler = std::function<mongo::status(std::vector<bson::document>&)>;
+  auto walk_phase = [&](const mapping::ns& ns, const bson::document& filter,
+                        const mongo::find_options& walk_find,
+                        const batch_handler& handle) -> mongo::result<bool> {
+    std::vector<bson::document> batch;
+    batch.reserve(opts.batch_size);
+    std::optional<mongo::driver_error> failed;
+    auto flush = [&]() -> bool {
+      if (batch.empty()) return true;
+      const bson::value batch_last =
+          batch.back().get("_id") != nullptr ? *batch.back().get("_id") : bson::value{};
+      const std::size_t n = batch.size();
+      auto written = handle(batch);
+      batch.clear();
+      if (!written) {
+        failed = written.error();
+        return false;
+      }
+      at.last_key = batch_last;
+      (at.sweeping ? at.targets : out.documents) += n;
+      if (auto st = save(false); !st) {
+        // Not stored: the next attempt walks the batch again (its writes are idempotent).
+        failed = st.error();
+        return false;
+      }
+      if (at.sweeping) {
+        out.run_targets += n;
+      } else {
+        out.run_documents += n;
+        metrics_.count_backfill(m.name, n);
+      }
+      report(false);
+      return true;
+    };
+    bool stopped = false;
+    auto st = conn_.find_each(ns.db, ns.coll, filter, walk_find, [&](bson::document&& doc) {
+      if (stop.stop_requested()) {
+        stopped = true;
+        return false;
+      }
+      batch.push_back(std::move(doc));
+      return batch.size() < opts.batch_size || flush();
+    });
+    if (failed) return *failed;
+    if (!st) return st.error();
+    if (stopped || stop.stop_requested()) return false;
+    if (!flush()) return *failed;
     return true;
   };
 
-  bool stopped = false;
-  const bson::document filter =
-      at.last_key ? mapping::after_key_filter(*at.last_key) : bson::document{};
-  auto st = conn_.find_each(ns.db, ns.coll, filter, find, [&](bson::document&& doc) {
-    if (stop.stop_requested()) {
-      stopped = true;
-      return false;
+  auto walked = mongo::result<bool>(true);
+  if (!at.sweeping) {
+    walked = walk_phase(walk.walked,
+                        at.last_key ? mapping::after_key_filter(*at.last_key) : bson::document{},
+                        find, [&](std::vector<bson::document>& batch) {
+                          return write_batch(m, walk.recheck_sources, batch, find, opts);
+                        });
+    if (walked && *walked && sweeps != nullptr) {
+      at = position{std::nullopt, at.started_ms, true, 0};
+      if (auto st = save(false); !st) return st;
+      log::info("backfill", "sources done; unsetting the copies of sources that no longer exist",
+                {{"mapping", m.name}, {"collection", m.target.full()}});
     }
-    batch.push_back(std::move(doc));
-    return batch.size() < opts.batch_size || flush();
-  });
-  if (failed) return *failed;
-  if (!st) return st;
-  if (stopped || stop.stop_requested()) {
+  }
+  if (walked && *walked && at.sweeping) {
+    const orphan_sweep sweep(planner_, m, *sweeps);
+    mongo::find_options targets;
+    targets.sort = find.sort;
+    targets.projection = copy_target_projection(m, *sweeps);
+    targets.batch_size = find.batch_size;
+    walked = walk_phase(m.target, sweep.filter(at.last_key), targets,
+                        [&](std::vector<bson::document>& batch) {
+                          return sweep_batch(m, *sweeps, batch, find, opts, out);
+                        });
+  }
+  if (!walked) return walked.error();
+  if (!*walked) {
     log::info("backfill", "stopped; progress is stored, a new backfill continues from here",
               {{"mapping", m.name},
                {"documents", out.documents},
+               {"phase", at.sweeping ? "targets" : "sources"},
                {"after", at.last_key ? bson::to_json(*at.last_key) : std::string("(start)")}});
     return {};
   }
-  if (!flush()) return *failed;
   if (auto saved = save(true); !saved) return saved;
   out.done = true;
   report(true);

@@ -7,7 +7,9 @@
 // is stored in `<meta_db>.denormd_backfill` ({_id: mapping name, lastKey, done, startedAt,
 // updatedAt, documents, fingerprint}), so a backfill that was stopped or killed continues
 // after `lastKey`. A finished mapping (done: true), or one whose definition changed since,
-// starts over when it is backfilled again.
+// starts over when it is backfilled again. A copy mapping with onSourceDelete "unset" then
+// walks its targets too (ops/orphan_sweep.h: copies of sources that no longer exist are
+// unset), with `phase: "targets"` and the target's _id as lastKey in the stored progress.
 //
 // Lifecycle: construct, call run() (from any thread; one run at a time per instance), and
 // stop it from elsewhere through the stop_token. The connection, planner and metrics it is
@@ -53,6 +55,9 @@ struct mapping_backfill {
   std::uint64_t documents = 0;      // walked in total, including the runs this one continued
   std::uint64_t run_documents = 0;  // walked by this run
   std::optional<bson::value> resumed_after;  // the lastKey this run continued after
+  bool resumed_in_targets = false;           // ... in the walk of the targets (orphan sweep)
+  std::uint64_t run_targets = 0;             // targets walked by this run's orphan sweep
+  std::uint64_t orphans_unset = 0;           // targets whose copies of a gone source it unset
   bool done = false;
 };
 
@@ -72,10 +77,13 @@ class backfiller {
                                       const backfill_options& opts, std::stop_token stop);
 
  private:
-  // Where a run of a mapping stands: the last _id written, and when the run began.
+  // Where a run of a mapping stands: the last _id written (of a source, or of a target while
+  // sweeping), and when the run began.
   struct position {
     std::optional<bson::value> last_key;
     std::int64_t started_ms = 0;
+    bool sweeping = false;      // the sources are done; walking the targets (orphan_sweep)
+    std::uint64_t targets = 0;  // targets the sweep walked so far
   };
   // The stored position of an unfinished run of the same definition, or a fresh one.
   mongo::result<position> resume_point(const mapping::mapping& m, const std::string& fingerprint,
@@ -110,6 +118,11 @@ class backfiller {
   mongo::status write_batch(const mapping::mapping& m, bool recheck_sources,
                             std::vector<bson::document>& batch, const mongo::find_options& find,
                             const backfill_options& opts);
+  // Orphan sweep: unsets the copies of gone sources in one batch of targets, then reads
+  // those sources again and writes the copies of any inserted meanwhile.
+  mongo::status sweep_batch(const mapping::mapping& m, const mapping::copy_kind& kind,
+                            std::vector<bson::document>& batch, const mongo::find_options& find,
+                            const backfill_options& opts, mapping_backfill& out);
   // Copy: reads the sources of `written` (as they were read for the batch just written)
   // again, and writes those changed since, until none did.
   mongo::status recheck_copies(const mapping::mapping& m, std::vector<bson::document> written,

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <set>
 
 #include "common/overloaded.h"
-#include "mapping/change_event.h"
 #include "mapping/reference.h"
 #include "ops/drift.h"
+#include "ops/orphan_sweep.h"
 #include "sink/writer.h"
 
 namespace denormd::ops {
@@ -55,32 +54,6 @@ void project(bson::document& projection, const std::string& path) {
   if (!projection.contains(field)) projection.append(field, 1);
 }
 
-// The sources a batch of copy targets references, by key. A non-unique source key: the first
-// document wins. An array holding the key is not a reference to it.
-mongo::result<std::map<bson::value, bson::document, value_less>> find_sources(
-    mongo::connection& conn, const mapping::mapping& m, const mapping::copy_kind& kind,
-    const std::vector<bson::document>& targets, const mongo::find_options& projection) {
-  std::set<bson::value, value_less> keys;
-  for (const auto& t : targets) {
-    for (auto& k : kind.referenced_keys(m, t))
-      keys.insert(std::move(k));
-  }
-  std::map<bson::value, bson::document, value_less> found;
-  if (keys.empty()) return found;
-  const bson::document query{
-      {kind.source_key, bson::document{{"$in", bson::array(keys.begin(), keys.end())}}}};
-  auto st =
-      conn.find_each(m.source.db, m.source.coll, query, projection, [&](bson::document&& doc) {
-        const bson::value* k = doc.find_path(kind.source_key);
-        if (k != nullptr && !mapping::reference_problem(*k)) {
-          found.emplace(*k, std::move(doc));
-        }
-        return true;
-      });
-  if (!st) return st.error();
-  return found;
-}
-
 }  // namespace
 
 verifier::verifier(mongo::connection& conn, const mapping::planner& planner, metrics::metrics& m,
@@ -116,53 +89,13 @@ mongo::result<verify_report> verifier::run(const std::vector<const mapping::mapp
   return report;
 }
 
-std::vector<mapping::write_op> verifier::plan_source(const mapping::mapping& m,
-                                                     const mapping::copy_kind& k,
-                                                     const bson::value& key,
-                                                     const bson::document* source) const {
-  mapping::change_event ev;
-  ev.source = m.source;
-  if (source != nullptr) {
-    ev.op = mapping::operation::insert;
-    ev.op_name = "insert";
-    if (const bson::value* id = source->get("_id")) ev.id = *id;
-    ev.full_document = *source;
-  } else {
-    ev.op = mapping::operation::delete_;
-    ev.op_name = "delete";
-    if (k.source_key == "_id") {
-      ev.id = key;
-    } else {
-      bson::document before;
-      mapping::set_path(before, k.source_key, key);
-      ev.full_document_before_change = std::move(before);
-    }
-  }
-  std::vector<mapping::write_op> planned;
-  planner_.plan(ev, planned);
-  std::vector<mapping::write_op> out;
-  for (auto& op : planned) {
-    if (op.source_mapping == &m && op.as<mapping::update_write>() != nullptr) {
-      out.push_back(std::move(op));
-    }
-  }
-  return out;
-}
-
 mongo::status verifier::verify_copy(const mapping::mapping& m, const mapping::copy_kind& kind,
                                     const verify_options& opts, std::stop_token& stop,
                                     mapping_report& out) {
   // Targets outside `where` keep their snapshot: only the others are compared.
   const bson::document filter = kind.where ? kind.where->filter() : bson::document{};
   mongo::find_options targets;
-  targets.projection.append("_id", 1);
-  if (kind.target_array.empty()) {
-    project(targets.projection, kind.target_key);
-    for (const auto& f : m.fields)
-      project(targets.projection, m.into.empty() ? f.name : m.into);
-  } else {
-    project(targets.projection, kind.target_array);
-  }
+  targets.projection = copy_target_projection(m, kind);
   mongo::find_options sources;
   for (const auto& f : planner_.document_fields(m.source))
     sources.projection.append(f, 1);
@@ -173,7 +106,7 @@ mongo::status verifier::verify_copy(const mapping::mapping& m, const mapping::co
   return walk_batches(
       conn_, m.target, filter, targets, opts.batch_size, stop, stopped,
       [&](std::vector<bson::document>& batch) -> mongo::status {
-        auto found = find_sources(conn_, m, kind, batch, sources);
+        auto found = read_sources(conn_, m, kind, batch, sources);
         if (!found) return found.error();
         const mapping::source_lookup lookup = [&](const bson::value& key) -> const bson::document* {
           auto it = found->find(key);
@@ -201,7 +134,7 @@ mongo::status verifier::verify_copy(const mapping::mapping& m, const mapping::co
           if (!opts.repair) continue;
           bool planned = false;
           for (const auto& key : finding.drifted_keys) {
-            for (auto& op : plan_source(m, kind, key, lookup(key))) {
+            for (auto& op : plan_source(planner_, m, kind, key, lookup(key))) {
               narrow_to(op, id);
               repairs.push_back(std::move(op));
               repair_target.push_back(planned_targets);

@@ -47,11 +47,6 @@ class verifier {
   mongo::status verify_aggregate(const mapping::mapping& m, const mapping::aggregate_kind& k,
                                  const verify_options& opts, std::stop_token& stop,
                                  mapping_report& out);
-  // Plans what the source with key `key` (nullptr: a source that is gone) writes under `m`.
-  std::vector<mapping::write_op> plan_source(const mapping::mapping& m, const mapping::copy_kind& k,
-                                             const bson::value& key,
-                                             const bson::document* source) const;
-
   mongo::connection& conn_;
   const mapping::planner& planner_;
   metrics::metrics& metrics_;

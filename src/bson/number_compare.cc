@@ -1,5 +1,7 @@
 #include "bson/number_compare.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -93,14 +95,30 @@ exact_number parse_exact(std::string_view text) {
   return n;
 }
 
+// A double's exact decimal digits, which glibc's printf writes when asked for enough of them:
+// m * 2^-k (m odd, below 2^53) has at most 16 + ceil(k * log10(5)) significant digits when
+// k > 0 (m * 5^k / 10^k), 16 + ceil(-k * log10(2)) otherwise, and never more than 767. %e
+// writes one more than its precision.
+exact_number exact_of_double(double d) {
+  int precision = 0;
+  if (std::isfinite(d) && d != 0) {
+    int exponent = 0;
+    const double fraction = std::frexp(std::fabs(d), &exponent);  // |d| = fraction * 2^exponent
+    const auto mantissa = static_cast<std::uint64_t>(std::ldexp(fraction, 53));
+    const int k = 53 - exponent - std::countr_zero(mantissa);
+    const int digits = k > 0 ? 16 + (k * 69898 + 99999) / 100000    // log10(5) < 0.69898
+                             : 16 + (-k * 30103 + 99999) / 100000;  // log10(2) < 0.30103
+    precision = std::min(digits, 767);
+  }
+  char text[800];
+  std::snprintf(text, sizeof text, "%.*e", precision, d);
+  return parse_exact(text);
+}
+
 exact_number exact_of(const value& v) {
   if (v.is<decimal128>()) return parse_exact(v.as<decimal128>().to_string());
   if (is_integral(v)) return parse_exact(std::to_string(as_int64(v)));
-  // A double has at most 767 significant decimal digits, and glibc's printf writes them
-  // exactly: 1 + 767 digits lose nothing.
-  char text[800];
-  std::snprintf(text, sizeof text, "%.767e", v.as<double>());
-  return parse_exact(text);
+  return exact_of_double(v.as<double>());
 }
 
 int compare_exact(const exact_number& a, const exact_number& b) {
@@ -120,9 +138,24 @@ int compare_exact(const exact_number& a, const exact_number& b) {
   return a.sign * magnitude;
 }
 
+// A decimal against a double: the decimal's nearest double orders them unless it is that very
+// double (rounding is monotonic), and only then do the exact digits decide.
+int compare_decimal_double(const decimal128& x, double y) {
+  const double nearest = x.to_double();
+  if (std::isnan(nearest) || std::isnan(y)) {
+    return std::isnan(nearest) ? (std::isnan(y) ? 0 : -1) : 1;
+  }
+  if (nearest != y) return nearest < y ? -1 : 1;
+  return compare_exact(parse_exact(x.to_string()), exact_of_double(y));
+}
+
 }  // namespace
 
 int compare_numbers(const value& a, const value& b) {
+  if (a.is<decimal128>() && b.is<double>())
+    return compare_decimal_double(a.as<decimal128>(), b.as<double>());
+  if (a.is<double>() && b.is<decimal128>())
+    return -compare_decimal_double(b.as<decimal128>(), a.as<double>());
   if (a.is<decimal128>() || b.is<decimal128>()) return compare_exact(exact_of(a), exact_of(b));
   if (is_integral(a) && is_integral(b)) return three_way(as_int64(a), as_int64(b));
   if (is_integral(a)) return compare_int_double(as_int64(a), b.as<double>());

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "bson/number_compare.h"
+
 namespace denormd::bson {
 
 namespace {
@@ -13,31 +15,6 @@ namespace {
 template <class T>
 int three_way(const T& a, const T& b) {
   return a < b ? -1 : (b < a ? 1 : 0);
-}
-
-// Compares two numbers of possibly different BSON types without losing int64 precision.
-int compare_numbers(const value& a, const value& b) {
-  auto is_integral = [](const value& v) { return v.is<std::int32_t>() || v.is<std::int64_t>(); };
-  auto as_int64 = [](const value& v) -> std::int64_t {
-    return v.is<std::int32_t>() ? v.as<std::int32_t>() : v.as<std::int64_t>();
-  };
-  if (is_integral(a) && is_integral(b)) return three_way(as_int64(a), as_int64(b));
-  const double x = a.to_double();
-  const double y = b.to_double();
-  // MongoDB sorts NaN below every other number and equal to itself.
-  if (std::isnan(x) || std::isnan(y)) {
-    return std::isnan(x) ? (std::isnan(y) ? 0 : -1) : 1;
-  }
-  if (is_integral(a) != is_integral(b) && x == y) {
-    // Doubles that equal an integer in value may still differ from an int64 past 2^53.
-    const std::int64_t i = is_integral(a) ? as_int64(a) : as_int64(b);
-    const double d = is_integral(a) ? y : x;
-    if (d >= 9.2233720368547758e18) return is_integral(a) ? -1 : 1;
-    const auto di = static_cast<std::int64_t>(d);
-    const int c = three_way(i, di);
-    return is_integral(a) ? c : -c;
-  }
-  return three_way(x, y);
 }
 
 }  // namespace

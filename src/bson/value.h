@@ -202,7 +202,7 @@ inline document::document(std::initializer_list<field> fields) : fields_(fields)
 
 // MongoDB's sort order across types (MinKey < null < numbers < strings < documents < arrays
 // < binary < ObjectId < bool < date < timestamp < regex < code < MaxKey), then by value.
-// Numbers compare by value across int32/int64/double/decimal128.
+// Numbers compare by exact value across int32/int64/double/decimal128 (number_compare.h).
 int compare(const value& a, const value& b);
 int compare(const document& a, const document& b);
 // The rank of a value's type in that order; values compare only within one rank in queries.

@@ -456,6 +456,51 @@ TEST_F(commands, count_and_aggregate) {
   run_fail(J(R"({"aggregate": "c", "pipeline": []})"), 9);
 }
 
+// MongoDB compares numbers of different types by exact value: a decimal past double
+// precision is not the double it rounds to (docs/architecture.md).
+TEST_F(commands, decimals_compare_with_other_numbers_by_exact_value) {
+  insert("c", R"([{"_id": 1, "v": 4}, {"_id": 2, "v": {"$numberDecimal": "4.00000000000000000001"}},
+                  {"_id": 3, "v": 0.1}, {"_id": 4, "v": {"$numberDecimal": "0.1"}},
+                  {"_id": 5, "v": {"$numberDecimal": "4.00"}}])");
+  const auto ids = [&](std::string_view filter, std::string_view opts = R"({"sort": {"_id": 1}})") {
+    std::vector<std::int32_t> out;
+    for (const auto& d : find_all("c", filter, opts))
+      out.push_back(at(d, "_id").as<std::int32_t>());
+    return out;
+  };
+  using ids_t = std::vector<std::int32_t>;
+  EXPECT_EQ(ids(R"({"v": 4})"), (ids_t{1, 5}));
+  EXPECT_EQ(ids(R"({"v": {"$gt": 4}})"), (ids_t{2}));
+  EXPECT_EQ(ids(R"({"v": {"$lt": 0.1}})"), (ids_t{4}));
+  EXPECT_EQ(ids(R"({"v": {"$in": [0.1]}})"), (ids_t{3}));
+  EXPECT_EQ(ids("{}", R"({"sort": {"v": 1, "_id": 1}})"), (ids_t{4, 3, 1, 5, 2}));
+
+  auto r = run_ok(J(R"({"aggregate": "c", "pipeline": [
+      {"$group": {"_id": "$v", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}], "cursor": {}})"));
+  ASSERT_EQ(batch(r).size(), 4U);
+  EXPECT_EQ(at(batch(r)[2].as_document(), "n"), i32(2));  // 4 and 4.00
+  r = run_ok(J(R"({"aggregate": "c", "pipeline": [{"$group": {"_id": null,
+      "lo": {"$min": "$v"}, "hi": {"$max": "$v"}}}], "cursor": {}})"));
+  ASSERT_EQ(batch(r).size(), 1U);
+  EXPECT_EQ(at(batch(r)[0].as_document(), "lo"), at(J(R"({"v": {"$numberDecimal": "0.1"}})"), "v"));
+  EXPECT_EQ(at(batch(r)[0].as_document(), "hi"),
+            at(J(R"({"v": {"$numberDecimal": "4.00000000000000000001"}})"), "v"));
+
+  insert("p", R"([{"_id": 1, "a": []}])");
+  run_ok(J(R"({"update": "p", "updates": [{"q": {"_id": 1}, "u": {"$push": {"a": {"$each": [
+      {"$numberDecimal": "4.00000000000000000001"}, 4, 0.1, {"$numberDecimal": "0.1"}],
+      "$sort": 1}}}}]})"));
+  EXPECT_EQ(at(find_all("p")[0], "a"), bson::value(A(R"([{"$numberDecimal": "0.1"}, 0.1, 4,
+      {"$numberDecimal": "4.00000000000000000001"}])")));
+
+  // The _id index: 4.00000000000000000001 is another key than 4, 4.0 the same.
+  insert("k", R"([{"_id": 4}, {"_id": {"$numberDecimal": "4.00000000000000000001"}}])");
+  EXPECT_EQ(find_all("k").size(), 2U);
+  r = run_ok(J(R"({"insert": "k", "documents": [{"_id": {"$numberDecimal": "4.0"}}]})"));
+  ASSERT_TRUE(at(r, "writeErrors").is_array());
+  EXPECT_EQ(at(at(r, "writeErrors").as_array()[0].as_document(), "code"), i32(11000));
+}
+
 TEST_F(commands, documents_are_limited_to_16_mb) {
   const std::string big(9 * 1024 * 1024, 'x');
   bson::document ins;

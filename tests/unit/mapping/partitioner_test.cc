@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
+#include "bson/json.h"
 #include "mapping/planner.h"
 #include "test_helpers.h"
 
@@ -169,6 +171,15 @@ TEST(partitioner_test, value_hash_agrees_with_mongodb_equality) {
   EXPECT_EQ(value_hash(bson::document{{"a", 1}}), value_hash(bson::document{{"a", 1.0}}));
   EXPECT_EQ(value_hash(bson::array{1, "x"}), value_hash(bson::array{1.0, "x"}));
   EXPECT_NE(value_hash(1), value_hash("1"));
+  // Decimals hash as the numbers they equal, however written, and NaN as NaN.
+  const auto dec = [](const char* text) {
+    return *bson::parse_json(std::string(R"({"v":{"$numberDecimal":")") + text + "\"}}")->get("v");
+  };
+  EXPECT_EQ(value_hash(dec("1.00")), value_hash(std::int32_t{1}));
+  EXPECT_EQ(value_hash(dec("5E-1")), value_hash(0.5));
+  EXPECT_EQ(value_hash(dec("-0")), value_hash(std::int64_t{0}));
+  EXPECT_EQ(value_hash(dec("9007199254740993")), value_hash(std::int64_t{9007199254740993}));
+  EXPECT_EQ(value_hash(dec("NaN")), value_hash(std::nan("")));
   EXPECT_NE(value_hash(bson::document{{"a", 1}}), value_hash(bson::document{{"b", 1}}));
 }
 

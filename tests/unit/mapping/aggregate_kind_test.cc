@@ -745,4 +745,26 @@ TEST(aggregate_incremental_test, deltas_skip_a_parent_whose_key_field_is_an_arra
 }
 
 }  // namespace
+// An incremental sum built by $inc from doubles holds them at 15 digits where the recomputed
+// $group sum converts them at 34 (MongoDB does both): decimals, too, may differ by rounding.
+TEST(aggregate_kind_test, incremental_decimal_sums_may_differ_by_their_rounding) {
+  auto ms = load(log_count_mapping);
+  const auto& m = ms.front();
+  const auto group = *bson::parse_json(
+      R"({"_id":9,"v0":2,"v1":{"$numberDecimal":"319.6000000000000014210854715202004"},)"
+      R"("v2":{"$numberDecimal":"159.8000000000000007105427357601002"}})");
+  const auto parent = *bson::parse_json(
+      R"({"_id":9,"logs":{"count":2,"bytes":{"$numberDecimal":"319.6000000000000"},)"
+      R"("avg":{"$numberDecimal":"159.8000000000000"}}})");
+  EXPECT_TRUE(kind_of(m).check(m, parent, &group).empty());
+  const auto off =
+      *bson::parse_json(R"({"_id":9,"logs":{"count":2,"bytes":{"$numberDecimal":"319.7"},)"
+                        R"("avg":{"$numberDecimal":"159.8000000000000"}}})");
+  EXPECT_EQ(kind_of(m).check(m, off, &group), std::vector<std::string>{"logs.bytes"});
+  // Integers have no rounding: 7 and 8 stay different whatever their types.
+  const auto ints = *bson::parse_json(R"({"_id":9,"v0":2,"v1":{"$numberLong":"8"},"v2":4})");
+  const auto seven = *bson::parse_json(R"({"_id":9,"logs":{"count":2,"bytes":7,"avg":4}})");
+  EXPECT_EQ(kind_of(m).check(m, seven, &ints), std::vector<std::string>{"logs.bytes"});
+}
+
 }  // namespace denormd::mapping

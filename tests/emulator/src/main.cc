@@ -19,7 +19,8 @@ namespace {
 
 constexpr const char* usage =
     "usage: mongo-emulator [--host 127.0.0.1] [--port 27017] [--rs-name rs0]\n"
-    "                      [--oplog-max-events 1000000] [--threads N]\n";
+    "                      [--oplog-max-events 1000000] [--threads N]\n"
+    "                      [--transaction-lifetime-limit-seconds 60]\n";
 
 template <class T>
 std::optional<T> parse_number(const std::string& s) {
@@ -48,6 +49,10 @@ std::optional<mongo_emulator::server_options> parse_args(int argc, char** argv) 
       auto n = parse_number<std::size_t>(value);
       if (!n || *n == 0) return std::nullopt;
       o.oplog_max_events = *n;
+    } else if (arg == "--transaction-lifetime-limit-seconds") {
+      auto n = parse_number<unsigned>(value);
+      if (!n || *n == 0) return std::nullopt;
+      o.transaction_lifetime = std::chrono::seconds(*n);
     } else if (arg == "--threads") {
       auto n = parse_number<unsigned>(value);
       if (!n) return std::nullopt;

@@ -21,13 +21,15 @@ struct server_options {
   std::uint16_t port = 27017;
   std::string rs_name = "rs0";
   std::size_t oplog_max_events = 1000000;
-  unsigned threads = 0;  // 0: one per core, at least four
+  std::chrono::seconds transaction_lifetime{60};  // transactionLifetimeLimitSeconds
+  unsigned threads = 0;                           // 0: one per core, at least four
 };
 
 class server_state {
  public:
   explicit server_state(server_options options)
-      : options_(std::move(options)), store_(options_.oplog_max_events) {}
+      : options_(std::move(options)),
+        store_(options_.oplog_max_events, options_.transaction_lifetime) {}
 
   const server_options& options() const { return options_; }
   storage& store() { return store_; }

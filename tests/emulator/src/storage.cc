@@ -23,7 +23,8 @@ std::int64_t wall_clock_ms() {
 
 }  // namespace
 
-storage::storage(std::size_t oplog_max_events) : oplog_(oplog_max_events) {
+storage::storage(std::size_t oplog_max_events, std::chrono::seconds transaction_lifetime)
+    : transaction_lifetime_(transaction_lifetime), oplog_(oplog_max_events) {
   const auto now = static_cast<std::uint32_t>(wall_clock_ms() / 1000);
   clock_.store(pack({now, 0}));
 }
@@ -298,7 +299,14 @@ denormd::status storage::claim(const collection& c, const bson::value& id) {
     return denormd::unexpected<denormd::error>{write_conflict()};
   auto& writers = writers_[ns];
   auto [it, inserted] = writers.try_emplace(id, &t);
-  if (!inserted && it->second != &t) return denormd::unexpected<denormd::error>{write_conflict()};
+  if (!inserted && it->second != &t) {
+    // The other writer may be a transaction its client left open (killed): past its lifetime
+    // MongoDB has aborted it, and the document is free.
+    abort_expired_transactions();  // may erase writers_[ns]: look it up again
+    auto again = writers_[ns].try_emplace(id, &t);
+    if (!again.second && again.first->second != &t)
+      return denormd::unexpected<denormd::error>{write_conflict()};
+  }
   return {};
 }
 
@@ -427,10 +435,10 @@ void storage::end_transaction(session& s, session::state outcome) {
   ++change_count_;
 }
 
-void storage::abort_expired_transactions(std::chrono::steady_clock::duration limit) {
+void storage::abort_expired_transactions() {
   const auto now = std::chrono::steady_clock::now();
   for (auto& [key, s] : sessions_) {
-    if (s.st == session::state::in_progress && now - s.txn->started() > limit)
+    if (s.st == session::state::in_progress && now - s.txn->started() > transaction_lifetime_)
       end_transaction(s, session::state::aborted);
   }
 }

@@ -24,7 +24,7 @@ namespace mongo_emulator {
 
 class storage {
  public:
-  explicit storage(std::size_t oplog_max_events);
+  storage(std::size_t oplog_max_events, std::chrono::seconds transaction_lifetime);
 
   // Exclusive access; on release, wakes change-stream waiters if changes were recorded.
   class write_lock {
@@ -94,9 +94,10 @@ class storage {
   // Whether an open transaction other than the view's owner wrote document `id` of `c`: a
   // write outside that transaction has to wait until it ends.
   bool written_by_transaction(const collection& c, const bson::value& id) const;
-  // Aborts the open transactions older than `limit` (MongoDB's transactionLifetimeLimitSeconds
-  // reaper, run when a write waits for one).
-  void abort_expired_transactions(std::chrono::steady_clock::duration limit);
+  // Aborts the open transactions older than transactionLifetimeLimitSeconds, as MongoDB's
+  // reaper does; run when a write would wait for one or conflict with one (a client killed in
+  // a transaction leaves it open until then).
+  void abort_expired_transactions();
 
   // --- change history ---
   const oplog& history() const { return oplog_; }
@@ -135,6 +136,7 @@ class storage {
 
   mutable std::shared_mutex mutex_;
   std::map<std::string, database, std::less<>> databases_;
+  const std::chrono::seconds transaction_lifetime_;
   oplog oplog_;
   std::atomic<std::uint64_t> clock_{0};  // timestamp packed as t << 32 | i
   std::uint64_t change_count_ = 0;

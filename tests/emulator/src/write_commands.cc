@@ -111,11 +111,11 @@ bool waits_for_transaction(const command_context& ctx, const denormd::error& e) 
 
 // Runs the command again once a transaction ends (every end wakes it; a poll bounds the wait
 // anyway), from ctx.progress. MongoDB waits until the transaction ends or maxTimeMS passes (50),
-// and aborts a transaction older than transactionLifetimeLimitSeconds (60).
+// and aborts a transaction older than transactionLifetimeLimitSeconds (60 by default).
 command_outcome wait_for_transaction(command_context& ctx) {
   using namespace std::chrono;
   auto& store = ctx.server.store();
-  store.abort_expired_transactions(seconds(60));
+  store.abort_expired_transactions();
   auto deadline = steady_clock::now() + milliseconds(100);
   if (auto max_time = int_arg(ctx.body, "maxTimeMS"); max_time && max_time->value_or(0) > 0) {
     const auto limit = ctx.started + milliseconds(**max_time);

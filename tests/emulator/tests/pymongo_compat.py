@@ -27,8 +27,8 @@ except ImportError:
     sys.exit(77)
 
 
-def start_emulator(path):
-    proc = subprocess.Popen([path, "--port", "0"], stdout=subprocess.PIPE)
+def start_emulator(path, *args):
+    proc = subprocess.Popen([path, "--port", "0", *args], stdout=subprocess.PIPE)
     ready, _, _ = select.select([proc.stdout], [], [], 10)
     line = proc.stdout.readline().decode() if ready else ""
     if not line.startswith("listening on "):

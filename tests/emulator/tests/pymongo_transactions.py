@@ -176,6 +176,38 @@ class Transactions(unittest.TestCase):
         self.assertEqual(self.a.find_one({"_id": 1})["n"], 1)
         self.assertIsNone(self.a.find_one({"_id": 5}))
 
+    def test_a_transaction_left_open_is_aborted_after_its_lifetime(self):
+        """A client killed inside a transaction leaves it open; MongoDB aborts it after
+        transactionLifetimeLimitSeconds, and writes that conflicted with it then succeed."""
+        if EMULATOR is None:
+            self.skipTest("the lifetime limit is a server parameter of the test server here")
+        proc, uri = start_emulator(sys.argv[1] if len(sys.argv) > 1 else os.environ["EMULATOR"],
+                                   "--transaction-lifetime-limit-seconds", "1")
+        try:
+            left, other = pymongo.MongoClient(uri), pymongo.MongoClient(uri)
+            left.t.a.insert_one({"_id": 1, "n": 0})
+            abandoned = left.start_session()
+            abandoned.start_transaction()
+            left.t.a.update_one({"_id": 1}, {"$set": {"n": 1}}, session=abandoned)
+            with other.start_session() as s:
+                s.start_transaction()
+                with self.assertRaises(OperationFailure) as failure:
+                    other.t.a.update_one({"_id": 1}, {"$set": {"n": 2}}, session=s)
+                self.assertEqual(failure.exception.code, 112)
+            time.sleep(1.5)
+            with other.start_session() as s:
+                s.start_transaction()
+                other.t.a.update_one({"_id": 1}, {"$set": {"n": 2}}, session=s)
+                s.commit_transaction()
+            self.assertEqual(other.t.a.find_one({"_id": 1})["n"], 2)
+            # The abandoned transaction was aborted: it cannot commit any more.
+            with self.assertRaises(OperationFailure) as failure:
+                abandoned.commit_transaction()
+            self.assertEqual(failure.exception.code, 251)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
     def test_write_conflict_with_a_change_after_the_snapshot(self):
         with self.client.start_session() as session:
             session.start_transaction()

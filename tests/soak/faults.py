@@ -177,4 +177,12 @@ class LostHistory(Fault):
             self.run.restart(d)
 
 
+# Known holes, not yet fixed, by the fault that shows them: why a run leaves it out (printed).
+KNOWN_HOLES = {
+    "lost-history": "a source deleted while history is lost keeps its copies under onSourceDelete "
+                    "\"unset\" after the re-sync (being fixed apart)",
+    "reload": "after a where change, a target whose source is gone keeps its copy under \"unset\" "
+              "(the backfill walks sources only)",
+}
+
 FAULTS = {f.name: f for f in (Kill9, Sigterm, Sigstop, Reload, FailPoint, LostHistory, HaJoinLeave)}

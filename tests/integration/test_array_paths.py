@@ -101,6 +101,6 @@ class ArrayPathsTest(ShopTestCase):
         self.assertEqual(rc, 0, out + err)
 
     def test_an_incremental_aggregate_counts_an_order_that_an_update_through_its_items_brings_in(self):
-        self.run_scenario(dict(AGGREGATE, mode="incremental"), "qty", 7, self.aggregate_exact)
+        self.run_scenario(dict(AGGREGATE, mode="incremental", fillNewTargets=True), "qty", 7, self.aggregate_exact)
         rc, out, err = self.cmd("verify")
         self.assertEqual(rc, 0, out + err)

@@ -240,63 +240,65 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
   const mapping::refill_query refill =
       std::get<mapping::refill_write>(k.refill(m, {}, mapping::merge_rule::mapping_barrier).what)
           .children;
+  // The children a parent's array must equal: its first `limit`, or under "pull" the ones the
+  // array names, as they are now (nullopt: it cannot be what pull keeps).
   const bool pull = m.on_source_delete == mapping::delete_policy::pull;
+  auto expected_of = [&](const bson::document& parent, const bson::value& key,
+                         std::optional<bson::array>& expected) -> mongo::status {
+    bson::document filter = mapping::children_filter(refill, key);
+    std::optional<bson::array> held;
+    if (pull && !(held = k.held_ids(m, parent))) return {};
+    expected.emplace();
+    if (held && held->empty()) return {};
+    if (held) {
+      filter = mapping::with_filter(std::move(filter),
+                                    bson::document{{"_id", mapping::keys_match("_id", *held)}});
+    }
+    return conn_.find_each(m.source.db, m.source.coll, filter, children,
+                           [&](bson::document&& child) {
+                             expected->push_back(k.element(m, child));
+                             return true;
+                           });
+  };
   bool stopped = false;
-  return walk_batches(
-      conn_, m.target, bson::document{}, parents, opts.batch_size, stop, stopped,
-      [&](std::vector<bson::document>& batch) -> mongo::status {
-        bson::array drifted;
-        for (const auto& parent : batch) {
-          const bson::value* key = parent.find_path(k.parent_field);
-          const bson::value* id = parent.get("_id");
-          // A refill skips these too: no child can name such a parent.
-          if (key == nullptr || id == nullptr || mapping::reference_problem(*key) ||
-              mapping::reference_problem(*id)) {
-            continue;
-          }
-          bson::array expected;
-          bson::document filter = mapping::children_filter(refill, *key);
-          std::optional<bson::array> held;
-          if (pull) {
-            // What pull keeps: the children it names, as they are now.
-            held = k.held_ids(m, parent);
-            if (held && !held->empty()) {
-              filter = mapping::with_filter(
-                  std::move(filter), bson::document{{"_id", mapping::keys_match("_id", *held)}});
-            }
-          }
-          if (!pull || (held && !held->empty())) {
-            auto st = conn_.find_each(m.source.db, m.source.coll, filter, children,
-                                      [&](bson::document&& child) {
-                                        expected.push_back(k.element(m, child));
-                                        return true;
-                                      });
-            if (!st) return st;
-          }
-          auto paths =
-              pull && !held ? std::vector<std::string>{m.into} : k.check(m, parent, expected);
-          ++out.checked;
-          if (paths.empty()) continue;
-          ++out.drifted;
-          if (out.examples.size() < opts.max_examples) {
-            out.examples.push_back(drift_example{*id, std::move(paths)});
-          }
-          drifted.push_back(*id);
-        }
-        if (!opts.repair || drifted.empty()) return {};
-        const std::uint64_t n = drifted.size();
-        std::vector<mapping::write_op> repairs{
-            k.refill(m, bson::document{{"_id", bson::document{{"$in", std::move(drifted)}}}},
-                     mapping::merge_rule::mapping_barrier)};
-        // The daemon may be pushing to these parents meanwhile.
-        repairs.front().as<mapping::refill_write>()->recheck = true;
-        if (auto st = writer.apply(repairs, {}, m.source); !st) return st;
-        if (opts.dry_run) return {};
-        const std::uint64_t refused = std::min<std::uint64_t>(writer.refused_writes(), n);
-        out.repaired += n - refused;
-        out.unrepaired += refused;
-        return {};
-      });
+  return walk_batches(conn_, m.target, bson::document{}, parents, opts.batch_size, stop, stopped,
+                      [&](std::vector<bson::document>& batch) -> mongo::status {
+                        bson::array drifted;
+                        for (const auto& parent : batch) {
+                          const bson::value* key = parent.find_path(k.parent_field);
+                          const bson::value* id = parent.get("_id");
+                          // A refill skips these too: no child can name such a parent.
+                          if (key == nullptr || id == nullptr || mapping::reference_problem(*key) ||
+                              mapping::reference_problem(*id)) {
+                            continue;
+                          }
+                          std::optional<bson::array> expected;
+                          if (auto st = expected_of(parent, *key, expected); !st) return st;
+                          std::vector<std::string> paths{m.into};
+                          if (expected) paths = k.check(m, parent, *expected);
+                          ++out.checked;
+                          if (paths.empty()) continue;
+                          ++out.drifted;
+                          if (out.examples.size() < opts.max_examples) {
+                            out.examples.push_back(drift_example{*id, std::move(paths)});
+                          }
+                          drifted.push_back(*id);
+                        }
+                        if (!opts.repair || drifted.empty()) return {};
+                        const std::uint64_t n = drifted.size();
+                        std::vector<mapping::write_op> repairs{k.refill(
+                            m, bson::document{{"_id", bson::document{{"$in", std::move(drifted)}}}},
+                            mapping::merge_rule::mapping_barrier)};
+                        // The daemon may be pushing to these parents meanwhile.
+                        repairs.front().as<mapping::refill_write>()->recheck = true;
+                        if (auto st = writer.apply(repairs, {}, m.source); !st) return st;
+                        if (opts.dry_run) return {};
+                        const std::uint64_t refused =
+                            std::min<std::uint64_t>(writer.refused_writes(), n);
+                        out.repaired += n - refused;
+                        out.unrepaired += refused;
+                        return {};
+                      });
 }
 
 mongo::status verifier::verify_aggregate(const mapping::mapping& m,

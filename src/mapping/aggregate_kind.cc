@@ -303,6 +303,8 @@ void aggregate_kind::prepare(const mapping& m) {
       case accumulator_op::avg:
         slots.push_back({i, slot_role::value, state + ".avg." + a.name + ".sum"});
         slots.push_back({i, slot_role::numeric_count, state + ".avg." + a.name + ".count"});
+        // All its children, numbers or not: with some but no number, $group's $avg is null.
+        slots.push_back({i, slot_role::count, state + ".avg." + a.name + ".children"});
         break;
       case accumulator_op::min:
       case accumulator_op::max:
@@ -586,16 +588,19 @@ bson::array aggregate_kind::delta_pipeline(const mapping& m, const delta_items& 
   values.append(position_path(), one("$cond", list(one("$lt", list(first, n)),
                                                    one("$literal", d.events.back().at), at)));
   bson::array stages = list(one("$set", std::move(index)), one("$set", std::move(values)));
-  // 3. Each average from its running sum and count ($avg's type: double, or decimal).
+  // 3. Each average from its running sum and count ($avg's type: double, or decimal); null
+  //    when it has children but none with a number, removed when it has none (as $group).
   bson::document averages;
-  for (std::size_t s = 0; s + 1 < slots.size(); ++s) {
+  for (std::size_t s = 0; s + 2 < slots.size(); ++s) {
     if (slots[s + 1].role != slot_role::numeric_count) continue;
     const accumulator& a = accumulators[slots[s].accumulator];
     const std::string sum = "$" + slots[s].path;
     const std::string count = "$" + slots[s + 1].path;
+    const std::string children = "$" + slots[s + 2].path;
+    bson::value none = one("$cond", list(one("$gt", list(children, 0)), bson::value(), "$$REMOVE"));
     averages.append(target_path(m, a.name),
                     one("$cond", list(one("$gt", list(count, 0)), one("$divide", list(sum, count)),
-                                      "$$REMOVE")));
+                                      std::move(none))));
   }
   if (!averages.empty()) stages.emplace_back(one("$set", std::move(averages)));
   stages.emplace_back(one("$unset", std::string(index_field)));
@@ -618,6 +623,7 @@ bson::array aggregate_kind::pipeline(const bson::array& keys) const {
       // The running sum and count an incremental average is kept as.
       const bson::array numeric{"int", "long", "double", "decimal"};
       group.append("s" + std::to_string(i), bson::document{{"$sum", arg}});
+      group.append("c" + std::to_string(i), bson::document{{"$sum", 1}});
       group.append(
           "n" + std::to_string(i),
           bson::document{
@@ -657,8 +663,10 @@ bson::document aggregate_kind::update_for(const mapping& m, const bson::document
   if (set == nullptr) set = &update.set("$set", bson::document{});
   for (const auto& slot : slots) {
     if (accumulators[slot.accumulator].op != accumulator_op::avg) continue;
-    const std::string field =
-        (slot.role == slot_role::value ? "s" : "n") + std::to_string(slot.accumulator);
+    const char* part = slot.role == slot_role::value           ? "s"
+                       : slot.role == slot_role::numeric_count ? "n"
+                                                               : "c";
+    const std::string field = part + std::to_string(slot.accumulator);
     const bson::value* v = group != nullptr ? group->get(field) : nullptr;
     set->as_document().append(slot.path, v != nullptr ? *v : bson::value(0));
   }
@@ -886,7 +894,8 @@ void aggregate_kind::describe(const mapping& m, std::string& s) const {
          "with one pipeline update per parent and batch, skipping the events the parent has "
          "seen (its position in " +
          position_path() + ")\n";
-    s += "  no matching child: $count and $sum are 0; $avg is removed\n";
+    s += "  no matching child: $count and $sum are 0; $avg is removed (null when no child has a "
+         "number)\n";
     s += "  needs fullDocumentBeforeChange and fullDocument as of each change on " +
          m.source.full() + " (changeStreamPreAndPostImages)\n";
   } else {

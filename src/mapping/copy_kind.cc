@@ -213,6 +213,29 @@ void copy_kind::plan(const mapping& m, const std::vector<std::string>& watched,
   out.push_back(std::move(op));
 }
 
+bool copy_kind::key_is_new(const change_event& ev, const bson::document* before,
+                           const bson::value& key) const {
+  if (before != nullptr) {
+    // The pre-image says which keys the target held.
+    bool held = false;
+    if (target_array.empty()) {
+      const bson::value* was = before->find_path(target_key);
+      held = was != nullptr && bson::compare(*was, key) == 0;
+    } else if (const bson::value* items = before->find_path(target_array);
+               items != nullptr && items->is_array()) {
+      for (const auto& item : items->as_array()) {
+        const bson::value* was =
+            item.is_document() ? item.as_document().find_path(target_key) : nullptr;
+        held = held || (was != nullptr && bson::compare(*was, key) == 0);
+      }
+    }
+    return !held;
+  }
+  // Without one: an update that set the key itself (an array element's key cannot be told
+  // from the event alone, nor can a replacement's).
+  return ev.op == operation::update && target_array.empty() && touches(ev.touched, {target_key});
+}
+
 void copy_kind::plan_new_target(const mapping& m, const std::vector<std::string>& watched,
                                 const change_event& ev, std::vector<write_op>& out) const {
   if (ev.op == operation::delete_) return;
@@ -222,12 +245,23 @@ void copy_kind::plan_new_target(const mapping& m, const std::vector<std::string>
   const std::string ns = ev.source.full();
   if (refused(m, {m.name, "_id", "_id", ns, nullptr}, ev.id, out)) return;
   if (where && !where->matches(target)) return;  // e.g. a delivered order keeps its snapshot
+  const bson::document* before =
+      ev.full_document_before_change ? &*ev.full_document_before_change : nullptr;
   auto fill_one = [&](const bson::value& key, bson::array array_filters) {
     write_op op;
     op.source_mapping = &m;
     op.target = m.target;
-    op.what = fill_write{with_where(bson::document{{"_id", literal(ev.id)}}, where),
-                         std::move(array_filters), fill_query{m.source, source_key, key}};
+    // Only while the target still names the key: a fill completed late (a replay, or an
+    // earlier event of the batch) must not copy an old source into a re-keyed target.
+    bson::document filter{{"_id", literal(ev.id)}};
+    if (target_array.empty() && target_key != "_id")
+      filter.append(target_key, key_match(target_key, key));
+    // Under "keep" only a target that kept a copy of this very source keeps it: one re-keyed
+    // to a source that does not exist holds its old source's copy, which is no one's.
+    const bool unset = m.on_source_delete == delete_policy::unset ||
+                       (ev.op != operation::insert && key_is_new(ev, before, key));
+    op.what = fill_write{with_where(std::move(filter), where), std::move(array_filters),
+                         fill_query{m.source, source_key, key}, unset};
     out.push_back(std::move(op));
   };
   if (target_array.empty()) {
@@ -263,7 +297,8 @@ constexpr std::size_t fill_round = 256;
 // The target one fill writes (a document, or one element of its array), as text: two fills
 // of one target are never in the same round, so that they are applied in plan order.
 std::string fill_target(const fill_write& w) {
-  return bson::to_json(w.filter) + bson::to_json(w.array_filters);
+  const bson::value* id = w.filter.get("_id");
+  return (id != nullptr ? bson::to_json(*id) : std::string()) + bson::to_json(w.array_filters);
 }
 
 bool key_less(const bson::value& a, const bson::value& b) {
@@ -369,9 +404,11 @@ bool copy_kind::complete_round(const mapping& m, std::span<const write_op* const
   };
   std::vector<pending_fill> pending;
   for (const write_op* op : ops) {
-    // No source (yet): nothing to copy from; the source's insert event fills it.
-    const bson::document* source = sources.find(std::get<fill_write>(op->what).source.key);
-    if (source != nullptr) pending.push_back({op, update_for(m, source)});
+    // No source (yet): the copies go if the fill says so; the source's insert event fills it.
+    const auto& fill = std::get<fill_write>(op->what);
+    const bson::document* source = sources.find(fill.source.key);
+    if (source != nullptr || fill.unset_without_source)
+      pending.push_back({op, update_for(m, source)});
   }
   // The source's own stream writes these copies too, from another thread: if it applies a
   // newer source between our read and our write, our older copy would win for good. So the

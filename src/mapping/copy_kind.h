@@ -65,6 +65,9 @@ struct copy_kind {
   // Planning.
   void plan(const mapping& m, const std::vector<std::string>& watched, const change_event& ev,
             std::vector<write_op>& out, std::vector<std::string>* notes) const;
+  // Whether the target of `ev` (its pre-image `before`, if any) did not name `key` before.
+  bool key_is_new(const change_event& ev, const bson::document* before,
+                  const bson::value& key) const;
   // An event of the target collection (fillNewTargets): a new or re-keyed target.
   void plan_new_target(const mapping& m, const std::vector<std::string>& watched,
                        const change_event& ev, std::vector<write_op>& out) const;

@@ -31,7 +31,10 @@ std::size_t document_hash(const bson::document& d) {
 // writes nothing a later op reads.
 std::optional<std::size_t> unit_of(const write_op& op) {
   if (const auto* fill = op.as<fill_write>()) {
-    return mix(document_hash(fill->filter), value_hash(bson::value(fill->array_filters)));
+    // The target document, whichever key the fill was planned for.
+    const bson::value* id = fill->filter.get("_id");
+    return mix(id != nullptr ? value_hash(*id) : document_hash(fill->filter),
+               value_hash(bson::value(fill->array_filters)));
   }
   switch (op.merge) {
     case merge_rule::last_wins:

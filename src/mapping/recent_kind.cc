@@ -373,6 +373,26 @@ std::vector<std::string> recent_kind::check(const mapping& m, const bson::docume
   return paths;
 }
 
+std::optional<bson::array> recent_kind::held_ids(const mapping& m,
+                                                 const bson::document& parent) const {
+  const bson::value* have = parent.find_path(m.into);
+  if (have == nullptr) return bson::array{};
+  if (!have->is_array() || have->as_array().size() > static_cast<std::size_t>(limit))
+    return std::nullopt;
+  bson::array ids;
+  for (const auto& item : have->as_array()) {
+    const bson::value* id = item.is_document() ? item.as_document().find_path(id_field) : nullptr;
+    // An id no child can have (an array, a regex) is never looked up: it is drift as it is.
+    if (id == nullptr || reference_problem(*id)) return std::nullopt;
+    const bool twice = std::any_of(ids.begin(), ids.end(), [&](const bson::value& seen) {
+      return bson::compare(seen, *id) == 0;
+    });
+    if (twice) return std::nullopt;
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
 void recent_kind::describe(const mapping& m, std::string& s) const {
   std::string by;
   for (const auto& k : sort)

@@ -75,6 +75,12 @@ struct recent_kind {
   // missing array counts as an empty one.
   std::vector<std::string> check(const mapping& m, const bson::document& parent,
                                  const bson::array& expected) const;
+  // Under onSourceDelete "pull" the array holds what pull keeps, not the first `limit`
+  // children: each element a current matching child, in the mapping's order, at most `limit`,
+  // none twice. The ids of the children the array names, to compare it with those children
+  // read again (check's `expected`); nullopt when it cannot be such an array at all (not an
+  // array, too long, an element without a usable id, an id twice).
+  std::optional<bson::array> held_ids(const mapping& m, const bson::document& parent) const;
 
   // Describing.
   void describe(const mapping& m, std::string& out) const;

@@ -126,6 +126,7 @@ std::string to_plan_json(const write_op& op) {
                    out.append("source", bson::document{{"ns", w.source.source.full()},
                                                        {"filter", fill_filter(w.source)}});
                    if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
+                   if (w.unset_without_source) out.append("withoutSource", "$unset");
                  },
                  [&](const dead_letter_write& w) { out.append("reason", w.reason); }},
       op.what);

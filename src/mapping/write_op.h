@@ -100,6 +100,9 @@ struct fill_write {
   bson::document filter;
   bson::array array_filters;
   fill_query source;
+  // Without a source, unset the copies (onSourceDelete "unset", or a key new to the target:
+  // what it holds is another source's copy); otherwise leave them.
+  bool unset_without_source = false;
 };
 // Write nothing: the event cannot be followed (`reason` says why); stored as a dead letter so
 // that nothing is lost silently.

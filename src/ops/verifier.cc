@@ -173,6 +173,26 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
   const mapping::refill_query refill =
       std::get<mapping::refill_write>(k.refill(m, {}, mapping::merge_rule::mapping_barrier).what)
           .children;
+  // The children a parent's array must equal: its first `limit`, or under "pull" the ones the
+  // array names, as they are now (nullopt: it cannot be what pull keeps).
+  const bool pull = m.on_source_delete == mapping::delete_policy::pull;
+  auto expected_of = [&](const bson::document& parent, const bson::value& key,
+                         std::optional<bson::array>& expected) -> mongo::status {
+    bson::document filter = mapping::children_filter(refill, key);
+    std::optional<bson::array> held;
+    if (pull && !(held = k.held_ids(m, parent))) return {};
+    expected.emplace();
+    if (held && held->empty()) return {};
+    if (held) {
+      filter = mapping::with_filter(std::move(filter),
+                                    bson::document{{"_id", mapping::keys_match("_id", *held)}});
+    }
+    return conn_.find_each(m.source.db, m.source.coll, filter, children,
+                           [&](bson::document&& child) {
+                             expected->push_back(k.element(m, child));
+                             return true;
+                           });
+  };
   bool stopped = false;
   return walk_batches(conn_, m.target, bson::document{}, parents, opts.batch_size, stop, stopped,
                       [&](std::vector<bson::document>& batch) -> mongo::status {
@@ -185,15 +205,10 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
                               mapping::reference_problem(*id)) {
                             continue;
                           }
-                          bson::array expected;
-                          auto st = conn_.find_each(m.source.db, m.source.coll,
-                                                    mapping::children_filter(refill, *key),
-                                                    children, [&](bson::document&& child) {
-                                                      expected.push_back(k.element(m, child));
-                                                      return true;
-                                                    });
-                          if (!st) return st;
-                          auto paths = k.check(m, parent, expected);
+                          std::optional<bson::array> expected;
+                          if (auto st = expected_of(parent, *key, expected); !st) return st;
+                          std::vector<std::string> paths{m.into};
+                          if (expected) paths = k.check(m, parent, *expected);
                           ++out.checked;
                           if (paths.empty()) continue;
                           ++out.drifted;

@@ -36,8 +36,11 @@ def number(v):
     return decimal.Decimal(repr(v)) if isinstance(v, float) else decimal.Decimal(v)
 
 
+MISSING = "(missing)"
+
+
 def same(a, b):
-    if a is None or b is None:
+    if a is None or b is None or a is MISSING or b is MISSING:
         return a is b
     x, y = number(a), number(b)
     return abs(x - y) <= decimal.Decimal("1e-9") * max(1, abs(x), abs(y))
@@ -103,12 +106,13 @@ class IncrementalAggregateTest(ShopTestCase):
                         "avgBytes": {"$avg": "$bytes"}}}])}
         out = {}
         for h in self.db.hosts.find({}, {"_id": 1}):
-            g = groups.get(h["_id"], {"count": 0, "bytes": 0, "avgBytes": None})
+            # No matching child: no average; children but none with a number: null ($group's).
+            g = groups.get(h["_id"], {"count": 0, "bytes": 0, "avgBytes": MISSING})
             out[h["_id"]] = {k: g[k] for k in ("count", "bytes", "avgBytes")}
         return out
 
     def actual(self):
-        return {h["_id"]: {k: h.get("logs", {}).get(k) for k in ("count", "bytes", "avgBytes")}
+        return {h["_id"]: {k: h.get("logs", {}).get(k, MISSING) for k in ("count", "bytes", "avgBytes")}
                 for h in self.db.hosts.find({}, {"logs": 1})}
 
     def exact(self):
@@ -306,6 +310,28 @@ class IncrementalAggregateTest(ShopTestCase):
             logs = self.db.hosts.find_one({"_id": host})["logs"]
             self.assertEqual((logs["count"], logs["bytes"]), (count, total), logs)
         self.assertTrue(self.exact())
+
+    def test_children_without_a_number_average_to_null_and_no_children_to_nothing(self):
+        self.create(hosts=2)
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start()
+        self.db.logmsgs.insert_one({"_id": 1, "hostId": 1, "level": "info", "bytes": "n/a"})
+        self.caught_up(d, 1)
+        logs = self.db.hosts.find_one({"_id": 1})["logs"]
+        self.assertEqual((logs["count"], logs["bytes"], logs.get("avgBytes", MISSING)), (1, 0, None), logs)
+        # A number that comes and goes leaves null again; the last child going leaves none.
+        self.db.logmsgs.insert_one({"_id": 2, "hostId": 1, "level": "info", "bytes": 4})
+        self.caught_up(d, 2)
+        self.assertEqual(self.db.hosts.find_one({"_id": 1})["logs"]["avgBytes"], 4)
+        self.db.logmsgs.delete_one({"_id": 2})
+        self.caught_up(d, 3)
+        self.assertIsNone(self.db.hosts.find_one({"_id": 1})["logs"].get("avgBytes", MISSING))
+        self.db.logmsgs.delete_one({"_id": 1})
+        self.caught_up(d, 4)
+        self.assertNotIn("avgBytes", self.db.hosts.find_one({"_id": 1})["logs"])
+        self.assertTrue(self.exact())
+        self.assertEqual(d.stop(), 0)
+        self.assertEqual(self.cmd("verify")[0], 0)
 
     def test_a_parent_the_application_writes_back_stale_is_recomputed(self):
         self.create(hosts=2)

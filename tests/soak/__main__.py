@@ -168,7 +168,12 @@ class Run:
         print("soak: seed %d, %.2f minute(s), %s, faults %s" % (a.seed, a.minutes, "--ha" if a.ha else "one instance",
                                                                 ",".join(a.fault_list) or "none"))
         for c in sorted(a.exclude_list):
-            print("  excluded from the workload (--exclude %s): %s" % (c, generator.CLASSES[c]))
+            why = generator.KNOWN_HOLES.get(c)
+            print("  excluded from the workload (--exclude %s): %s%s" % (c, generator.CLASSES[c],
+                                                                        "; known hole: " + why if why else ""))
+        for f, why in sorted(faults.KNOWN_HOLES.items()):
+            if f not in a.fault_list:
+                print("  fault left out (not in --faults): %s; known hole: %s" % (f, why))
         for c in sorted(a.tolerate_list):
             print("  tolerated by the oracle (--tolerate %s): %s" % (c, oracle.TOLERATE[c]))
         for name, why in sorted(faults.PLANNED.items()):

@@ -34,6 +34,9 @@ CLASSES = {
     "decimal-past-double": "decimals that differ from an integer only past double precision (3.00000000000000000001)",
 }
 
+# Known holes, not yet fixed, by the class that shows them: why a run leaves it out (printed).
+KNOWN_HOLES = {}  # workload classes of known holes not yet fixed: name -> why (none now)
+
 STRINGS = ["Ann", "Bø", "名前", "a.b.c", "$notop", "x" * 40, "", "Zoë 🙂", "dotted.name", "émile"]
 CITIES = ["Oslo", "Rome", "São Paulo", "a.b", "Kyiv", "東京"]
 STATUSES = ["NEW", "PAID", "CLOSED", "CANCELLED", "HOLD"]

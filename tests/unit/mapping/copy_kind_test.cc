@@ -33,6 +33,12 @@ write_op fill_of(const mapping& m, int order = 1, const std::string& customer = 
   return out.empty() ? write_op{} : out.front();
 }
 
+// The filter of the fill of `order` naming `customer`: that order, while it names that key.
+std::string filter_of(int order, const std::string& customer) {
+  return R"({"_id":{"$eq":)" + std::to_string(order) + R"(},"customerId":{"$eq":)" + customer +
+         R"(,"$not":{"$type":"array"}}})";
+}
+
 std::vector<const write_op*> pointers(const std::vector<write_op>& ops) {
   std::vector<const write_op*> out;
   for (const auto& op : ops)
@@ -58,7 +64,7 @@ TEST(copy_kind_test, completing_a_fill_copies_the_source_once_when_it_stays_the_
   store.add("customers", R"({"_id":7,"name":"Ann","address":{"city":"Oslo"}})");
   ASSERT_TRUE(kind_of(m).complete(m, op, store));
   ASSERT_EQ(store.writes.size(), 1u);
-  EXPECT_EQ(store.writes[0].filter, R"({"_id":{"$eq":1}})");
+  EXPECT_EQ(store.writes[0].filter, filter_of(1, "7"));
   EXPECT_EQ(store.writes[0].update, R"({"$set":{"customer.name":"Ann","customer.city":"Oslo"}})");
   EXPECT_EQ(store.finds, 2);  // read, write, read again: unchanged
 }
@@ -101,6 +107,63 @@ TEST(copy_kind_test, no_source_means_no_write_and_a_failed_call_stops_the_fill) 
   }
 }
 
+// A fill planned for an order that names customer 7, completed after the order was re-keyed
+// to customer 8 (a replay, or a later event of its batch): it writes only while the order
+// still names 7, so that customer 7's copy never lands in an order of customer 8.
+TEST(copy_kind_test, a_fill_writes_only_a_target_that_still_names_its_key) {
+  auto ms = load(testing::customer_mapping);
+  const auto& m = ms.front();
+  EXPECT_EQ(bson::to_json(std::get<fill_write>(fill_of(m).what).filter), filter_of(1, "7"));
+}
+
+// Under "unset" (or for a key new to the target) a fill without a source unsets the copies
+// the target holds: they are no source's now. Otherwise it writes nothing.
+TEST(copy_kind_test, a_fill_without_a_source_unsets_the_copies_when_it_says_so) {
+  auto ms = load(R"({"name":"oc","kind":"copy",
+    "source":{"collection":"customers"},"target":{"collection":"orders","key":"customerId"},
+    "into":"customer","fields":{"name":"name"},"onSourceDelete":"unset","fillNewTargets":true})");
+  const auto& m = ms.front();
+  const write_op op = fill_of(m);
+  ASSERT_TRUE(std::get<fill_write>(op.what).unset_without_source);
+  fake_store store;
+  ASSERT_TRUE(kind_of(m).complete(m, op, store));
+  ASSERT_EQ(store.writes.size(), 1u);
+  EXPECT_EQ(store.writes[0].update, R"({"$unset":{"customer.name":""}})");
+  // Under "keep" an inserted target keeps what it was written with.
+  auto keep = load(testing::customer_mapping);
+  const write_op kept = fill_of(keep.front());
+  EXPECT_FALSE(std::get<fill_write>(kept.what).unset_without_source);
+}
+
+// Under "keep", an update that re-keys a target to a source that does not exist unsets its
+// old source's copy; one that brings it back into `where` with its key unchanged keeps it.
+TEST(copy_kind_test, under_keep_only_a_rekeyed_target_loses_its_copy_without_a_source) {
+  auto ms = load(R"({"name":"oc","kind":"copy",
+    "source":{"collection":"customers"},"target":{"collection":"orders","key":"customerId",
+    "where":{"status":"PAID"}},"into":"customer","fields":{"name":"name"},"fillNewTargets":true})");
+  const auto& m = ms.front();
+  const auto& k = kind_of(m);
+  auto plan = [&](const std::string& updated, const std::string& before) {
+    std::vector<write_op> out;
+    k.plan_new_target(m, k.fill_paths(),
+                      event(R"({"_id":{"t":1},"operationType":"update",
+                      "ns":{"db":"shop","coll":"orders"},"documentKey":{"_id":1},
+                      "fullDocument":{"_id":1,"customerId":9,"status":"PAID"},)" +
+                            before + R"("updateDescription":{"updatedFields":)" + updated +
+                            R"(,"removedFields":[]}})"),
+                      out);
+    EXPECT_EQ(out.size(), 1u);
+    return !out.empty() && std::get<fill_write>(out.front().what).unset_without_source;
+  };
+  EXPECT_TRUE(plan(R"({"customerId":9})", ""));
+  EXPECT_FALSE(plan(R"({"status":"PAID"})", ""));
+  // With a pre-image, by what the target named before.
+  EXPECT_FALSE(plan(R"({"customerId":9})",
+                    R"("fullDocumentBeforeChange":{"_id":1,"customerId":9.0,"status":"NEW"},)"));
+  EXPECT_TRUE(plan(R"({"status":"PAID"})",
+                   R"("fullDocumentBeforeChange":{"_id":1,"customerId":8,"status":"NEW"},)"));
+}
+
 TEST(copy_kind_test, fills_are_completed_together_in_one_read_one_write_and_one_read_again) {
   auto ms = load(testing::customer_mapping);
   const auto& m = ms.front();
@@ -117,11 +180,11 @@ TEST(copy_kind_test, fills_are_completed_together_in_one_read_one_write_and_one_
   ASSERT_EQ(store.writes.size(), 3u);
   const std::string ann = R"({"$set":{"customer.name":"Ann","customer.city":"Oslo"}})";
   const std::string bo = R"({"$set":{"customer.name":"Bo"},"$unset":{"customer.city":""}})";
-  EXPECT_EQ(store.writes[0].filter, R"({"_id":{"$eq":1}})");
+  EXPECT_EQ(store.writes[0].filter, filter_of(1, "7"));
   EXPECT_EQ(store.writes[0].update, ann);
-  EXPECT_EQ(store.writes[1].filter, R"({"_id":{"$eq":2}})");
+  EXPECT_EQ(store.writes[1].filter, filter_of(2, "8"));
   EXPECT_EQ(store.writes[1].update, bo);
-  EXPECT_EQ(store.writes[2].filter, R"({"_id":{"$eq":3}})");
+  EXPECT_EQ(store.writes[2].filter, filter_of(3, "7.0"));
   EXPECT_EQ(store.writes[2].update, ann);
 }
 
@@ -140,7 +203,7 @@ TEST(copy_kind_test, only_the_fills_whose_source_changed_meanwhile_are_written_a
   ASSERT_EQ(store.writes.size(), 3u);
   EXPECT_EQ(store.bulks, 2);
   EXPECT_EQ(store.finds, 3);  // read, read again (7 changed), read 7 again
-  EXPECT_EQ(store.writes[2].filter, R"({"_id":{"$eq":1}})");
+  EXPECT_EQ(store.writes[2].filter, filter_of(1, "7"));
   EXPECT_EQ(store.writes[2].update,
             R"({"$set":{"customer.name":"Cy"},"$unset":{"customer.city":""}})");
 }
@@ -156,7 +219,7 @@ TEST(copy_kind_test, two_fills_of_one_target_are_applied_in_plan_order) {
   ASSERT_TRUE(kind_of(m).complete(m, pointers(ops), store));
   ASSERT_EQ(store.writes.size(), 3u);
   EXPECT_EQ(store.bulks, 2);  // the second fill of order 1 waits for a round of its own
-  EXPECT_EQ(store.writes[2].filter, R"({"_id":{"$eq":1}})");
+  EXPECT_EQ(store.writes[2].filter, filter_of(1, "8"));
   EXPECT_EQ(store.writes[2].update,
             R"({"$set":{"customer.name":"Bo"},"$unset":{"customer.city":""}})");
 }
@@ -178,7 +241,7 @@ TEST(copy_kind_test, a_key_shared_by_many_sources_cannot_hide_another_keys_sourc
   ASSERT_TRUE(kind_of(m).complete(m, pointers(ops), store));
   ASSERT_EQ(store.writes.size(), 2u);
   EXPECT_EQ(store.writes[0].update, R"({"$set":{"customer.name":"Ann"}})");
-  EXPECT_EQ(store.writes[1].filter, R"({"_id":{"$eq":2}})");
+  EXPECT_EQ(store.writes[1].filter, filter_of(2, R"("b@x")"));
   EXPECT_EQ(store.writes[1].update, R"({"$set":{"customer.name":"Bo"}})");
 }
 

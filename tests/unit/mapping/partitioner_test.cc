@@ -41,7 +41,9 @@ write_op fill_of(const mapping& m, bson::value target, bson::value key, std::siz
   write_op op;
   op.source_mapping = &m;
   op.target = m.target;
-  op.what = fill_write{bson::document{{"_id", target}}, {}, fill_query{m.source, "_id", key}};
+  // As the copy kind plans it: that target, while it names that key.
+  op.what = fill_write{
+      bson::document{{"_id", target}, {"customerId", key}}, {}, fill_query{m.source, "_id", key}};
   op.event = event;
   return op;
 }

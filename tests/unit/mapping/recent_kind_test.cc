@@ -26,6 +26,25 @@ TEST(recent_kind_test, element_uses_projection_names_and_nests_dotted_ones) {
   EXPECT_EQ(bson::to_json(k.child_sort(ms.front())), R"({"at":-1,"_id":1})");
 }
 
+// Verify under "pull": the ids of the array, to read those children again; nullopt when the
+// array cannot be what pull keeps (review_mapping keeps at most 2).
+TEST(recent_kind_test, held_ids_are_the_arrays_ids_or_nothing_when_it_cannot_be_one_pull_keeps) {
+  auto ms = load(testing::review_mapping);
+  const auto& m = ms.front();
+  auto held = [&](const std::string& parent) {
+    auto ids = kind_of(m).held_ids(m, *bson::parse_json(parent));
+    return ids ? bson::to_json(*ids) : std::string("none");
+  };
+  EXPECT_EQ(held(R"({"_id":1})"), "[]");
+  EXPECT_EQ(held(R"({"_id":1,"recent":[]})"), "[]");
+  EXPECT_EQ(held(R"({"_id":1,"recent":[{"id":5,"at":1},{"id":3}]})"), "[5,3]");
+  EXPECT_EQ(held(R"({"_id":1,"recent":[{"id":5},{"id":5.0}]})"), "none");         // twice
+  EXPECT_EQ(held(R"({"_id":1,"recent":[{"id":1},{"id":2},{"id":3}]})"), "none");  // > limit
+  EXPECT_EQ(held(R"({"_id":1,"recent":[{"at":1}]})"), "none");
+  EXPECT_EQ(held(R"({"_id":1,"recent":[{"id":[1]}]})"), "none");
+  EXPECT_EQ(held(R"({"_id":1,"recent":{"id":1}})"), "none");
+}
+
 TEST(recent_kind_test, refill_carries_the_mappings_children_query) {
   auto ms = load(R"({"name":"rr","kind":"recent",
     "source":{"collection":"reviews","parentKey":"productId","filter":{"hidden":{"$ne":true}}},

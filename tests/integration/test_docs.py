@@ -220,6 +220,16 @@ class DocsTest(unittest.TestCase):
                            timeout=timeout)
         return p.returncode, p.stdout, p.stderr
 
+    def run_as_shown(self, example, command, shown, code=0):
+        """Runs a documented command; its exit code must be `code` and its output the shown shape."""
+        rc, out, err = self.sh(command, timeout=180)
+        self.assertEqual(rc, code, "%s: `%s`: %s" % (example.where, command, err))
+        assert_shape(self, shown, out, example.where)
+
+    def stop(self, daemon):
+        daemon.send_signal(signal.SIGTERM)
+        self.assertEqual(daemon.wait(15), 0)
+
     def keep_mappings(self, *names):
         for f in os.listdir(os.path.join(self.dir, "mappings")):
             if f[:-5] not in names:
@@ -229,6 +239,7 @@ class DocsTest(unittest.TestCase):
         """`denormd run` on this folder's mappings and the test server; returns (process, port)."""
         port = free_port()
         log = open(os.path.join(self.dir, "denormd-%d.log" % port), "w")
+        self.addCleanup(log.close)
         p = subprocess.Popen([DENORMD, "run", "--mappings", "mappings", "--metrics-addr", "127.0.0.1:%d" % port,
                               *flags], cwd=self.dir, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.procs.append(p)
@@ -313,9 +324,7 @@ class DocsTest(unittest.TestCase):
         first.send_signal(signal.SIGTERM)
         first.wait(30)
         self.assertFalse(state.find_one({"_id": names[0]})["done"], "the first run finished before it was stopped")
-        rc, out, err = self.sh(command, timeout=180)
-        self.assertEqual(rc, 0, err)
-        assert_shape(self, shown, out, example.where)
+        self.run_as_shown(example, command, shown)
 
     def small_shop(self):
         db = self.client.shop
@@ -340,9 +349,7 @@ class DocsTest(unittest.TestCase):
         (command, shown), = example.commands
         self.keep_mappings(*re.findall(r"(?m)^(\S+) \((?:copy|recent|aggregate) ", "\n".join(shown)))
         self.drifted_shop()
-        rc, out, err = self.sh(command)
-        self.assertEqual(rc, 3, err)
-        assert_shape(self, shown, out, example.where)
+        self.run_as_shown(example, command, shown, code=3)
 
     def test_status_as_shown(self):
         (example,) = examples_for("test_status_as_shown")
@@ -358,11 +365,8 @@ class DocsTest(unittest.TestCase):
         self.client.shop.customers.update_one({"_id": 1}, {"$set": {"name": "Ann"}})
         wait_until(lambda: self.client.denormd.denormd_checkpoints.find_one({"_id": "shop.customers"}) is not None,
                    timeout=20, message="a checkpoint of shop.customers")
-        rc, out, err = self.sh(command)
-        self.assertEqual(rc, 0, err)
-        assert_shape(self, shown, out, example.where)
-        daemon.send_signal(signal.SIGTERM)
-        self.assertEqual(daemon.wait(15), 0)
+        self.run_as_shown(example, command, shown)
+        self.stop(daemon)
 
     def test_applied_as_shown(self):
         (example,) = examples_for("test_applied_as_shown")
@@ -373,24 +377,18 @@ class DocsTest(unittest.TestCase):
             self.client.shop.customers.insert_one({"_id": 1, "name": "Ann"}, session=s)
             t = s.operation_time
         command = re.sub(r"after=\d+:\d+", "after=%d:%d" % (t.time, t.inc), command).replace(":9464/", ":%d/" % port)
-        rc, out, err = self.sh(command)
-        self.assertEqual(rc, 0, err)
-        assert_shape(self, shown, out, example.where)
-        daemon.send_signal(signal.SIGTERM)
-        self.assertEqual(daemon.wait(15), 0)
+        self.run_as_shown(example, command, shown)
+        self.stop(daemon)
 
     def test_reload_calls(self):
         (example,) = examples_for("test_reload_calls")
         daemon, port = self.daemon()
         for command, shown in example.commands:
             command = command.replace("<pid>", str(daemon.pid)).replace(":9464/", ":%d/" % port)
-            rc, out, err = self.sh(command)
-            self.assertEqual(rc, 0, "%s: %s" % (command, err))
-            assert_shape(self, shown, out, example.where)
+            self.run_as_shown(example, command, shown)
         wait_until(lambda: metric(port, "denormd_mapping_reloads_total", 'result="ok"') >= len(example.commands),
                    timeout=20, message="every reload call counted")
-        daemon.send_signal(signal.SIGTERM)
-        self.assertEqual(daemon.wait(15), 0)
+        self.stop(daemon)
 
     def test_garbage_server_aborts_as_documented(self):
         (example,) = examples_for("test_garbage_server_aborts_as_documented")

@@ -1,8 +1,8 @@
 """Faults mixed into a soak run. Each fault is a class with begin() (before a step of writes)
 and end() (after it, before the quiescent check); the step's writes happen while the fault
 holds. FAULTS names every type the runner accepts; PLANNED lists the types the test server
-cannot do yet (transactions, replSetStepDown are being added to it): add a class here and its
-name to FAULTS once it can."""
+or the generator cannot do yet (replSetStepDown; writing in transactions): add a class here and
+its name to FAULTS once it can."""
 import json
 import os
 import signal
@@ -13,7 +13,8 @@ import pymongo
 LEASE_TTL_MS = 1500
 OPLOG_MAX_EVENTS = 1500  # the test server's bounded history (--oplog-max-events)
 
-PLANNED = {"transaction": "multi-document transactions (commitTransaction is refused by the test server today)",
+PLANNED = {"transaction": "changes committed in multi-document transactions (the test server has them "
+                          "now; the generator does not write in them yet)",
            "stepdown": "replSetStepDown (not supported by the test server today)"}
 
 

@@ -3,17 +3,11 @@
 #include <algorithm>
 #include <cassert>
 
+#include "common/fnv.h"
+
 namespace denormd::lease {
 
 namespace {
-
-std::uint64_t fnv1a(const std::string& s, std::uint64_t h = 0xcbf29ce484222325ULL) {
-  for (const char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 // splitmix64's finalizer: FNV alone leaves the scores of similar names correlated.
 std::uint64_t mix(std::uint64_t z) {

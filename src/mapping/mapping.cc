@@ -4,20 +4,9 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "common/fnv.h"
+
 namespace denormd::mapping {
-
-namespace {
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (const char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-}  // namespace
 
 std::string_view mapping::kind_name() const {
   return visit([](const auto& k) { return k.name; });

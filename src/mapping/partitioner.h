@@ -18,8 +18,4 @@ namespace denormd::mapping {
 // ops.size() last (groups + 1 entries; a group may be empty). `groups` >= 1.
 std::vector<std::size_t> partition(std::vector<write_op>& ops, std::size_t groups);
 
-// A hash consistent with compare(a, b) == 0: numbers by value (1, 1L and 1.0 hash alike),
-// strings with symbols, documents and arrays by their contents.
-std::size_t value_hash(const bson::value& v);
-
 }  // namespace denormd::mapping

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "bson/value.h"
+#include "bson/value_hash.h"
 #include "common/expected.h"
 #include "index.h"
-#include "value_hash.h"
 
 namespace denormd::query {
 class matcher;
@@ -110,7 +110,7 @@ class collection {
   transaction* owner_ = nullptr;
   bson::document options_;
   std::vector<doc_ptr> records_;  // record id r lives at r - 1; erased records stay null
-  std::unordered_map<bson::value, std::uint64_t, value_hash, value_equal> ids_;
+  std::unordered_map<bson::value, std::uint64_t, bson::value_hash, bson::value_equal> ids_;
   index_spec id_spec_;
   std::vector<index> indexes_;  // secondary indexes
 };

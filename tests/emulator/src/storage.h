@@ -145,7 +145,8 @@ class storage {
   std::map<std::string, session, std::less<>> sessions_;  // by the lsid's id bytes
   std::vector<transaction*> open_;
   // The open transaction that wrote each document, by namespace and _id.
-  std::map<std::string, std::unordered_map<bson::value, transaction*, value_hash, value_equal>,
+  std::map<std::string,
+           std::unordered_map<bson::value, transaction*, bson::value_hash, bson::value_equal>,
            std::less<>>
       writers_;
   // While a commit replays its transaction: the transaction and the stamp its entries share.

@@ -19,9 +19,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bson/value_hash.h"
 #include "collection.h"
 #include "oplog.h"
-#include "value_hash.h"
 
 namespace mongo_emulator {
 
@@ -38,7 +38,7 @@ class transaction {
     doc_ptr doc;  // insert/update/replace: the document after the write
     bson::document update_description;
   };
-  using id_map = std::unordered_map<bson::value, doc_ptr, value_hash, value_equal>;
+  using id_map = std::unordered_map<bson::value, doc_ptr, bson::value_hash, bson::value_equal>;
 
   transaction(bson::document lsid, std::int64_t number, bson::timestamp snapshot);
   transaction(const transaction&) = delete;

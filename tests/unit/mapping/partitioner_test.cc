@@ -165,25 +165,5 @@ TEST(partitioner_test, parents_of_recent_ops_are_their_units) {
   EXPECT_GT(std::set<std::size_t>(at.begin(), at.end()).size(), 1u);
 }
 
-TEST(partitioner_test, value_hash_agrees_with_mongodb_equality) {
-  EXPECT_EQ(value_hash(std::int32_t{1}), value_hash(std::int64_t{1}));
-  EXPECT_EQ(value_hash(std::int32_t{1}), value_hash(1.0));
-  EXPECT_EQ(value_hash(0.0), value_hash(-0.0));
-  EXPECT_EQ(value_hash("a"), value_hash(bson::symbol{"a"}));
-  EXPECT_EQ(value_hash(bson::document{{"a", 1}}), value_hash(bson::document{{"a", 1.0}}));
-  EXPECT_EQ(value_hash(bson::array{1, "x"}), value_hash(bson::array{1.0, "x"}));
-  EXPECT_NE(value_hash(1), value_hash("1"));
-  // Decimals hash as the numbers they equal, however written, and NaN as NaN.
-  const auto dec = [](const char* text) {
-    return *bson::parse_json(std::string(R"({"v":{"$numberDecimal":")") + text + "\"}}")->get("v");
-  };
-  EXPECT_EQ(value_hash(dec("1.00")), value_hash(std::int32_t{1}));
-  EXPECT_EQ(value_hash(dec("5E-1")), value_hash(0.5));
-  EXPECT_EQ(value_hash(dec("-0")), value_hash(std::int64_t{0}));
-  EXPECT_EQ(value_hash(dec("9007199254740993")), value_hash(std::int64_t{9007199254740993}));
-  EXPECT_EQ(value_hash(dec("NaN")), value_hash(std::nan("")));
-  EXPECT_NE(value_hash(bson::document{{"a", 1}}), value_hash(bson::document{{"b", 1}}));
-}
-
 }  // namespace
 }  // namespace denormd::mapping

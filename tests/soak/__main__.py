@@ -37,6 +37,11 @@ class Run:
         self.checks = collections.Counter()
         self.injected = collections.Counter()
         emu_args = ["--oplog-max-events", str(faults.OPLOG_MAX_EVENTS)] if "lost-history" in args.fault_list else []
+        # Odd seeds run the test server with MongoDB 8.x's change-stream read-preference knob: a
+        # step-down then also kills denormd's change streams (6.0, even seeds, keeps them).
+        self.kills_streams = args.seed % 2 == 1
+        if self.kills_streams:
+            emu_args += ["--setParameter", "internalChangeStreamRespectsReadPreference=true"]
         self.emulator = Emulator(*emu_args)
         self.client = pymongo.MongoClient(self.emulator.uri, serverSelectionTimeoutMS=10000)
         self.mapping_dir = tempfile.mkdtemp(prefix="soak-mappings-")
@@ -176,6 +181,9 @@ class Run:
                 print("  fault left out (not in --faults): %s; known hole: %s" % (f, why))
         for c in sorted(a.tolerate_list):
             print("  tolerated by the oracle (--tolerate %s): %s" % (c, oracle.TOLERATE[c]))
+        if "stepdown" in a.fault_list:
+            print("  stepdown: change streams %s a step-down (%s seed)" % (
+                "are killed by" if self.kills_streams else "survive", "odd" if self.kills_streams else "even"))
         for name, why in sorted(faults.PLANNED.items()):
             print("  fault type not available yet: %s (%s)" % (name, why))
         for _ in range(a.instances if a.ha else 1):
@@ -206,7 +214,7 @@ class Run:
         if a.keep:
             print("test server kept at %s (pid %d) for 10 minutes" % (self.emulator.uri, os.getpid()), flush=True)
             time.sleep(600)
-        return 0 if not self.mismatches and rc == 0 else 1
+        return 0 if not self.mismatches and rc == 0 and not self.workload.traces else 1
 
     def report(self, verify_rc):
         w = self.workload
@@ -214,7 +222,15 @@ class Run:
         if w.errors:
             print("writes the server refused (not a finding): " + ", ".join("%s %d" % kv for kv in sorted(w.errors.items())))
         print("faults injected: " + (", ".join("%s %d" % kv for kv in sorted(self.injected.items())) or "none"))
+        try:  # every client's commands the server failed (fault injection, step-downs, retries)
+            cmds = self.client.admin.command("serverStatus")["metrics"]["commands"]
+            failed = {k: v["failed"] for k, v in cmds.items() if isinstance(v, dict) and v.get("failed")}
+            print("commands the test server failed (all clients): "
+                  + (", ".join("%s %d" % kv for kv in sorted(failed.items())) or "none"))
+        except pymongo.errors.PyMongoError as e:
+            print("serverStatus failed: %s" % e)
         print("checks: " + ", ".join("%s %d" % kv for kv in sorted(self.checks.items())))
+        print("aborted transactions that left a trace: %d%s" % (len(w.traces), (" (" + ", ".join(w.traces) + ")") if w.traces else ""))
         print("mismatches: %d (distinct mapping/_id/field)" % len(self.mismatches))
         for (label, m) in self.mismatches.values():
             print("  %s: _id %r, %s: expected %s, got %s (first seen after %s)"

@@ -1,11 +1,12 @@
 """Faults mixed into a soak run. Each fault is a class with begin() (before a step of writes)
 and end() (after it, before the quiescent check); the step's writes happen while the fault
 holds. FAULTS names every type the runner accepts; PLANNED lists the types the test server
-or the generator cannot do yet (replSetStepDown; writing in transactions): add a class here and
-its name to FAULTS once it can."""
+or the generator cannot do yet (none now): add a class here and its name to FAULTS once it
+can."""
 import json
 import os
 import signal
+import threading
 import time
 
 import pymongo
@@ -13,9 +14,7 @@ import pymongo
 LEASE_TTL_MS = 1500
 OPLOG_MAX_EVENTS = 1500  # the test server's bounded history (--oplog-max-events)
 
-PLANNED = {"transaction": "changes committed in multi-document transactions (the test server has them "
-                          "now; the generator does not write in them yet)",
-           "stepdown": "replSetStepDown (not supported by the test server today)"}
+PLANNED = {}  # fault types not available yet: name -> why (none now)
 
 
 class Fault:
@@ -178,7 +177,38 @@ class LostHistory(Fault):
             self.run.restart(d)
 
 
+class StepDown(Fault):
+    """replSetStepDown {force: true} for 1-3 s at a random point of the step's writes: the node
+    is secondary for the window (writes refused with 10107, primary reads with 13435; pymongo
+    retries the generator's), then primary again. With the soak's read-preference knob
+    (Run.__init__) denormd's change streams are also killed at their next getMore."""
+    name = "stepdown"
+
+    def begin(self):
+        self.window = self.rng.randint(1, 3)
+        self.began = None
+        delay = self.rng.uniform(0, 1.5)
+
+        def step_down():
+            time.sleep(delay)
+            try:
+                self.run.admin({"replSetStepDown": self.window, "force": True})
+                self.began = time.time()
+            except pymongo.errors.PyMongoError as e:
+                self.run.note("stepdown: replSetStepDown failed: %s" % e)
+
+        self.thread = threading.Thread(target=step_down, daemon=True)
+        self.thread.start()
+
+    def end(self):
+        self.thread.join()
+        if self.began is not None:
+            time.sleep(max(0, self.began + self.window - time.time()))
+        self.run.workload.step(self.run.ops // 2)  # writes after the window
+
+
 # Known holes, not yet fixed, by the fault that shows them: why a run leaves it out (printed).
 KNOWN_HOLES = {}  # fault types of known holes not yet fixed: name -> why (none now)
 
-FAULTS = {f.name: f for f in (Kill9, Sigterm, Sigstop, Reload, FailPoint, LostHistory, HaJoinLeave)}
+FAULTS = {f.name: f for f in (Kill9, Sigterm, Sigstop, Reload, FailPoint, LostHistory, StepDown,
+                              HaJoinLeave)}

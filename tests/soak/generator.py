@@ -3,7 +3,8 @@ reviews; tests/soak/mappings), exercising every mapping kind and option and the 
 README calls out: keys of mixed numeric types, null/missing/array/operator-looking keys, NaN
 and the infinities, decimals past double precision, unicode and dotted-looking strings,
 positional and pipeline updates, replaces, deletes and re-creation, parents after their
-children, large documents, and the application's own read-modify-write of dependents.
+children, large documents, the application's own read-modify-write of dependents, and
+multi-document transactions across collections (some aborted, which must leave no trace).
 Volume is bounded: small key ranges, `ops` writes per step."""
 import collections
 import datetime
@@ -32,6 +33,8 @@ CLASSES = {
     "customer-deletes": "customers deleted (orders-customer copies must then be unset)",
     "rekey-to-missing": "orders re-keyed (customerId) to a customer that does not exist",
     "decimal-past-double": "decimals that differ from an integer only past double precision (3.00000000000000000001)",
+    "transactions": "changes committed in multi-document transactions across collections (pymongo's "
+                    "with_transaction), and aborted ones that must leave no trace",
 }
 
 # Known holes, not yet fixed, by the class that shows them: why a run leaves it out (printed).
@@ -53,6 +56,9 @@ class Workload:
         self.errors = collections.Counter()
         self.next_order = 1
         self.next_review = 1
+        self.in_transaction = False
+        self.aborted = 0
+        self.traces = []  # aborted transactions whose marker write is visible afterwards
 
     # ---- values ----
     def on(self, cls):
@@ -157,6 +163,8 @@ class Workload:
             fn()
         except (pymongo.errors.PyMongoError, bson.errors.InvalidDocument) as e:
             self.errors["%s: %s" % (name, type(e).__name__)] += 1
+            if self.in_transaction:
+                raise  # the server aborted the transaction: with_transaction decides what next
 
     def some_id(self, coll):
         ids = [d["_id"] for d in self.db[coll].find({}, {"_id": 1}, session=self.session)]
@@ -177,12 +185,60 @@ class Workload:
         for _ in range(40):
             self.write("insert review", lambda: self.db.reviews.insert_one(self.review(), session=s))
 
+    OPS_WEIGHTS = (3, 3, 6, 6)
+
+    def ops(self):
+        return (self.op_customer, self.op_product, self.op_order, self.op_review)
+
     def step(self, ops):
-        """`ops` random writes."""
-        choices = [(self.op_customer, 3), (self.op_product, 3), (self.op_order, 6), (self.op_review, 6)]
-        fns, weights = zip(*choices)
+        """`ops` random writes; with "transactions", now and then a transaction of several."""
         for _ in range(ops):
-            self.rng.choices(fns, weights)[0]()
+            if self.on("transactions") and self.rng.random() < 0.08:
+                self.transaction()
+            else:
+                self.rng.choices(self.ops(), self.OPS_WEIGHTS)[0]()
+
+    def transaction(self):
+        """2-5 random writes across collections in one transaction (the ops' reads too): three
+        in four committed through with_transaction (which retries transient errors: write
+        conflicts with denormd, a step-down), the rest aborted after a marker insert that must
+        then not exist."""
+        n = self.rng.randint(2, 5)
+        abort = self.rng.random() < 0.25
+        outer = self.session
+        self.in_transaction = True
+        try:
+            with self.client.start_session(causal_consistency=False) as s:
+                self.session = s
+
+                def body(session):
+                    for _ in range(n):
+                        self.rng.choices(self.ops(), self.OPS_WEIGHTS)[0]()
+                    if abort:
+                        self.marker = "aborted-%d" % (self.aborted + 1)
+                        self.db.reviews.insert_one({"_id": self.marker, "productId": self.key(1), "stars": 5,
+                                                    "text": self.marker}, session=session)
+                if abort:
+                    s.start_transaction()
+                    try:
+                        body(s)
+                    finally:
+                        if s.in_transaction:
+                            s.abort_transaction()
+                    self.aborted += 1
+                    self.stats["transaction aborted"] += 1
+                    if self.db.reviews.find_one({"_id": self.marker}, session=outer) is not None:
+                        self.traces.append(self.marker)
+                else:
+                    s.with_transaction(body)
+                    self.stats["transaction committed"] += 1
+            outer.advance_cluster_time(s.cluster_time)
+            outer.advance_operation_time(s.operation_time)
+        except pymongo.errors.PyMongoError as e:
+            self.errors["transaction: %s" % type(e).__name__] += 1
+        finally:
+            self.session = outer
+            self.in_transaction = False
 
     def insert_or_recreate(self, coll, n, make):
         i = self.rng.randint(1, n)

@@ -225,6 +225,17 @@ def check_recent(m, children, parents):
 
 # ---- aggregate ----
 
+# Decimal128 arithmetic: 34 digits, and no trap (+Infinity + -Infinity is NaN, as on MongoDB).
+DECIMAL128 = decimal.Context(prec=34, traps=[])
+
+
+def decimal_sum(nums):
+    total = decimal.Decimal(0)
+    for v in nums:
+        total = DECIMAL128.add(total, to_decimal(v))
+    return total
+
+
 def group_sum(values):
     """$group's $sum over a parent's children: non-numbers ignored; int32 while it fits, then
     int64, double if any double (or int64 overflow), decimal if any decimal. Returns a pymongo
@@ -232,8 +243,7 @@ def group_sum(values):
     nums = [v for v in values if is_number(v)]
     kinds = {num_kind(v) for v in nums}
     if "decimal" in kinds:
-        total = sum((to_decimal(v) for v in nums), decimal.Decimal(0))
-        return Decimal128(decimal.Context(prec=34).create_decimal(total))
+        return Decimal128(decimal_sum(nums))
     if "double" in kinds:
         total = 0.0
         for v in nums:
@@ -253,8 +263,7 @@ def group_avg(values):
     if not nums:
         return None
     if any(num_kind(v) == "decimal" for v in nums):
-        ctx = decimal.Context(prec=34)
-        return Decimal128(ctx.divide(sum((to_decimal(v) for v in nums), decimal.Decimal(0)), len(nums)))
+        return Decimal128(DECIMAL128.divide(decimal_sum(nums), len(nums)))
     s = group_sum(nums)
     return float(s) / len(nums) if not isinstance(s, float) else s / len(nums)
 

@@ -128,6 +128,9 @@ class AggregateTest(unittest.TestCase):
         self.assertIsNone(self.values(None)["min"])
         self.assertTrue(math.isnan(self.values(1, float("nan"))["sum"]))
         self.assertTrue(math.isnan(self.values(float("inf"), float("-inf"))["sum"]))
+        # With a decimal the sum is decimal: +Infinity + -Infinity is NaN there too (no trap).
+        self.assertTrue(self.values(Decimal128("1"), float("inf"), float("-inf"))["sum"].to_decimal().is_nan())
+        self.assertTrue(self.values(Decimal128("Infinity"), Decimal128("-Infinity"))["avg"].to_decimal().is_nan())
         self.assertTrue(math.isnan(self.values(1, float("nan"))["min"]))   # NaN is the least number
         self.assertEqual(self.values(Decimal128("3.00000000000000000001"), 3.0)["max"], Decimal128("3.00000000000000000001"))
         none = oracle.expected_aggregate(AGG, [])

@@ -2,7 +2,10 @@
 // and the transaction commands (refused).
 
 #include <unistd.h>
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 
 #include "command_args.h"
 #include "command_table.h"
@@ -19,22 +22,24 @@ std::int64_t now_ms() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-// The reply of a one-node replica-set primary. BSON types matter: drivers mark a server
-// Unknown when a field has an unexpected type.
+// The reply of a one-node replica-set member: the primary, or during a step-down window a
+// secondary of a set that has no primary (no `primary`, no `electionId`). BSON types matter:
+// drivers mark a server Unknown when a field has an unexpected type.
 command_outcome hello(command_context& ctx) {
   const auto& o = ctx.server.options();
   const std::string& me = ctx.server.address();
+  const bool primary = ctx.server.member().primary();
   const bson::oid election_id{{0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 1}};  // 7fffffff...01
   bson::document r;
   r.append("hosts", bson::array{bson::value(me)});
   r.append("setName", o.rs_name);
   r.append("setVersion", std::int32_t{1});
-  r.append("ismaster", true);
-  r.append("isWritablePrimary", true);
-  r.append("secondary", false);
-  r.append("primary", me);
+  r.append("ismaster", primary);
+  r.append("isWritablePrimary", primary);
+  r.append("secondary", !primary);
+  if (primary) r.append("primary", me);
   r.append("me", me);
-  r.append("electionId", election_id);
+  if (primary) r.append("electionId", election_id);
   bson::document last_write;
   last_write.append(
       "opTime", bson::document{{"ts", ctx.server.store().cluster_time()}, {"t", std::int64_t{1}}});
@@ -173,6 +178,68 @@ command_outcome end_transaction(command_context& ctx) {
   return command_result{bson::document{{"ok", 1.0}}, {}};
 }
 
+// ISO-8601 in UTC with milliseconds, as MongoDB's dateToISOStringLocal prints on a UTC host.
+std::string iso_now() {
+  using namespace std::chrono;
+  const auto now = system_clock::now();
+  const std::time_t t = system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  char out[64];
+  std::snprintf(out, sizeof out, "%s.%03d+00:00", buf, static_cast<int>(ms));
+  return out;
+}
+
+// replSetStepDown as MongoDB 6.0 parses it (repl_set_commands.cpp) and as a one-node set
+// answers it: without `force` no electable secondary can catch up (262, given at once where
+// MongoDB first waits secondaryCatchUpPeriodSecs); with it the node is secondary for the period
+// (0 or not a number: 60 s), its open transactions are aborted, and connections stay open
+// (4.2+). It is primary again when the period ends.
+command_outcome repl_set_step_down(command_context& ctx) {
+  const auto& first = ctx.body.fields().front().val;
+  const bool force = [&] {  // BSONElement::trueValue
+    const auto* f = ctx.body.get("force");
+    if (f == nullptr || f->is_null() || f->is<bson::undefined_t>()) return false;
+    if (f->is<bool>()) return f->as<bool>();
+    return !f->is_number() || f->to_double() != 0;
+  }();
+  // numberLong(): a fraction truncates; bounded so that the cast stays defined.
+  const auto whole_seconds = [](const bson::value& v) -> std::int64_t {
+    return v.is_number() ? static_cast<std::int64_t>(std::clamp(v.to_double(), -1e9, 1e9)) : 0;
+  };
+  std::int64_t secs = whole_seconds(first);
+  if (secs == 0) secs = 60;
+  if (secs < 0) return fail("stepdown period must be a positive integer", codes::bad_value);
+  std::int64_t catch_up = force ? 0 : 10;
+  if (const auto* c = ctx.body.get("secondaryCatchUpPeriodSecs")) {
+    if (!c->is_number())
+      return fail("\"secondaryCatchUpPeriodSecs\" had the wrong type. Expected number, found " +
+                      std::string(bson::type_name(c->kind())),
+                  codes::type_mismatch);
+    catch_up = whole_seconds(*c);
+  }
+  if (catch_up < 0)
+    return fail("secondaryCatchUpPeriodSecs period must be a positive or absent", codes::bad_value);
+  if (secs < catch_up)
+    return fail("stepdown period must be longer than secondaryCatchUpPeriodSecs", codes::bad_value);
+  if (!ctx.server.member().primary())
+    return fail("not primary so can't step down", codes::not_writable_primary);
+  if (!force)
+    return fail("No electable secondaries caught up as of " + iso_now() +
+                    "Please use the replSetStepDown command with the argument {force: true} to "
+                    "force node to step down.",
+                codes::exceeded_time_limit);
+  // Under the write lock: no write is half-way while the role changes.
+  auto lock = ctx.server.store().lock_for_write();
+  if (!ctx.server.member().step_down(std::chrono::seconds(secs)))
+    return fail("not primary so can't step down", codes::not_writable_primary);
+  ctx.server.store().abort_all_transactions();
+  return command_result{bson::document{{"ok", 1.0}}, {}};
+}
+
 command_outcome whats_my_uri(command_context& ctx) {
   return command_result{bson::document{{"you", ctx.server.address()}, {"ok", 1.0}}, {}};
 }
@@ -188,11 +255,12 @@ void register_admin_commands(command_table& table) {
   table["buildInfo"] = {build_info};
   table["buildinfo"] = {build_info};
   table["serverStatus"] = {server_status};
-  table["listDatabases"] = {list_databases, false, true};
+  table["listDatabases"] = {list_databases, false, true, on_secondary::opt_in};
   table["configureFailPoint"] = {configure_fail_point, false, true};
   table["whatsmyuri"] = {whats_my_uri};
-  table["commitTransaction"] = {end_transaction, false, true};
-  table["abortTransaction"] = {end_transaction, false, true};
+  table["commitTransaction"] = {end_transaction, false, true, on_secondary::never};
+  table["abortTransaction"] = {end_transaction, false, true, on_secondary::never};
+  table["replSetStepDown"] = {repl_set_step_down, false, true};
 }
 
 }  // namespace mongo_emulator

@@ -22,7 +22,8 @@ using denormd::fail;
 
 struct connection_info {
   std::int32_t id = 0;
-  std::string app_name;  // client.application.name from the handshake
+  std::string app_name;     // client.application.name from the handshake
+  bool said_hello = false;  // used `hello` (not isMaster): MongoDB's errors say "primary" then
 };
 
 // What a write command had done when it stopped to wait for a transaction to end (MongoDB's
@@ -63,10 +64,16 @@ struct command_result {
 using command_outcome = expected<command_result>;
 using command_handler = std::function<command_outcome(command_context&)>;
 
+// Where a command runs when the node is not primary (MongoDB's Command::AllowedOnSecondary):
+// always; when the request's $readPreference is other than primary (opt_in, else 13435); never
+// (10107). Transaction statements never run on a secondary.
+enum class on_secondary { always, opt_in, never };
+
 struct command_spec {
   command_handler handler;
   bool retryable_write = false;  // insert/update/delete/findAndModify
   bool admin_only = false;
+  on_secondary secondary = on_secondary::always;
 };
 
 }  // namespace mongo_emulator

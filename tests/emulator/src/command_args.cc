@@ -100,4 +100,11 @@ bson::document cursor_reply(std::int64_t id, const std::string& ns, bson::array 
   return reply;
 }
 
+bool secondary_ok(const bson::document& body) {
+  const auto* pref = body.get("$readPreference");
+  if (pref == nullptr || !pref->is_document()) return false;
+  const auto* mode = pref->as_document().get("mode");
+  return mode != nullptr && mode->is_string() && mode->as_string() != "primary";
+}
+
 }  // namespace mongo_emulator

@@ -28,6 +28,10 @@ denormd::expected<const bson::array*> array_arg(const bson::document& body, std:
 denormd::expected<std::optional<std::string>> string_arg(const bson::document& body,
                                                          std::string_view field);
 
+// Whether the request's $readPreference lets it run on a secondary (a mode other than
+// "primary"; none means primary), as ReadPreferenceSetting::canRunOnSecondary.
+bool secondary_ok(const bson::document& body);
+
 // {cursor: {firstBatch|nextBatch, postBatchResumeToken?, atClusterTime?, id, ns}, ok: 1.0}, in
 // the order of MongoDB's CursorResponseBuilder.
 bson::document cursor_reply(std::int64_t id, const std::string& ns, bson::array batch, bool first,

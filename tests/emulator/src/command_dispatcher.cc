@@ -6,6 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "collection.h"
+#include "command_args.h"
 #include "error_codes.h"
 #include "expression.h"
 #include "option_refusals.h"
@@ -118,6 +119,25 @@ denormd::status check_transaction_statement(const request& req, bool start) {
   return {};
 }
 
+// MongoDB's commandCanRunHere and the errors execCommandDatabase gives when it is false: on a
+// node that is not primary only `always` commands run, `opt_in` ones when the request's read
+// preference allows a secondary (else 13435), no statement of a transaction; the local
+// database is always writable.
+std::optional<denormd::error> refused_on_secondary(const command_spec& spec, const request& req,
+                                                   const connection_info& conn) {
+  if (req.db == "local") return std::nullopt;
+  const bool in_transaction = req.body.contains("autocommit");
+  if (!in_transaction && (spec.secondary == on_secondary::always ||
+                          (spec.secondary == on_secondary::opt_in && secondary_ok(req.body))))
+    return std::nullopt;
+  if (spec.secondary == on_secondary::opt_in)
+    return denormd::error{
+        conn.said_hello ? "not primary and secondaryOk=false" : "not master and slaveOk=false",
+        codes::not_primary_no_secondary_ok};
+  return denormd::error{conn.said_hello ? "not primary" : "not master",
+                        codes::not_writable_primary};
+}
+
 std::int64_t txn_number(const bson::document& body) {
   const auto* v = body.get("txnNumber");
   if (v == nullptr) return -1;
@@ -190,6 +210,19 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
   if (spec.admin_only && req.db != "admin") {
     co_return finish(
         error_reply({req.command + " may only be run against the admin database.", 13}, nullptr));
+  }
+
+  // The role check comes before failCommand, as in MongoDB's execCommandDatabase.
+  const std::uint64_t step_downs_at_start = server_.member().step_downs();
+  if (!server_.member().primary()) {
+    if (auto refused = refused_on_secondary(spec, req, conn)) {
+      const bson::array labels =
+          labels_for(req, &spec, refused->code,
+                     {.change_stream = req.command == "aggregate" && opens_change_stream(req.body),
+                      .transaction = req.body.contains("autocommit"),
+                      .commit_or_abort = ends_transaction(req.command)});
+      co_return finish(error_reply(*refused, &labels));
+    }
   }
 
   const std::optional<fail_action> action =
@@ -276,6 +309,14 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
       server_.store().notifier().park(timer, outcome->await->seen, outcome->await->scope);
       boost::system::error_code ignored;
       co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      // A write that was waiting when the node stepped down is killed, as MongoDB's step-down
+      // kills the operations that took the global lock for writing.
+      if (spec.secondary == on_secondary::never &&
+          server_.member().step_downs() != step_downs_at_start) {
+        outcome = denormd::unexpected<denormd::error>{denormd::error{
+            "operation was interrupted", codes::interrupted_due_to_repl_state_change}};
+        break;
+      }
       outcome = handle();
     }
     if (outcome && txn != nullptr) {
@@ -323,8 +364,11 @@ bson::array command_dispatcher::labels_for(const request& req, const command_spe
     labels.emplace_back("TransientTransactionError");
     return labels;
   }
-  if (spec != nullptr && spec->retryable_write && retry_cache::key_of(req.body) &&
-      is_retryable_write_code(code)) {
+  // MongoDB labels retryable writes and a transaction's commit or abort (both carry txnNumber).
+  const bool retryable =
+      spec != nullptr && ((spec->retryable_write && retry_cache::key_of(req.body)) ||
+                          (in.commit_or_abort && req.body.contains("txnNumber")));
+  if (retryable && is_retryable_write_code(code)) {
     labels.emplace_back("RetryableWriteError");
     return labels;  // a retryable write is never a change stream
   }

@@ -7,6 +7,8 @@
 #include <iostream>
 #include <vector>
 
+#include "error_codes.h"
+
 namespace mongo_emulator {
 
 namespace asio = boost::asio;
@@ -58,7 +60,15 @@ asio::awaitable<void> connection::serve() {
     remember_client(*req);
     auto reply = co_await dispatcher_.execute(*req, info_);
     if (!reply) co_return;  // failCommand closeConnection
-    if (req->more_to_come) continue;
+    if (req->more_to_come) {
+      // An unacknowledged write refused by a node that is not primary closes the connection:
+      // the client would never hear of it otherwise (MongoDB 4.2+, SERVER-38512).
+      const auto* code = reply->get("code");
+      if (code != nullptr && code->is_number() &&
+          is_not_primary_code(static_cast<int>(code->to_double())))
+        co_return;
+      continue;
+    }
     const auto bytes = encode_reply(*req, ++next_reply_id_, *reply);
     co_await asio::async_write(socket_, asio::buffer(bytes), asio::use_awaitable);
   }
@@ -66,6 +76,7 @@ asio::awaitable<void> connection::serve() {
 
 void connection::remember_client(const request& req) {
   if (req.command != "hello" && req.command != "isMaster" && req.command != "ismaster") return;
+  if (req.command == "hello") info_.said_hello = true;
   const auto* client = req.body.get("client");
   if (client == nullptr || !client->is_document()) return;
   const auto* app = client->as_document().find_path("application.name");

@@ -23,7 +23,8 @@ struct cursor {
   std::chrono::steady_clock::time_point last_used = std::chrono::steady_clock::now();
   bool no_timeout = false;  // find's noCursorTimeout: never reaped
   bool pinned = false;
-  bool killed = false;  // killCursors while pinned: removed when the pin ends
+  bool killed = false;        // killCursors while pinned: removed when the pin ends
+  bool primary_read = false;  // opened with read preference primary (none given)
 };
 
 class cursor_registry {

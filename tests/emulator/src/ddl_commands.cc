@@ -430,16 +430,16 @@ command_outcome list_collections(command_context& ctx) {
 }  // namespace
 
 void register_ddl_commands(command_table& table) {
-  table["create"] = {create};
-  table["drop"] = {drop};
-  table["dropDatabase"] = {drop_database};
-  table["renameCollection"] = {rename_collection, false, true};
-  table["collMod"] = {coll_mod};
-  table["createIndexes"] = {create_indexes};
-  table["listIndexes"] = {list_indexes};
-  table["dropIndexes"] = {drop_indexes};
-  table["deleteIndexes"] = {drop_indexes};
-  table["listCollections"] = {list_collections};
+  table["create"] = {create, false, false, on_secondary::never};
+  table["drop"] = {drop, false, false, on_secondary::never};
+  table["dropDatabase"] = {drop_database, false, false, on_secondary::never};
+  table["renameCollection"] = {rename_collection, false, true, on_secondary::never};
+  table["collMod"] = {coll_mod, false, false, on_secondary::never};
+  table["createIndexes"] = {create_indexes, false, false, on_secondary::never};
+  table["listIndexes"] = {list_indexes, false, false, on_secondary::opt_in};
+  table["dropIndexes"] = {drop_indexes, false, false, on_secondary::never};
+  table["deleteIndexes"] = {drop_indexes, false, false, on_secondary::never};
+  table["listCollections"] = {list_collections, false, false, on_secondary::opt_in};
 }
 
 }  // namespace mongo_emulator

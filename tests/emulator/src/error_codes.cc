@@ -126,7 +126,13 @@ bool is_transient_transaction_code(int code, bool commit_or_abort) {
   if (code == codes::write_conflict || code == codes::lock_timeout ||
       code == codes::no_such_transaction)
     return true;
-  return !commit_or_abort && code == codes::transaction_too_old;
+  return !commit_or_abort && (code == codes::transaction_too_old || is_retryable_write_code(code));
+}
+
+bool is_not_primary_code(int code) {
+  return code == codes::not_writable_primary || code == codes::not_primary_no_secondary_ok ||
+         code == codes::not_primary_or_secondary ||
+         code == codes::interrupted_due_to_repl_state_change || code == codes::primary_stepped_down;
 }
 
 bool is_non_resumable_change_stream_code(int code) {

@@ -78,9 +78,14 @@ bool is_retryable_write_code(int code);
 bool is_non_resumable_change_stream_code(int code);
 bool is_resumable_change_stream_code(int code);
 
+// MongoDB's NotPrimaryError category (10107, 13435, 13436, 11602, 189): an unacknowledged
+// write that fails with one closes its connection, so that the client notices.
+bool is_not_primary_code(int code);
+
 // Codes for which MongoDB 6.0 adds `TransientTransactionError` to the error of a statement in a
 // transaction (ErrorLabelBuilder::isTransientTransactionError): WriteConflict, LockTimeout and
-// NoSuchTransaction; TransactionTooOld too, except on commitTransaction/abortTransaction.
+// NoSuchTransaction; TransactionTooOld and the retriable codes (a statement refused by a node
+// that stepped down) too, except on commitTransaction/abortTransaction.
 bool is_transient_transaction_code(int code, bool commit_or_abort);
 
 }  // namespace mongo_emulator

@@ -20,7 +20,8 @@ namespace {
 constexpr const char* usage =
     "usage: mongo-emulator [--host 127.0.0.1] [--port 27017] [--rs-name rs0]\n"
     "                      [--oplog-max-events 1000000] [--threads N]\n"
-    "                      [--transaction-lifetime-limit-seconds 60]\n";
+    "                      [--transaction-lifetime-limit-seconds 60]\n"
+    "                      [--setParameter internalChangeStreamRespectsReadPreference=true]\n";
 
 template <class T>
 std::optional<T> parse_number(const std::string& s) {
@@ -53,6 +54,13 @@ std::optional<mongo_emulator::server_options> parse_args(int argc, char** argv) 
       auto n = parse_number<unsigned>(value);
       if (!n || *n == 0) return std::nullopt;
       o.transaction_lifetime = std::chrono::seconds(*n);
+    } else if (arg == "--setParameter") {
+      // The one server parameter the emulator knows (server_options says what it does).
+      if (value == "internalChangeStreamRespectsReadPreference=true") {
+        o.change_streams_respect_read_preference = true;
+      } else if (value != "internalChangeStreamRespectsReadPreference=false") {
+        return std::nullopt;
+      }
     } else if (arg == "--threads") {
       auto n = parse_number<unsigned>(value);
       if (!n) return std::nullopt;

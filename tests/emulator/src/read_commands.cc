@@ -218,6 +218,14 @@ command_outcome get_more(command_context& ctx) {
     ctx.server.cursors().unpin(id, true);  // a getMore that fails after checkout kills its cursor
     return fail("Hit the 'failGetMoreAfterCursorCheckout' failpoint", hit->error_code.value_or(1));
   }
+  if (c->stream && c->primary_read && !ctx.server.member().primary() &&
+      ctx.server.options().change_streams_respect_read_preference) {
+    ctx.server.cursors().unpin(id, true);
+    return fail(
+        "change stream opened with read preference primary: this node is no longer "
+        "primary",
+        codes::interrupted_due_to_repl_state_change);
+  }
   const std::size_t max_docs =
       batch_size->value_or(0) > 0 ? **batch_size : std::numeric_limits<std::size_t>::max();
 
@@ -366,6 +374,7 @@ command_outcome open_change_stream(command_context& ctx, const std::string& coll
     batch = std::move(first).value();
     c->ns = (*stream)->ns();
     c->stream = std::move(stream).value();
+    c->primary_read = !secondary_ok(ctx.body);
   }
   const std::string ns = c->ns;
   const std::int64_t id = batch.invalidated ? 0 : ctx.server.cursors().add(std::move(c));
@@ -457,12 +466,12 @@ command_outcome aggregate(command_context& ctx) {
 }  // namespace
 
 void register_read_commands(command_table& table) {
-  table["find"] = {find};
+  table["find"] = {find, false, false, on_secondary::opt_in};
   table["getMore"] = {get_more};
   table["killCursors"] = {kill_cursors};
-  table["count"] = {count};
-  table["distinct"] = {distinct};
-  table["aggregate"] = {aggregate};
+  table["count"] = {count, false, false, on_secondary::opt_in};
+  table["distinct"] = {distinct, false, false, on_secondary::opt_in};
+  table["aggregate"] = {aggregate, false, false, on_secondary::opt_in};
 }
 
 }  // namespace mongo_emulator

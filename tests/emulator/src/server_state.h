@@ -11,6 +11,7 @@
 #include "command_counters.h"
 #include "cursor_registry.h"
 #include "fail_point.h"
+#include "member_state.h"
 #include "retry_cache.h"
 #include "storage.h"
 
@@ -23,6 +24,10 @@ struct server_options {
   std::size_t oplog_max_events = 1000000;
   std::chrono::seconds transaction_lifetime{60};  // transactionLifetimeLimitSeconds
   unsigned threads = 0;                           // 0: one per core, at least four
+  // mongod's --setParameter internalChangeStreamRespectsReadPreference=true (a knob of
+  // MongoDB 8.x, off in 6.0): a change stream opened with read preference primary fails its
+  // next getMore on a node that is no longer primary (11602) and its cursor is killed.
+  bool change_streams_respect_read_preference = false;
 };
 
 class server_state {
@@ -38,6 +43,7 @@ class server_state {
   fail_point& fail_get_more() { return fail_get_more_; }
   retry_cache& retries() { return retries_; }
   command_counters& commands() { return commands_; }
+  member_state& member() { return member_; }
 
   // "host:port" exactly as clients dial it (hello's me/primary/hosts); set once listening.
   const std::string& address() const { return address_; }
@@ -56,6 +62,7 @@ class server_state {
   fail_point fail_get_more_{fail_point::fail_get_more};
   retry_cache retries_;
   command_counters commands_;
+  member_state member_;
   std::string address_;
   std::atomic<std::int32_t> connection_ids_{0};
   std::atomic<std::int32_t> open_connections_{0};

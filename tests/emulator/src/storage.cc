@@ -443,6 +443,12 @@ void storage::abort_expired_transactions() {
   }
 }
 
+void storage::abort_all_transactions() {
+  for (auto& [key, s] : sessions_) {
+    if (s.st == session::state::in_progress) end_transaction(s, session::state::aborted);
+  }
+}
+
 void storage::record_document_change(op_type op, const collection& c, const bson::value& id,
                                      doc_ptr full_document, doc_ptr pre_image,
                                      bson::document update_description) {

@@ -98,6 +98,8 @@ class storage {
   // reaper does; run when a write would wait for one or conflict with one (a client killed in
   // a transaction leaves it open until then).
   void abort_expired_transactions();
+  // Aborts every open transaction, as a step-down does (invalidateSessionsForStepdown).
+  void abort_all_transactions();
 
   // --- change history ---
   const oplog& history() const { return oplog_; }

@@ -496,11 +496,11 @@ command_outcome find_and_modify(command_context& ctx) {
 }  // namespace
 
 void register_write_commands(command_table& table) {
-  table["insert"] = {insert, true};
-  table["update"] = {update, true};
-  table["delete"] = {remove, true};
-  table["findAndModify"] = {find_and_modify, true};
-  table["findandmodify"] = {find_and_modify, true};
+  table["insert"] = {insert, true, false, on_secondary::never};
+  table["update"] = {update, true, false, on_secondary::never};
+  table["delete"] = {remove, true, false, on_secondary::never};
+  table["findAndModify"] = {find_and_modify, true, false, on_secondary::never};
+  table["findandmodify"] = {find_and_modify, true, false, on_secondary::never};
 }
 
 }  // namespace mongo_emulator

@@ -22,10 +22,13 @@ constexpr std::chrono::milliseconds settle_poll{20};
 // counted again by the next pass).
 constexpr std::size_t max_remembered = 100000;
 
+// The paths that differ, the first few of them (a rebuilt array differs at every index).
 std::string joined(const std::vector<std::string>& paths) {
+  constexpr std::size_t shown = 8;
   std::string out;
-  for (const auto& p : paths)
-    out += (out.empty() ? "" : ", ") + p;
+  for (std::size_t i = 0; i < paths.size() && i < shown; ++i)
+    out += (out.empty() ? "" : ", ") + paths[i];
+  if (paths.size() > shown) out += " and " + std::to_string(paths.size() - shown) + " more";
   return out;
 }
 
@@ -129,9 +132,9 @@ bool background_verifier::verify_mapping(const mapping::mapping& m,
   verify_options o;
   o.batch_size = opts_.batch_size;
   o.max_examples = 0;
-  o.on_drift = [&](const mapping::mapping&, const drift_example& e) {
+  o.on_drift = [&](const mapping::mapping&, const drift_example& e, const bson::document& read) {
     // A dependent whose _id could read as a query cannot be re-read by it: left alone.
-    if (!mapping::reference_problem(e.id)) found.emplace(e.id, e.paths);
+    if (!mapping::reference_problem(e.id)) found.emplace(e.id, suspect{e.paths, read});
   };
   o.after_batch = [&](std::size_t n) {
     if (found.size() >= opts_.batch_size) {
@@ -168,6 +171,7 @@ mongo::status background_verifier::confirm(const mapping::mapping& m, suspects f
   verify_options o;
   o.batch_size = opts_.batch_size;
   o.max_examples = 0;
+  const std::size_t suspected = found.size();
   for (int round = 0; round < opts_.confirm_rounds && !found.empty(); ++round) {
     auto at = conn_.operation_time();
     if (!at) return at.error();
@@ -181,24 +185,32 @@ mongo::status background_verifier::confirm(const mapping::mapping& m, suspects f
       return {};
     }
     bson::array ids;
-    for (const auto& [id, paths] : found)
+    for (const auto& [id, s] : found)
       ids.push_back(id);
     suspects still;
     o.only_ids = std::move(ids);
-    o.on_drift = [&](const mapping::mapping&, const drift_example& e) {
-      still.emplace(e.id, e.paths);
+    o.on_drift = [&](const mapping::mapping&, const drift_example& e, const bson::document& read) {
+      // Rewritten since the last read: the stream applied something to it, so what differed
+      // may have been in flight; not drift (a busy dependent stays a suspect no longer).
+      const auto was = found.find(e.id);
+      if (was != found.end() && was->second.read == read)
+        still.emplace(e.id, suspect{e.paths, read});
     };
     auto again = check.run({&m}, o, stop);
     if (!again) return again.error();
     if (stop.stop_requested()) return {};
     found = std::move(still);
   }
+  if (found.size() < suspected) {
+    log::debug("verify", "in flight, not drift: the stream applied what differed",
+               {{"mapping", m.name}, {"dependents", suspected - found.size()}});
+  }
   if (found.empty()) return {};
 
   const id_set& before = left_drifted_[m.name];
   std::uint64_t fresh = 0;
   bson::array ids;
-  for (const auto& [id, paths] : found) {
+  for (const auto& [id, s] : found) {
     ids.push_back(id);
     if (before.contains(id)) continue;  // logged and counted when first found
     ++fresh;
@@ -206,12 +218,12 @@ mongo::status background_verifier::confirm(const mapping::mapping& m, suspects f
         "verify",
         opts_.repair ? "drift found; repairing it"
                      : "drift found; left as it is (--verify-no-repair)",
-        {{"mapping", m.name}, {"_id", mapping::describe_value(id)}, {"fields", joined(paths)}});
+        {{"mapping", m.name}, {"_id", mapping::describe_value(id)}, {"fields", joined(s.paths)}});
   }
   metrics_.count_drift_found(m.name, fresh);
   if (!opts_.repair) {
-    for (const auto& [id, paths] : found) {
-      if (drifted.size() < max_remembered) drifted.insert(id);
+    for (const auto& entry : found) {
+      if (drifted.size() < max_remembered) drifted.insert(entry.first);
     }
     return {};
   }

@@ -5,12 +5,16 @@
 // pass's start), through the `denormd verify` machinery (ops/verifier.h).
 //
 // A dependent found differing is only a suspect: its source may have changed and the stream
-// not applied it yet. So each suspect is compared again, after the stream has applied every
-// change up to the cluster time taken after the previous read, `confirm_rounds` times; only
-// one that differs every time is drift. Drift is counted (denormd_drift_found_total) and
-// logged with the mapping, the _id and the fields once while it stays drifted, and repaired
-// (unless told not to) by the verifier's repair, which itself guards against the stream
-// writing between its read and its write.
+// not applied it yet. So each suspect is read again once the stream has applied every change
+// up to a cluster time taken after the previous read, `confirm_rounds` times. A change that was
+// in flight has then been written to it: the stream rewrote it. Only a suspect that still
+// differs and was not rewritten in any round is drift: nothing the stream applied since the
+// first read touched it, so the difference is not one the stream is about to close. (A
+// dependent the stream keeps rewriting, say a busy parent's array, is therefore never
+// counted while it is busy, drifted or not; the stream's own writes refresh it.) Drift is counted
+// (denormd_drift_found_total) and logged with the mapping, the _id and the fields once while it
+// stays drifted, and repaired (unless told not to) by the verifier's repair, which itself guards
+// against the stream writing between its read and its write.
 //
 // A mapping is verified only where its source is streamed (with --ha: by the instance holding
 // that namespace's lease), with the definition this process runs, and not while its automatic
@@ -71,7 +75,12 @@ class background_verifier {
 
  private:
   using id_set = std::set<bson::value, value_less>;
-  using suspects = std::map<bson::value, std::vector<std::string>, value_less>;
+  // A suspect: the paths that differ and the dependent as read (what the verifier reads of it).
+  struct suspect {
+    std::vector<std::string> paths;
+    bson::document read;
+  };
+  using suspects = std::map<bson::value, suspect, value_less>;
 
   // Walks one mapping's dependents; true when the walk went through to the end.
   bool verify_mapping(const mapping::mapping& m, const std::function<bool(std::size_t)>& pace,

@@ -138,7 +138,7 @@ mongo::status verifier::verify_copy(const mapping::mapping& m, const mapping::co
           }
           if (finding.paths.empty()) continue;
           ++out.drifted;
-          if (opts.on_drift) opts.on_drift(m, drift_example{id, finding.paths});
+          if (opts.on_drift) opts.on_drift(m, drift_example{id, finding.paths}, t);
           if (out.examples.size() < opts.max_examples) {
             out.examples.push_back(drift_example{id, std::move(finding.paths)});
           }
@@ -258,7 +258,7 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
                           ++out.checked;
                           if (paths.empty()) continue;
                           ++out.drifted;
-                          if (opts.on_drift) opts.on_drift(m, drift_example{*id, paths});
+                          if (opts.on_drift) opts.on_drift(m, drift_example{*id, paths}, parent);
                           if (out.examples.size() < opts.max_examples) {
                             out.examples.push_back(drift_example{*id, std::move(paths)});
                           }
@@ -320,7 +320,7 @@ mongo::status verifier::verify_aggregate(const mapping::mapping& m,
           if (paths.empty()) continue;
           ++out.drifted;
           const bson::value& id = *parent->get("_id");
-          if (opts.on_drift) opts.on_drift(m, drift_example{id, paths});
+          if (opts.on_drift) opts.on_drift(m, drift_example{id, paths}, *parent);
           if (out.examples.size() < opts.max_examples) {
             out.examples.push_back(drift_example{id, std::move(paths)});
           }

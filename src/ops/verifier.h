@@ -35,8 +35,9 @@ struct verify_options {
   bool dry_run = false;
   // Only the dependents whose _id is one of these (matched literally), when set: a re-check.
   std::optional<bson::array> only_ids;
-  // Called with every drifted dependent (the examples keep only the first few).
-  std::function<void(const mapping::mapping&, const drift_example&)> on_drift;
+  // Called with every drifted dependent, as read (the examples keep only the first few).
+  std::function<void(const mapping::mapping&, const drift_example&, const bson::document&)>
+      on_drift;
   // Called after each batch with the dependents it held, on the walking thread; false stops
   // the walk as a stop request does (the background verify paces its reads with it).
   std::function<bool(std::size_t)> after_batch;

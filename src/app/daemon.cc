@@ -29,6 +29,7 @@
 #include "mongo/connection.h"
 #include "mongo/uri_redaction.h"
 #include "ops/backfiller.h"
+#include "ops/background_verifier.h"
 #include "ops/history_probe.h"
 #include "ops/image_check.h"
 #include "pipeline/supervisor.h"
@@ -369,11 +370,30 @@ int daemon::run() {
       },
       std::chrono::milliseconds(opts_.headroom_interval_ms));
   if (opts_.headroom_interval_ms > 0) headroom.start();
+  // Last: it reads what the pipelines applied. A mapping is verified where its source streams
+  // (with --ha, by the holder of that namespace's lease).
+  ops::background_verify_options vo;
+  vo.interval = std::chrono::milliseconds(opts_.verify_interval_ms);
+  vo.repair = !opts_.verify_no_repair && !opts_.dry_run;
+  ops::background_verifier verify(
+      **conn, m, meta_db, [&running] { return running.planner(); },
+      [&pipelines](const mapping::mapping& mp) -> std::optional<bson::timestamp> {
+        if (!pipelines.status(mp.source)) return std::nullopt;
+        return pipelines.applied_through(mp.name);
+      },
+      vo);
+  if (opts_.verify_interval_ms > 0) {
+    verify.start();
+    log::info("daemon", "background verify on",
+              {{"interval_s", static_cast<double>(opts_.verify_interval_ms) / 1000.0},
+               {"repair", vo.repair}});
+  }
   {
     std::optional<mapping_watch> watch;
     if (opts_.watch_mappings) watch.emplace(opts_.mappings_dir, [&reloads] { reloads.post({}); });
     running.serve(reloads, stop_.get_token());
   }
+  verify.stop();
   headroom.stop();
   running.stop();
   if (ha.coordinator) ha.coordinator->drain();

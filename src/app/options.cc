@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <boost/program_options.hpp>
 
@@ -22,7 +25,8 @@ const std::map<std::string, command_info>& commands() {
        {command::run, "watch the sources and keep every copy true",
         "--uri URI --db NAME --mappings DIR --metrics-addr HOST:PORT [--resume-after TOKEN | "
         "--start-at TIME] [--linger-ms MS] [--writers N] [--checkpoint-interval-ms MS] "
-        "[--headroom-interval-ms MS] [--ha [--instance-id ID] [--lease-ttl-ms MS]] "
+        "[--headroom-interval-ms MS] [--verify-interval DURATION [--verify-no-repair]] "
+        "[--ha [--instance-id ID] [--lease-ttl-ms MS]] "
         "[--no-auto-backfill] "
         "[--watch-mappings] [--dry-run] [--log-format text|json] [--log-level LEVEL]"}},
       {"check",
@@ -77,6 +81,34 @@ std::string help_text(const std::string& topic) {
   return text;
 }
 
+std::optional<std::int64_t> parse_duration_ms(const std::string& text) {
+  static const std::vector<std::pair<std::string_view, std::int64_t>> units = {
+      {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
+  std::int64_t total = 0;
+  std::size_t i = 0, next_unit = 0;
+  if (text.empty()) return std::nullopt;
+  while (i < text.size()) {
+    std::size_t digits = i;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')
+      ++digits;
+    if (digits == i || digits - i > 9) return std::nullopt;
+    const std::int64_t n = std::stoll(text.substr(i, digits - i));
+    std::size_t end = digits;
+    while (end < text.size() && text[end] >= 'a' && text[end] <= 'z')
+      ++end;
+    const std::string_view unit(text.data() + digits, end - digits);
+    // Each unit once, largest first: "1h30m", never "30m1h" or "1m1m".
+    std::size_t at = 0;
+    while (at < units.size() && units[at].first != unit)
+      ++at;
+    if (at == units.size() || at < next_unit) return std::nullopt;
+    total += n * units[at].second;
+    next_unit = at + 1;
+    i = end;
+  }
+  return total;
+}
+
 std::string meta_database(const options& o, const std::string& uri_database) {
   if (!o.db.empty()) return o.db;
   return !uri_database.empty() ? uri_database : "denormd";
@@ -91,13 +123,13 @@ const po::options_description& flags() {
   static const po::options_description all = [] {
     po::options_description d;
     d.add_options()("help,h", "");
-    for (const char* name :
-         {"dry-run", "repair", "json", "coalesce", "no-auto-backfill", "watch-mappings", "ha"})
+    for (const char* name : {"dry-run", "repair", "json", "coalesce", "no-auto-backfill",
+                             "watch-mappings", "ha", "verify-no-repair"})
       d.add_options()(name, "");
-    for (const char* name :
-         {"uri", "db", "mappings", "metrics-addr", "resume-after", "start-at", "events",
-          "log-format", "log-level", "linger-ms", "writers", "checkpoint-interval-ms",
-          "headroom-interval-ms", "timeout", "mapping", "instance-id", "lease-ttl-ms"}) {
+    for (const char* name : {"uri", "db", "mappings", "metrics-addr", "resume-after", "start-at",
+                             "events", "log-format", "log-level", "linger-ms", "writers",
+                             "checkpoint-interval-ms", "headroom-interval-ms", "timeout", "mapping",
+                             "instance-id", "lease-ttl-ms", "verify-interval"}) {
       d.add_options()(name, po::value<std::string>());
     }
     return d;
@@ -110,6 +142,9 @@ constexpr int flag_style =
     po::command_line_style::allow_long | po::command_line_style::long_allow_adjacent |
     po::command_line_style::long_allow_next | po::command_line_style::allow_short |
     po::command_line_style::short_allow_next | po::command_line_style::allow_dash_for_short;
+
+constexpr std::int64_t min_verify_interval_ms = 1000;
+constexpr std::int64_t max_verify_interval_ms = 7LL * 24 * 3600 * 1000;
 
 status whole_number_flag(const std::string& flag, const std::string& v, int max, int& into) {
   const auto n = whole_number(v, 0, max);
@@ -151,7 +186,8 @@ status apply_flag(const std::string& key, const std::string& v, const std::strin
       {"coalesce", &options::coalesce},
       {"no-auto-backfill", &options::no_auto_backfill},
       {"watch-mappings", &options::watch_mappings},
-      {"ha", &options::ha}};
+      {"ha", &options::ha},
+      {"verify-no-repair", &options::verify_no_repair}};
   if (auto s = strings.find(key); s != strings.end()) {
     o.*(s->second) = v;
   } else if (auto b = switches.find(key); b != switches.end()) {
@@ -172,6 +208,14 @@ status apply_flag(const std::string& key, const std::string& v, const std::strin
     return whole_number_flag("--headroom-interval-ms", v, 3600000, o.headroom_interval_ms);
   } else if (key == "timeout") {
     return timeout_flag(v, name, o);
+  } else if (key == "verify-interval") {
+    const auto ms = parse_duration_ms(v);
+    if (!ms || *ms < min_verify_interval_ms || *ms > max_verify_interval_ms)
+      return fail(
+          "--verify-interval must be a duration from 1s to 7d such as 90s, 10m or 1h30m, "
+          "not \"" +
+          v + "\"");
+    o.verify_interval_ms = *ms;
   } else if (key == "mapping") {
     o.only_mappings.push_back(v);
   }
@@ -243,6 +287,10 @@ status check_combination(const options& o) {
         "--resume-after and --start-at cannot be used with --ha (stop the instances and "
         "replay with one)");
   if (o.ha && o.dry_run) return fail("--dry-run cannot be used with --ha");
+  if (o.verify_no_repair && o.verify_interval_ms == 0)
+    return fail("--verify-no-repair is for --verify-interval");
+  if (o.verify_interval_ms > 0 && o.cmd != command::run)
+    return fail("--verify-interval is for run (see denormd verify for a one-off pass)");
   if (o.cmd == command::plan && o.events_file.empty())
     return fail("plan needs --events FILE (or - for stdin)");
   return {};

@@ -1,6 +1,7 @@
 #pragma once
 // The parsed command line (README, "Running"). Parsing is pure; the application acts on the result.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ struct options {
   int writers = 1;                    // run: --writers (per source)
   int checkpoint_interval_ms = 1000;  // run: --checkpoint-interval-ms
   int headroom_interval_ms = 30000;   // run: --headroom-interval-ms (0: no history-headroom probe)
+  // run: --verify-interval (0: no background verify), in milliseconds
+  std::int64_t verify_interval_ms = 0;
+  bool verify_no_repair = false;  // run: --verify-no-repair
   int timeout_s = 30;  // backfill, verify, status: --timeout, how long the server may be away
   std::string log_format = "text";
   std::string log_level = "info";
@@ -42,6 +46,10 @@ struct options {
 
 // argv[0] excluded. `env_uri` is DENORMD_URI (empty when unset). Errors are usage errors.
 expected<options> parse_options(const std::vector<std::string>& args, const std::string& env_uri);
+
+// A duration as --verify-interval takes it: whole numbers with units, largest first ("90s",
+// "10m", "1h30m"; units ms, s, m, h, d), in milliseconds; nullopt when it is not one.
+std::optional<std::int64_t> parse_duration_ms(const std::string& text);
 
 // Help text for a command ("" for the overview).
 std::string help_text(const std::string& topic);

@@ -314,6 +314,11 @@ std::vector<mapping::ns> reloader::watched() const {
   return watched_;
 }
 
+std::shared_ptr<const mapping::planner> reloader::planner() const {
+  std::lock_guard lock(watched_mutex_);
+  return planner_;
+}
+
 void reloader::on_watched_changed(std::function<void(const std::vector<mapping::ns>&)> f) {
   on_watched_ = std::move(f);
 }
@@ -411,9 +416,9 @@ void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_t
     metrics_.set_mapping_info(m.name, m.fingerprint());
     removed_.erase(m.name);
   }
-  planner_ = std::move(next);
   {
     std::lock_guard lock(watched_mutex_);
+    planner_ = std::move(next);
     watched_ = now_watched;
   }
   if (on_watched_ && now_watched != was_watched) on_watched_(now_watched);

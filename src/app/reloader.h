@@ -65,6 +65,8 @@ class reloader {
 
   // The namespaces the running set watches.
   std::vector<mapping::ns> watched() const;
+  // The running mapping set. Any thread.
+  std::shared_ptr<const mapping::planner> planner() const;
   // With --ha: called on the main thread after a reload changed the watched set, once the
   // pipelines of the namespaces no longer watched have stopped.
   void on_watched_changed(std::function<void(const std::vector<mapping::ns>&)> f);
@@ -129,7 +131,7 @@ class reloader {
   std::map<std::string, gone_mapping, std::less<>> gone_;
   std::function<void(const std::vector<mapping::ns>&)> on_watched_;
   std::unique_ptr<ops::auto_backfill> backfill_;
-  mutable std::mutex watched_mutex_;  // guards watched_
+  mutable std::mutex watched_mutex_;  // guards watched_, and planner_ against other threads' reads
   std::vector<mapping::ns> watched_;
 };
 

@@ -214,6 +214,22 @@ struct metrics::impl {
             "from it (0 or less: that history is already gone). Absent while the oplog cannot "
             "be read."),
       {"source"}};
+  labelled<prometheus::Counter, 1> drift_found{
+      counter(*registry, "denormd_drift_found_total",
+              "With --verify-interval: dependents the background verify found differing from "
+              "their sources once the stream had applied past its read (in-flight changes are "
+              "not drift); one drifted document counts once while it stays drifted."),
+      {"mapping"}};
+  labelled<prometheus::Counter, 1> drift_repaired{
+      counter(*registry, "denormd_drift_repaired_total",
+              "With --verify-interval (and without --verify-no-repair): drifted dependents the "
+              "background verify rewrote from their sources."),
+      {"mapping"}};
+  labelled<prometheus::Gauge, 1> verify_last_pass{
+      gauge(*registry, "denormd_verify_last_pass_timestamp_seconds",
+            "With --verify-interval: when (seconds since the epoch) the background verify last "
+            "finished a full pass over a mapping's dependents. Absent until the first."),
+      {"mapping"}};
   labelled<prometheus::Gauge, 1> lease_held{
       gauge(*registry, "denormd_lease_held",
             "With --ha: 1 while this instance holds the lease of a watched namespace (the "
@@ -313,6 +329,7 @@ void metrics::remove_mapping(std::string_view mapping) {
   impl_->mapping_info.remove_if([&](const auto& labels) { return labels[0] == mapping; });
   impl_->backfill_progress.remove_if([&](const auto& labels) { return labels[0] == mapping; });
   impl_->applied_through.remove_if([&](const auto& labels) { return labels[0] == mapping; });
+  impl_->verify_last_pass.remove_if([&](const auto& labels) { return labels[0] == mapping; });
 }
 
 void metrics::remove_source(std::string_view source) {
@@ -325,6 +342,23 @@ void metrics::remove_source(std::string_view source) {
 
 void metrics::set_applied_through(std::string_view mapping, std::uint32_t seconds) {
   impl_->applied_through.get({mapping}).Set(static_cast<double>(seconds));
+}
+
+void metrics::count_drift_found(std::string_view mapping, std::uint64_t n) {
+  impl_->drift_found.get({mapping}).Increment(static_cast<double>(n));
+}
+
+void metrics::count_drift_repaired(std::string_view mapping, std::uint64_t n) {
+  impl_->drift_repaired.get({mapping}).Increment(static_cast<double>(n));
+}
+
+void metrics::set_verify_last_pass(std::string_view mapping, double unix_seconds) {
+  impl_->verify_last_pass.get({mapping}).Set(unix_seconds);
+}
+
+void metrics::declare_verify(std::string_view mapping) {
+  impl_->drift_found.get({mapping});
+  impl_->drift_repaired.get({mapping});
 }
 
 void metrics::set_history_headroom(std::string_view source, double seconds) {

@@ -61,6 +61,15 @@ class metrics {
   void set_applied_through(std::string_view mapping, std::uint32_t seconds);
   // denormd_mapping_reloads_total{result}: result is "ok" or "error"
   void count_reload(std::string_view result);
+  // With --verify-interval. denormd_drift_found_total{mapping}: drifted dependents found by the
+  // background verify; denormd_drift_repaired_total{mapping}: those it rewrote.
+  void count_drift_found(std::string_view mapping, std::uint64_t n);
+  void count_drift_repaired(std::string_view mapping, std::uint64_t n);
+  // denormd_verify_last_pass_timestamp_seconds{mapping}: when the last full pass over the
+  // mapping's dependents finished (goes with remove_mapping).
+  void set_verify_last_pass(std::string_view mapping, double unix_seconds);
+  // Creates the zero-valued drift series of a mapping the background verify runs for.
+  void declare_verify(std::string_view mapping);
   // denormd_history_headroom_seconds{source}: how far the oldest entry the server keeps is
   // behind the source's stored checkpoint (negative: history already lost)
   void set_history_headroom(std::string_view source, double seconds);

@@ -26,14 +26,6 @@ double seconds_since(clock::time_point t) {
   return std::chrono::duration<double>(clock::now() - t).count();
 }
 
-std::optional<std::uint64_t> count_documents(mongo::connection& conn, const mapping::ns& ns) {
-  auto reply = conn.command(ns.db, bson::document{{"count", ns.coll}});
-  if (!reply) return std::nullopt;
-  const bson::value* n = reply->get("n");
-  if (n == nullptr || !n->is_number()) return std::nullopt;
-  return static_cast<std::uint64_t>(n->to_double());
-}
-
 // How a mapping's backfill walks, by kind: copy walks the sources, writes what a fresh insert
 // of each would, and reads the batch again afterwards; recent walks the parents and refills
 // them, a share of each batch per thread.
@@ -241,6 +233,14 @@ mongo::status backfiller::apply_batch(const mapping::mapping& m,
     if (!st) return st;
   }
   return {};
+}
+
+std::optional<std::uint64_t> count_documents(mongo::connection& conn, const mapping::ns& ns) {
+  auto reply = conn.command(ns.db, bson::document{{"count", ns.coll}});
+  if (!reply) return std::nullopt;
+  const bson::value* n = reply->get("n");
+  if (n == nullptr || !n->is_number()) return std::nullopt;
+  return static_cast<std::uint64_t>(n->to_double());
 }
 
 mongo::status backfiller::recheck_copies(const mapping::mapping& m,

@@ -134,6 +134,10 @@ class backfiller {
   std::string meta_db_;
 };
 
+// How many documents `ns` holds (the server's count, from its metadata); nullopt when it
+// does not answer.
+std::optional<std::uint64_t> count_documents(mongo::connection& conn, const mapping::ns& ns);
+
 // The parents of one refill: the _ids of a contiguous run of the walk, in _id order.
 bson::document parents_filter(bson::array ids);
 

@@ -28,12 +28,16 @@ mongo::result<source_map> read_sources(mongo::connection& conn, const mapping::m
     for (auto& k : kind.referenced_keys(m, t))
       keys.insert(std::move(k));
   }
+  return read_source_keys(conn, m, kind, bson::array(keys.begin(), keys.end()), projection);
+}
+
+mongo::result<source_map> read_source_keys(mongo::connection& conn, const mapping::mapping& m,
+                                           const mapping::copy_kind& kind, const bson::array& keys,
+                                           const mongo::find_options& projection) {
   source_map found;
   if (keys.empty()) return found;
   // referenced_keys() left out every key that could read as a query, so $in matches literally.
-  const bson::document query{
-      {kind.source_key,
-       mapping::keys_match(kind.source_key, bson::array(keys.begin(), keys.end()))}};
+  const bson::document query{{kind.source_key, mapping::keys_match(kind.source_key, keys)}};
   auto st =
       conn.find_each(m.source.db, m.source.coll, query, projection, [&](bson::document&& doc) {
         const bson::value* k = doc.find_path(kind.source_key);

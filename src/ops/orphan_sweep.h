@@ -29,6 +29,11 @@ mongo::result<source_map> read_sources(mongo::connection& conn, const mapping::m
                                        const std::vector<bson::document>& targets,
                                        const mongo::find_options& projection);
 
+// The sources whose key is one of `keys` (each one a referenced_keys() key), one query.
+mongo::result<source_map> read_source_keys(mongo::connection& conn, const mapping::mapping& m,
+                                           const mapping::copy_kind& kind, const bson::array& keys,
+                                           const mongo::find_options& projection);
+
 // What a copy target is read with (verify, the sweep): its _id, its key and its copies.
 bson::document copy_target_projection(const mapping::mapping& m, const mapping::copy_kind& kind);
 

@@ -16,32 +16,41 @@ namespace {
 
 using batch_handler = std::function<mongo::status(std::vector<bson::document>&)>;
 
-// Streams a collection in _id order, `batch_size` documents at a time. `stopped` tells
-// whether it ended early on request.
-mongo::status walk_batches(mongo::connection& conn, const mapping::ns& ns,
-                           const bson::document& filter, mongo::find_options find,
-                           std::size_t batch_size, std::stop_token& stop, bool& stopped,
-                           const batch_handler& each) {
+// Streams a collection in _id order, `opts.batch_size` documents at a time (only those of
+// `opts.only_ids`, when set). `stopped` tells whether it ended early on request.
+mongo::status walk_batches(mongo::connection& conn, const mapping::ns& ns, bson::document filter,
+                           mongo::find_options find, const verify_options& opts,
+                           std::stop_token& stop, bool& stopped, const batch_handler& each) {
+  if (opts.only_ids) {
+    filter = mapping::with_filter(
+        bson::document{{"_id", mapping::keys_match("_id", *opts.only_ids)}}, filter);
+  }
   find.sort = bson::document{{"_id", 1}};
-  find.batch_size = static_cast<std::int32_t>(batch_size);
+  find.batch_size = static_cast<std::int32_t>(opts.batch_size);
   std::vector<bson::document> batch;
   std::optional<mongo::driver_error> failed;
+  auto handle = [&]() -> bool {
+    const std::size_t n = batch.size();
+    auto handled = each(batch);
+    batch.clear();
+    if (!handled) failed = handled.error();
+    if (!failed && opts.after_batch && !opts.after_batch(n)) stopped = true;
+    return !failed && !stopped;
+  };
   auto st = conn.find_each(ns.db, ns.coll, filter, find, [&](bson::document&& doc) {
     if (stop.stop_requested()) {
       stopped = true;
       return false;
     }
     batch.push_back(std::move(doc));
-    if (batch.size() < batch_size) return true;
-    auto handled = each(batch);
-    batch.clear();
-    if (!handled) failed = handled.error();
-    return !failed;
+    return batch.size() < opts.batch_size || handle();
   });
   if (failed) return *failed;
   if (!st) return st;
   if (stopped || batch.empty()) return {};
-  return each(batch);
+  handle();
+  if (failed) return *failed;
+  return {};
 }
 
 // The top-level component of a dotted path.
@@ -104,7 +113,7 @@ mongo::status verifier::verify_copy(const mapping::mapping& m, const mapping::co
 
   bool stopped = false;
   return walk_batches(
-      conn_, m.target, filter, targets, opts.batch_size, stop, stopped,
+      conn_, m.target, filter, targets, opts, stop, stopped,
       [&](std::vector<bson::document>& batch) -> mongo::status {
         auto found = read_sources(conn_, m, kind, batch, sources);
         if (!found) return found.error();
@@ -114,6 +123,7 @@ mongo::status verifier::verify_copy(const mapping::mapping& m, const mapping::co
         };
         std::vector<mapping::write_op> repairs;
         std::vector<std::size_t> repair_target;  // for each repair, which planned target
+        std::vector<written_copy> written;       // what each repair was planned from
         std::size_t planned_targets = 0;
         for (const auto& t : batch) {
           const bson::value id = t.get("_id") != nullptr ? *t.get("_id") : bson::value{};
@@ -128,13 +138,17 @@ mongo::status verifier::verify_copy(const mapping::mapping& m, const mapping::co
           }
           if (finding.paths.empty()) continue;
           ++out.drifted;
+          if (opts.on_drift) opts.on_drift(m, drift_example{id, finding.paths}, t);
           if (out.examples.size() < opts.max_examples) {
             out.examples.push_back(drift_example{id, std::move(finding.paths)});
           }
           if (!opts.repair) continue;
           bool planned = false;
           for (const auto& key : finding.drifted_keys) {
-            for (auto& op : plan_source(planner_, m, kind, key, lookup(key))) {
+            const bson::document* source = lookup(key);
+            written.push_back(
+                written_copy{id, key, source != nullptr ? std::optional(*source) : std::nullopt});
+            for (auto& op : plan_source(planner_, m, kind, key, source)) {
               narrow_to(op, id);
               repairs.push_back(std::move(op));
               repair_target.push_back(planned_targets);
@@ -152,8 +166,40 @@ mongo::status verifier::verify_copy(const mapping::mapping& m, const mapping::co
           refused.insert(repair_target[static_cast<std::size_t>(op - repairs.data())]);
         out.repaired += planned_targets - refused.size();
         out.unrepaired += refused.size();
-        return {};
+        return rewrite_changed(m, kind, std::move(written), sources, writer);
       });
+}
+
+mongo::status verifier::rewrite_changed(const mapping::mapping& m, const mapping::copy_kind& kind,
+                                        std::vector<written_copy> written,
+                                        const mongo::find_options& sources, sink::writer& writer) {
+  // The stream may have applied a newer source between our read and our write: a change
+  // after the last read below is applied by the stream after the write, as for a backfill.
+  while (!written.empty()) {
+    bson::array keys;
+    for (const auto& w : written)
+      keys.push_back(w.key);
+    auto now = read_source_keys(conn_, m, kind, keys, sources);
+    if (!now) return now.error();
+    std::vector<written_copy> changed;
+    std::vector<mapping::write_op> again;
+    for (auto& w : written) {
+      const auto it = now->find(w.key);
+      const bson::document* source = it == now->end() ? nullptr : &it->second;
+      const bool same = source == nullptr ? !w.source : w.source && *w.source == *source;
+      if (same) continue;
+      for (auto& op : plan_source(planner_, m, kind, w.key, source)) {
+        narrow_to(op, w.id);
+        again.push_back(std::move(op));
+      }
+      changed.push_back(written_copy{std::move(w.id), std::move(w.key),
+                                     source != nullptr ? std::optional(*source) : std::nullopt});
+    }
+    if (again.empty()) return {};
+    if (auto st = writer.apply(again, {}, m.source); !st) return st;
+    written = std::move(changed);
+  }
+  return {};
 }
 
 mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::recent_kind& k,
@@ -194,7 +240,7 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
                            });
   };
   bool stopped = false;
-  return walk_batches(conn_, m.target, bson::document{}, parents, opts.batch_size, stop, stopped,
+  return walk_batches(conn_, m.target, bson::document{}, parents, opts, stop, stopped,
                       [&](std::vector<bson::document>& batch) -> mongo::status {
                         bson::array drifted;
                         for (const auto& parent : batch) {
@@ -212,6 +258,7 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
                           ++out.checked;
                           if (paths.empty()) continue;
                           ++out.drifted;
+                          if (opts.on_drift) opts.on_drift(m, drift_example{*id, paths}, parent);
                           if (out.examples.size() < opts.max_examples) {
                             out.examples.push_back(drift_example{*id, std::move(paths)});
                           }
@@ -246,7 +293,7 @@ mongo::status verifier::verify_aggregate(const mapping::mapping& m,
   sink::writer writer(conn_, metrics_, sink::writer_options{meta_db_, opts.dry_run});
   bool stopped = false;
   return walk_batches(
-      conn_, m.target, bson::document{}, parents, opts.batch_size, stop, stopped,
+      conn_, m.target, bson::document{}, parents, opts, stop, stopped,
       [&](std::vector<bson::document>& batch) -> mongo::status {
         // One aggregation per batch, as a recompute makes it.
         bson::array keys;
@@ -273,6 +320,7 @@ mongo::status verifier::verify_aggregate(const mapping::mapping& m,
           if (paths.empty()) continue;
           ++out.drifted;
           const bson::value& id = *parent->get("_id");
+          if (opts.on_drift) opts.on_drift(m, drift_example{id, paths}, *parent);
           if (out.examples.size() < opts.max_examples) {
             out.examples.push_back(drift_example{id, std::move(paths)});
           }

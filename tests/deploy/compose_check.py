@@ -129,6 +129,7 @@ def main():
         dcmd = denormd.get("command") or []
         need(dcmd[:1] == ["run"], f"{name}: command should start with run: {dcmd}")
         need("--ha" in dcmd, f"{name}: the replicas share the work only with --ha")
+        need("--verify-interval" in dcmd, f"{name}: the demo runs the background verify (--verify-interval)")
         mappings_dir = flag(dcmd, "--mappings")
         metrics_addr = flag(dcmd, "--metrics-addr") or ""
         need(mappings_dir is not None, f"{name}: no --mappings")

@@ -40,6 +40,34 @@ TEST(options_test, parses_flags_in_both_forms) {
   EXPECT_NE(help_text("run").find("[--headroom-interval-ms MS]"), std::string::npos);
 }
 
+TEST(options_test, verify_interval_is_a_duration_and_off_by_default) {
+  auto o = parse_options({"run"}, "");
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_EQ(o->verify_interval_ms, 0);
+  EXPECT_FALSE(o->verify_no_repair);
+  o = parse_options({"run", "--verify-interval", "10m", "--verify-no-repair"}, "");
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_EQ(o->verify_interval_ms, 600000);
+  EXPECT_TRUE(o->verify_no_repair);
+  EXPECT_NE(help_text("run").find("[--verify-interval DURATION [--verify-no-repair]]"),
+            std::string::npos);
+  EXPECT_EQ(parse_duration_ms("1h30m"), 5400000);
+  EXPECT_EQ(parse_duration_ms("90s"), 90000);
+  EXPECT_EQ(parse_duration_ms("1s500ms"), 1500);
+  EXPECT_EQ(parse_duration_ms("2d"), 172800000);
+  for (const char* bad : {"", "10", "m", "1x", "30m1h", "1m1m", "-1s", "1.5h", "1 h", "1h "})
+    EXPECT_FALSE(parse_duration_ms(bad).has_value()) << bad;
+  EXPECT_EQ(parse_options({"run", "--verify-interval", "soon"}, "").error().message,
+            "--verify-interval must be a duration from 1s to 7d such as 90s, 10m or 1h30m, not "
+            "\"soon\"");
+  EXPECT_FALSE(parse_options({"run", "--verify-interval", "999ms"}, "").has_value());
+  EXPECT_FALSE(parse_options({"run", "--verify-interval", "8d"}, "").has_value());
+  EXPECT_EQ(parse_options({"run", "--verify-no-repair"}, "").error().message,
+            "--verify-no-repair is for --verify-interval");
+  EXPECT_EQ(parse_options({"verify", "--verify-interval", "1m"}, "").error().message,
+            "--verify-interval is for run (see denormd verify for a one-off pass)");
+}
+
 TEST(options_test, timeout_is_for_the_operations_and_defaults_to_30_seconds) {
   EXPECT_EQ(parse_options({"status"}, "")->timeout_s, 30);
   for (const char* cmd : {"backfill", "verify", "status"}) {

@@ -99,6 +99,9 @@ void use_every_family(metrics& m) {
   m.set_lease_held("shop.customers", true);
   m.count_lease_change("acquired");
   m.set_instances(3);
+  m.count_drift_found("orders-customer", 2);
+  m.count_drift_repaired("orders-customer", 2);
+  m.set_verify_last_pass("orders-customer", 1700000000);
 }
 
 struct family_spec {
@@ -133,6 +136,9 @@ const std::vector<family_spec>& design_families() {
       {"denormd_lease_held", "gauge", {{"unit", "shop.customers"}}},
       {"denormd_lease_changes_total", "counter", {{"reason", "acquired"}}},
       {"denormd_instances", "gauge", {}},
+      {"denormd_drift_found_total", "counter", {{"mapping", "orders-customer"}}},
+      {"denormd_drift_repaired_total", "counter", {{"mapping", "orders-customer"}}},
+      {"denormd_verify_last_pass_timestamp_seconds", "gauge", {{"mapping", "orders-customer"}}},
   };
   return specs;
 }

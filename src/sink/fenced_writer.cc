@@ -159,12 +159,18 @@ mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_o
                                                 const mapping::ns& source, bool& refused) {
   auto txn = conn_.start_transaction();
   if (!txn) return txn.error();
-  writer w(**txn, metrics_, opts_);
+  // Counted once committed: an aborted transaction wrote nothing (and its ops are written
+  // again, and counted, by the retry or write_by_write).
+  writer_options held = opts_;
+  held.hold_metrics = true;
+  writer w(**txn, metrics_, held);
   auto st = w.apply(ops, event_tokens, source);
   // The server aborted the transaction at the refusal: nothing of it may be committed.
   refused = w.saw_refusal();
   if (refused || !st) return st;
-  return fence_and_commit(**txn, fence_);
+  st = fence_and_commit(**txn, fence_);
+  if (st) w.tally().publish();
+  return st;
 }
 
 mongo::status fenced_writer::write_by_write(std::span<const mapping::write_op> ops,

@@ -15,6 +15,9 @@ from tests.integration.seed import OPEN
 
 
 class HaTest(LeaseHelpers, ShopTestCase):
+    EMULATOR_ARGS = {"test_a_fan_out_larger_than_a_transaction_is_written_in_fenced_pages":
+                     ("--transaction-lifetime-limit-seconds", "1")}
+
     def checkpoints(self):
         return {cp["_id"]: cp["token"]["_data"] for cp in self.db.denormd_checkpoints.find() if "token" in cp}
 
@@ -271,3 +274,30 @@ class HaTest(LeaseHelpers, ShopTestCase):
         self.check_one_writer(ds)
         for d in ds.values():
             self.assertEqual(d.stop(), 0)
+
+    # -----------------------------------------------------------------------------------------
+    def test_a_fan_out_larger_than_a_transaction_is_written_in_fenced_pages(self):
+        """One rename fans out to more open orders than one transaction can write within the
+        server's transaction lifetime (1 s here) and the lease's TTL/3 (its own renewals
+        conflict with a longer one). Under --ha it must still land: the statement is written in
+        fenced transactions of a page of documents each, never as one that fails for ever."""
+        n = 100000
+        self.db.customers.insert_one({"_id": 1, "name": "Before", "email": "c1@example.com",
+                                      "address": {"city": "Lyon"}})
+        for start in range(0, n, 10000):
+            self.db.orders.insert_many([{"_id": i, "customerId": 1, "status": "NEW",
+                                         "customer": {"name": "Before"}}
+                                        for i in range(start, start + 10000)])
+        d = self.instance("solo")
+        unit = "%s.customers" % self.dbname
+        wait_until(lambda: unit in self.held_by(d), timeout=20, message="the customers held")
+        started = time.time()
+        self.db.customers.update_one({"_id": 1}, {"$set": {"name": "After"}})
+        wait_until(lambda: self.db.orders.count_documents({"customer.name": "After"}) == n, timeout=90,
+                   message="every order renamed")
+        print("a rename of %d orders landed in %.1f s" % (n, time.time() - started))
+        # Each page was its own fenced transaction (one statement each), counted once committed.
+        self.assertGreaterEqual(d.metric_sum("denormd_writes_total", mapping="orders-customer", result="ok"), 6)
+        self.assertIn("written in fenced transactions of a page each", d.log())
+        self.check_one_writer({"solo": d})
+        self.assertEqual(d.stop(), 0)

@@ -217,31 +217,12 @@ mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
   // literally). Writing while reading may show a document twice, which only repeats an
   // idempotent write; one that comes to match meanwhile is as an updateMany outside a
   // transaction may find it or not (a fill, or the next event, writes it).
-  mongo::find_options ids_only;
-  ids_only.projection = bson::document{{"_id", 1}};
-  ids_only.batch_size = static_cast<std::int32_t>(std::min<std::size_t>(max_documents_, 100000));
-  bson::array ids;
-  std::optional<mongo::driver_error> failed;
-  auto write_page = [&]() -> bool {
+  return for_each_id_page(conn_, op.target, w.filter, max_documents_, [&](bson::array&& ids) {
     mapping::write_op page = op;
     std::get<mapping::update_write>(page.what).filter = mapping::with_filter(
         bson::document{{"_id", bson::document{{"$in", std::move(ids)}}}}, w.filter);
-    ids = bson::array{};
-    auto st = write_chunk(std::span(&page, 1), event_tokens, source);
-    if (!st) failed = st.error();
-    return !failed;
-  };
-  auto st =
-      conn_.find_each(op.target.db, op.target.coll, w.filter, ids_only, [&](bson::document&& doc) {
-        const bson::value* id = doc.get("_id");
-        if (id == nullptr) return true;
-        ids.push_back(*id);
-        return ids.size() < max_documents_ || write_page();
-      });
-  if (failed) return *failed;
-  if (!st) return st;
-  if (!ids.empty() && !write_page()) return *failed;
-  return {};
+    return write_chunk(std::span(&page, 1), event_tokens, source);
+  });
 }
 
 mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_op> ops,

@@ -2,6 +2,8 @@
 
 #include <cassert>
 #include <chrono>
+#include <functional>
+#include <utility>
 
 #include "bson/convert.h"
 #include "bson/json.h"
@@ -153,6 +155,31 @@ mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,
   return {};
 }
 
+mongo::status for_each_id_page(mongo::document_client& conn, const mapping::ns& target,
+                               const bson::document& filter, std::size_t page,
+                               const std::function<mongo::status(bson::array&&)>& each) {
+  mongo::find_options ids_only;
+  ids_only.projection = bson::document{{"_id", 1}};
+  ids_only.batch_size = static_cast<std::int32_t>(std::min<std::size_t>(page, 100000));
+  bson::array ids;
+  std::optional<mongo::driver_error> failed;
+  auto flush = [&]() -> bool {
+    auto st = each(std::exchange(ids, bson::array{}));
+    if (!st) failed = st.error();
+    return !failed;
+  };
+  auto st = conn.find_each(target.db, target.coll, filter, ids_only, [&](bson::document&& doc) {
+    const bson::value* id = doc.get("_id");
+    if (id == nullptr) return true;
+    ids.push_back(*id);
+    return ids.size() < page || flush();
+  });
+  if (failed) return *failed;
+  if (!st) return st;
+  if (!ids.empty() && !flush()) return *failed;
+  return {};
+}
+
 mongo::status writer::run_per_document(const mapping::write_op& op,
                                        std::span<const bson::document> event_tokens,
                                        const mapping::ns& source) {
@@ -162,38 +189,23 @@ mongo::status writer::run_per_document(const mapping::write_op& op,
   // holds at most one chunk of statements (each with its own copy of the update). Writing
   // while reading may show a document twice, which only repeats an idempotent write.
   constexpr std::size_t chunk = 1000;
-  mongo::find_options ids_only;
-  ids_only.projection = bson::document{{"_id", 1}};
-  ids_only.batch_size = static_cast<std::int32_t>(chunk);
   const auto& w = std::get<mapping::update_write>(op.what);
-  std::vector<mapping::write_op> single;
-  std::vector<const mapping::write_op*> run;
-  std::optional<mongo::driver_error> failed;
-  auto flush = [&]() -> bool {
-    run.clear();
+  return for_each_id_page(conn_, op.target, w.filter, chunk, [&](bson::array&& ids) {
+    std::vector<mapping::write_op> single;
+    single.reserve(ids.size());
+    for (const auto& id : ids) {
+      mapping::write_op one = op;
+      auto& one_write = std::get<mapping::update_write>(one.what);
+      one_write.many = false;
+      one_write.filter = bson::document{
+          {"$and", bson::array{bson::document{{"_id", mapping::literal(id)}}, w.filter}}};
+      single.push_back(std::move(one));
+    }
+    std::vector<const mapping::write_op*> run;
     for (const auto& one : single)
       run.push_back(&one);
-    auto st = run_bulk(run, event_tokens, source, &op);
-    single.clear();
-    if (!st) failed = st.error();
-    return !failed;
-  };
-  auto st =
-      conn_.find_each(op.target.db, op.target.coll, w.filter, ids_only, [&](bson::document&& doc) {
-        const bson::value* id = doc.get("_id");
-        if (id == nullptr) return true;
-        mapping::write_op one = op;
-        auto& one_write = std::get<mapping::update_write>(one.what);
-        one_write.many = false;
-        one_write.filter = bson::document{
-            {"$and", bson::array{bson::document{{"_id", mapping::literal(*id)}}, w.filter}}};
-        single.push_back(std::move(one));
-        return single.size() < chunk || flush();
-      });
-  if (failed) return *failed;
-  if (!st) return st;
-  if (!single.empty() && !flush()) return *failed;
-  return {};
+    return run_bulk(run, event_tokens, source, &op);
+  });
 }
 
 // The kinds' view of the database during one completion: reads and single-document writes,

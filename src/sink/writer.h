@@ -9,6 +9,7 @@
 // failure is returned: every op is idempotent, so the caller retries the whole batch.
 // One writer per thread; not thread-safe.
 
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +32,13 @@ struct writer_options {
   // transaction that has not committed yet.
   bool hold_metrics = false;
 };
+
+// Streams the _ids of the documents `filter` selects in `target` to `each`, `page` at a time
+// (`each` may write meanwhile: a document may then show twice); stops at the first failure of
+// the read or of `each`.
+mongo::status for_each_id_page(mongo::document_client& conn, const mapping::ns& target,
+                               const bson::document& filter, std::size_t page,
+                               const std::function<mongo::status(bson::array&&)>& each);
 
 class writer final : public batch_writer {
  public:

@@ -172,23 +172,14 @@ mongo::status fenced_writer::apply(std::span<const mapping::write_op> ops,
 mongo::status fenced_writer::write_chunk(std::span<const mapping::write_op> ops,
                                          std::span<const bson::document> event_tokens,
                                          const mapping::ns& source) {
-  // A transient failure (112: a conflict with this instance's own renewal of the lease row,
-  // every TTL/3, or with a takeover) is retried here a few times, the fence deciding again
-  // each time: a statement written in many pages is then not begun again from its first page
-  // for every conflict one of them meets, as a retry of the whole batch would.
-  constexpr int attempts = 5;
-  for (int attempt = 1;; ++attempt) {
-    bool refused = false;
-    auto st = in_one_transaction(ops, event_tokens, source, refused);
-    if (refused) {
-      log::info("writer",
-                "a statement was refused inside a fenced transaction; writing its ops one "
-                "fenced write at a time",
-                {{"source", source.full()}});
-      return write_by_write(ops, event_tokens, source);
-    }
-    if (st || !st.error().transient() || attempt == attempts) return st;
-  }
+  bool refused = false;
+  auto st = in_one_transaction(ops, event_tokens, source, refused);
+  if (!refused) return st;
+  log::info("writer",
+            "a statement was refused inside a fenced transaction; writing its ops one fenced "
+            "write at a time",
+            {{"source", source.full()}});
+  return write_by_write(ops, event_tokens, source);
 }
 
 mongo::result<std::size_t> fenced_writer::documents_of(const mapping::write_op& op) {
@@ -221,7 +212,15 @@ mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
     mapping::write_op page = op;
     std::get<mapping::update_write>(page.what).filter = mapping::with_filter(
         bson::document{{"_id", bson::document{{"$in", std::move(ids)}}}}, w.filter);
-    return write_chunk(std::span(&page, 1), event_tokens, source);
+    // A transient failure (112: a conflict with this instance's own renewal of the lease row,
+    // every TTL/3, or with a takeover) is retried here a few times, the fence deciding again
+    // each time: a retry of the whole batch would begin again from the first page for every
+    // conflict one of many pages meets.
+    constexpr int attempts = 5;
+    for (int attempt = 1;; ++attempt) {
+      auto st = write_chunk(std::span(&page, 1), event_tokens, source);
+      if (st || !st.error().transient() || attempt == attempts) return st;
+    }
   });
 }
 

@@ -10,7 +10,7 @@
 // one write call per fenced transaction, so the refused one alone becomes a dead letter. A
 // transaction also holds at most `max_documents` documents of multi-document updates; one
 // update that fans out to more is split into fenced transactions of that many documents each
-// (narrowed to their _ids), and a transient failure is retried in place a few times.
+// (narrowed to their _ids), each page retried in place a few times on a transient failure.
 // One writer per thread; not thread-safe.
 
 #include <cstdint>
@@ -55,8 +55,8 @@ class fenced_writer final : public batch_writer {
                       const mapping::ns& source) override;
 
  private:
-  // `ops` in one fenced transaction, retried in place on a transient failure; a statement
-  // refused in it makes each write call a fenced transaction of its own instead.
+  // `ops` in one fenced transaction; a statement refused in it makes each write call a fenced
+  // transaction of its own instead.
   mongo::status write_chunk(std::span<const mapping::write_op> ops,
                             std::span<const bson::document> event_tokens,
                             const mapping::ns& source);
@@ -64,7 +64,8 @@ class fenced_writer final : public batch_writer {
   // read for them; any other op counts 1).
   mongo::result<std::size_t> documents_of(const mapping::write_op& op);
   // A multi-document update of more than max_documents_ documents: written a page of
-  // max_documents_ of them at a time, each page its own fenced transaction.
+  // max_documents_ of them at a time, each page its own fenced transaction (retried in place
+  // a few times on a transient failure).
   mongo::status write_in_pages(const mapping::write_op& op,
                                std::span<const bson::document> event_tokens,
                                const mapping::ns& source);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 
 #include "bson/identical.h"
@@ -64,6 +65,23 @@ std::optional<bson::value> counted_parent(const mapping& m, const aggregate_kind
   return *parent;
 }
 
+// The type a type-count slot counts.
+bson::type counted_type(slot_role role) {
+  switch (role) {
+    case slot_role::long_count:
+      return bson::type::int64;
+    case slot_role::double_count:
+      return bson::type::double_;
+    default:
+      return bson::type::decimal128;
+  }
+}
+
+bool counts_types(slot_role role) {
+  return role == slot_role::long_count || role == slot_role::double_count ||
+         role == slot_role::decimal_count;
+}
+
 // Incremental mode: what one counted child adds to each running value (nullopt: nothing).
 struct child_share {
   bson::value parent;
@@ -90,6 +108,13 @@ std::optional<child_share> share_of(const mapping& m, const aggregate_kind& k,
       case slot_role::numeric_count:
         s.values.push_back(number ? std::optional<bson::value>(std::int32_t{1}) : std::nullopt);
         break;
+      case slot_role::long_count:
+      case slot_role::double_count:
+      case slot_role::decimal_count: {
+        const bool counted = v != nullptr && v->kind() == counted_type(slot.role);
+        s.values.push_back(counted ? std::optional<bson::value>(std::int32_t{1}) : std::nullopt);
+        break;
+      }
     }
   }
   return s;
@@ -311,6 +336,15 @@ void aggregate_kind::prepare(const mapping& m) {
         break;  // refused when read
     }
   }
+  // After the others: the averages' slots are read as consecutive triples.
+  for (std::size_t i = 0; i < accumulators.size(); ++i) {
+    const accumulator& a = accumulators[i];
+    if (a.op != accumulator_op::sum && a.op != accumulator_op::avg) continue;
+    const std::string types = state + ".types." + a.name + ".";
+    slots.push_back({i, slot_role::long_count, types + "long"});
+    slots.push_back({i, slot_role::double_count, types + "double"});
+    slots.push_back({i, slot_role::decimal_count, types + "decimal"});
+  }
 }
 
 std::string aggregate_kind::target_path(const mapping& m, std::string_view field) const {
@@ -346,6 +380,37 @@ write_op aggregate_kind::recompute(const mapping& m, bson::array keys) const {
   op.what = recompute_write{std::move(parents), std::move(keys), false};
   op.merge = merge_rule::recompute;
   return op;
+}
+
+write_op aggregate_kind::retype(const mapping& m, bson::array keys) const {
+  // Stale: a running sum that is a decimal with no decimal child left, or a double with no
+  // double nor decimal child left. A parent without the type counts (written before they
+  // were kept) is not selected.
+  bson::array stale;
+  for (const auto& slot : slots) {
+    if (slot.role != slot_role::value) continue;
+    const value_slot* doubles = slot_of(slot.accumulator, slot_role::double_count);
+    const value_slot* decimals = slot_of(slot.accumulator, slot_role::decimal_count);
+    stale.push_back(
+        bson::document{{slot.path, bson::document{{"$type", "decimal"}}}, {decimals->path, 0}});
+    stale.push_back(bson::document{
+        {slot.path, bson::document{{"$type", "double"}}}, {doubles->path, 0}, {decimals->path, 0}});
+  }
+  write_op op;
+  op.source_mapping = &m;
+  op.target = m.target;
+  bson::document parents{{parent_field, keys_match(parent_field, keys)}};
+  parents.append("$or", std::move(stale));
+  op.what = recompute_write{std::move(parents), std::move(keys), false};
+  op.merge = merge_rule::retype;
+  return op;
+}
+
+const value_slot* aggregate_kind::slot_of(std::size_t i, slot_role role) const {
+  const auto it = std::find_if(slots.begin(), slots.end(), [&](const value_slot& s) {
+    return s.accumulator == i && s.role == role;
+  });
+  return it != slots.end() ? &*it : nullptr;
 }
 
 write_op aggregate_kind::recompute_selected(const mapping& m, bson::document parents,
@@ -417,11 +482,23 @@ void plan_deltas(const mapping& m, const aggregate_kind& k, const std::vector<st
     return;
   }
   const bson::document at = position_of(ev);
+  // A double or a decimal taken out of a running sum may have been its last: the sum then
+  // keeps a type (and its rounding) that $group would no longer give. Such parents are
+  // checked after the batch's deltas and recomputed where no child of that type is left.
+  bson::array retype_keys;
   auto emit = [&](const bson::value& parent, std::vector<delta_term> terms) {
     if (terms.empty()) return;
+    const bool inexact_out = std::any_of(terms.begin(), terms.end(), [&](const delta_term& t) {
+      return t.subtract && k.slots[t.slot].role == slot_role::value &&
+             (t.value.is<double>() || t.value.is<bson::decimal128>());
+    });
+    if (inexact_out) add_key(retype_keys, parent);
     delta_items d{parent, {}};
     d.events.push_back({at, std::move(terms)});
     out.push_back(k.deltas(m, std::move(d)));
+  };
+  auto retype = [&]() {
+    if (!retype_keys.empty()) out.push_back(k.retype(m, std::move(retype_keys)));
   };
   auto terms_of = [&](const child_share& s, bool subtract, std::vector<delta_term>& terms) {
     for (std::size_t i = 0; i < s.values.size(); ++i) {
@@ -440,7 +517,8 @@ void plan_deltas(const mapping& m, const aggregate_kind& k, const std::vector<st
       if (a) terms.push_back({i, *a, true});
       if (b) terms.push_back({i, *b, false});
     }
-    return emit(now->parent, std::move(terms));
+    emit(now->parent, std::move(terms));
+    return retype();
   }
   if (was) {
     std::vector<delta_term> terms;
@@ -452,6 +530,7 @@ void plan_deltas(const mapping& m, const aggregate_kind& k, const std::vector<st
     terms_of(*now, false, terms);
     emit(now->parent, std::move(terms));
   }
+  retype();
 }
 
 }  // namespace
@@ -569,6 +648,20 @@ bson::array aggregate_kind::delta_pipeline(const mapping& m, const delta_items& 
   bson::document cases = one("branches", std::move(branches));
   cases.append("default", n);
   bson::document index = one(std::string(index_field), one("$switch", std::move(cases)));
+  //    A parent that has applied no event yet starts its type counts at 0.
+  bson::document zeros;
+  for (const auto& slot : slots) {
+    if (!counts_types(slot.role)) continue;
+    const std::string& field = accumulators[slot.accumulator].name;
+    bson::value* counts = zeros.get(field);
+    if (counts == nullptr) counts = &zeros.set(field, bson::document{});
+    counts->as_document().append(slot.path.substr(slot.path.rfind('.') + 1), 0);
+  }
+  if (!zeros.empty()) {
+    const std::string types = state + ".types";
+    index.append(types, one("$cond", list(one("$eq", list(one("$type", at), "missing")),
+                                          one("$literal", std::move(zeros)), "$" + types)));
+  }
   // 2. Each running value plus the deltas of the events from that index on, and the position
   //    of the last event. Values are literals: a child's value never acts as an expression.
   std::vector<bson::array> sums(slots.size());
@@ -582,12 +675,39 @@ bson::array aggregate_kind::delta_pipeline(const mapping& m, const delta_items& 
     }
   }
   bson::document values;
+  std::vector<bool> changed(slots.size());
   for (std::size_t s = 0; s < slots.size(); ++s) {
-    if (sums[s].size() > 1) values.append(slots[s].path, one("$add", std::move(sums[s])));
+    changed[s] = sums[s].size() > 1;
+    if (counts_types(slots[s].role)) {
+      if (sums[s].size() == 1) continue;
+      // Kept where known (stage 1 starts them on a fresh parent): a parent with a position
+      // but no counts (written before they were kept) gets none until it is recomputed.
+      const std::string have = "$" + slots[s].path;
+      bson::value known = one("$ne", list(one("$type", have), "missing"));
+      values.append(slots[s].path, one("$cond", list(std::move(known),
+                                                     one("$add", std::move(sums[s])), "$$REMOVE")));
+    } else if (sums[s].size() > 1) {
+      values.append(slots[s].path, one("$add", std::move(sums[s])));
+    }
   }
   values.append(position_path(), one("$cond", list(one("$lt", list(first, n)),
                                                    one("$literal", d.events.back().at), at)));
   bson::array stages = list(one("$set", std::move(index)), one("$set", std::move(values)));
+  // 2b. A running sum of integers is an int32 again once it fits and no int64 child is left,
+  //     as $group's $sum gives it ($add keeps an int64 once it has one).
+  bson::document narrowed;
+  for (std::size_t s = 0; s < slots.size(); ++s) {
+    const value_slot& slot = slots[s];
+    if (slot.role != slot_role::value || !changed[s]) continue;
+    const std::string sum = "$" + slot.path;
+    const std::string longs = "$" + slot_of(slot.accumulator, slot_role::long_count)->path;
+    bson::value fits =
+        one("$and", list(one("$eq", list(one("$type", sum), "long")), one("$eq", list(longs, 0)),
+                         one("$gte", list(sum, std::numeric_limits<std::int32_t>::min())),
+                         one("$lte", list(sum, std::numeric_limits<std::int32_t>::max()))));
+    narrowed.append(slot.path, one("$cond", list(std::move(fits), one("$toInt", sum), sum)));
+  }
+  if (!narrowed.empty()) stages.emplace_back(one("$set", std::move(narrowed)));
   // 3. Each average from its running sum and count ($avg's type: double, or decimal); null
   //    when it has children but none with a number, removed when it has none (as $group).
   bson::document averages;
@@ -607,6 +727,16 @@ bson::array aggregate_kind::delta_pipeline(const mapping& m, const delta_items& 
   return stages;
 }
 
+namespace {
+
+// A $group accumulator counting the children for which `condition` holds.
+bson::document count_where(bson::document condition) {
+  return bson::document{
+      {"$sum", bson::document{{"$cond", bson::array{std::move(condition), 1, 0}}}}};
+}
+
+}  // namespace
+
 bson::array aggregate_kind::pipeline(const bson::array& keys) const {
   bson::document match;
   if (!keys.empty()) match.append(parent_key, keys_match(parent_key, keys));
@@ -624,15 +754,19 @@ bson::array aggregate_kind::pipeline(const bson::array& keys) const {
       const bson::array numeric{"int", "long", "double", "decimal"};
       group.append("s" + std::to_string(i), bson::document{{"$sum", arg}});
       group.append("c" + std::to_string(i), bson::document{{"$sum", 1}});
-      group.append(
-          "n" + std::to_string(i),
-          bson::document{
-              {"$sum",
-               bson::document{
-                   {"$cond",
-                    bson::array{bson::document{
-                                    {"$in", bson::array{bson::document{{"$type", arg}}, numeric}}},
-                                1, 0}}}}});
+      group.append("n" + std::to_string(i),
+                   count_where(bson::document{
+                       {"$in", bson::array{bson::document{{"$type", arg}}, numeric}}}));
+    }
+    if (mode == aggregate_mode::incremental &&
+        (a.op == accumulator_op::sum || a.op == accumulator_op::avg)) {
+      // The children by the types that decide the type of the sum (slot_role::long_count...).
+      for (const auto& [part, type] :
+           {std::pair<const char*, const char*>{"l", "long"}, {"f", "double"}, {"d", "decimal"}}) {
+        group.append(part + std::to_string(i),
+                     count_where(bson::document{
+                         {"$eq", bson::array{bson::document{{"$type", arg}}, type}}}));
+      }
     }
   }
   return bson::array{bson::document{{"$match", std::move(match)}},
@@ -662,8 +796,12 @@ bson::document aggregate_kind::update_for(const mapping& m, const bson::document
   bson::value* set = update.get("$set");
   if (set == nullptr) set = &update.set("$set", bson::document{});
   for (const auto& slot : slots) {
-    if (accumulators[slot.accumulator].op != accumulator_op::avg) continue;
-    const char* part = slot.role == slot_role::value           ? "s"
+    const bool avg = accumulators[slot.accumulator].op == accumulator_op::avg;
+    if (!avg && !counts_types(slot.role)) continue;
+    const char* part = slot.role == slot_role::long_count      ? "l"
+                       : slot.role == slot_role::double_count  ? "f"
+                       : slot.role == slot_role::decimal_count ? "d"
+                       : slot.role == slot_role::value         ? "s"
                        : slot.role == slot_role::numeric_count ? "n"
                                                                : "c";
     const std::string field = part + std::to_string(slot.accumulator);

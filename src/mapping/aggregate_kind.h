@@ -34,9 +34,14 @@ enum class aggregate_mode { recompute, incremental };
 
 // Incremental mode: a running value a parent keeps, and what each counted child adds to it.
 enum class slot_role {
-  count,         // 1 per child ($count; the count of an $avg)
-  value,         // the child's value when it is a number ($sum; the sum of an $avg)
-  numeric_count  // 1 per child whose value is a number (the divisor of an $avg)
+  count,          // 1 per child ($count; the count of an $avg)
+  value,          // the child's value when it is a number ($sum; the sum of an $avg)
+  numeric_count,  // 1 per child whose value is a number (the divisor of an $avg)
+  // 1 per child whose value is an int64, a double, a decimal: the type $group's $sum gives
+  // depends on them (docs/architecture.md, "Running sums keep $group's type")
+  long_count,
+  double_count,
+  decimal_count
 };
 struct value_slot {
   std::size_t accumulator = 0;
@@ -132,6 +137,12 @@ struct aggregate_kind {
   // A recompute of the parents whose parent field holds one of `keys`; with no keys, of
   // every parent (used when an event does not say which parent it left).
   write_op recompute(const mapping& m, bson::array keys) const;
+  // Incremental mode: a recompute of those of the parents with `keys` whose running sum has
+  // a type that no child gives it any more (a double or a decimal left), planned where a
+  // delta takes one out (merge_rule::retype).
+  write_op retype(const mapping& m, bson::array keys) const;
+  // The slot of `role` for accumulator `i`, or nullptr.
+  const value_slot* slot_of(std::size_t i, slot_role role) const;
   // A recompute of the parents `parents` selects (backfill, verify --repair, a new parent).
   write_op recompute_selected(const mapping& m, bson::document parents, bool recheck) const;
   // The aggregation over the children of the parents whose keys are `keys`: $match on the

@@ -90,6 +90,43 @@ class recompute_merger {
   std::unordered_map<const mapping*, open> open_;
 };
 
+// Type checks (aggregate_kind::retype) must read their parents after every delta that may have
+// left them stale: one per mapping and batch, moved to the place of the last, which is after
+// the deltas of every parent it names (a parent's deltas merge at the place of its first).
+class retype_merger {
+ public:
+  // Merges the mapping's earlier check, if any, into `op` (which is then kept at the end).
+  void merge(write_op& op, std::vector<std::optional<write_op>>& slots) {
+    auto [it, fresh] = open_.try_emplace(op.source_mapping);
+    open& o = it->second;
+    auto& keys = op.as<recompute_write>()->keys;
+    if (!fresh) {
+      write_op earlier = std::move(*slots[o.slot]);
+      slots[o.slot].reset();
+      absorb_times(op, earlier);
+      bson::array all = std::move(earlier.as<recompute_write>()->keys);
+      for (auto& k : keys) {
+        if (o.keys.insert(k).second) all.push_back(std::move(k));
+      }
+      const mapping& m = *op.source_mapping;
+      m.visit(overloaded{
+          [&](const aggregate_kind& k) { op.what = std::move(k.retype(m, std::move(all)).what); },
+          [](const auto&) { assert(false && "only aggregate plans type checks"); }});
+    } else {
+      for (const auto& k : keys)
+        o.keys.insert(k);
+    }
+    o.slot = slots.size();
+  }
+
+ private:
+  struct open {
+    std::size_t slot = 0;
+    std::set<bson::value, key_less> keys;
+  };
+  std::unordered_map<const mapping*, open> open_;
+};
+
 // Incremental deltas commute (each parent applies each event once, whatever the order), so
 // all of one parent's in a batch make one statement, rebuilt from their merged events.
 class delta_merger {
@@ -135,6 +172,7 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
   by_merge_id<std::size_t> last_copy;
   by_merge_id<std::size_t> open_push;
   recompute_merger recomputes;
+  retype_merger retypes;
   delta_merger deltas;
 
   for (auto& op : ops) {
@@ -178,6 +216,9 @@ std::vector<write_op> coalesce(std::vector<write_op> ops) {
         break;
       case merge_rule::delta:
         if (deltas.merge(op, slots)) continue;
+        break;
+      case merge_rule::retype:
+        retypes.merge(op, slots);
         break;
       case merge_rule::none:
         break;

@@ -36,6 +36,7 @@ std::optional<std::size_t> unit_of(const write_op& op) {
     case merge_rule::none:
     case merge_rule::mapping_barrier:
     case merge_rule::recompute:
+    case merge_rule::retype:
       return std::nullopt;
   }
   return std::nullopt;

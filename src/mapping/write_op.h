@@ -64,7 +64,8 @@ enum class merge_rule {
   parent_barrier,   // recent: later pushes to this parent must not merge across it
   mapping_barrier,  // recent: touches unknown parents; no push of the mapping merges across
   recompute,        // aggregate: every recompute of the mapping in a batch merges into one
-  delta             // aggregate, incremental: later deltas to the same parent merge into this one
+  delta,            // aggregate, incremental: later deltas to the same parent merge into this one
+  retype            // aggregate, incremental: one per mapping and batch, after its last delta
 };
 
 // The alternatives of a planned write, one per way it reaches the database.

@@ -126,32 +126,102 @@ class fenced_writer::per_write_client final : public mongo::document_client {
 };
 
 fenced_writer::fenced_writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts,
-                             lease_fence fence, std::size_t max_ops)
+                             lease_fence fence, std::size_t max_ops, std::size_t max_documents)
     : conn_(conn),
       metrics_(m),
       opts_(std::move(opts)),
       fence_(std::move(fence)),
-      max_ops_(std::max<std::size_t>(1, max_ops)) {}
+      max_ops_(std::max<std::size_t>(1, max_ops)),
+      max_documents_(std::max<std::size_t>(1, max_documents)) {}
 
 mongo::status fenced_writer::apply(std::span<const mapping::write_op> ops,
                                    std::span<const bson::document> event_tokens,
                                    const mapping::ns& source) {
-  // Each chunk commits under the lease or not at all; a batch cut short by a takeover is
+  // Each transaction commits under the lease or not at all; a batch cut short by a takeover is
   // replayed whole by the new owner from the checkpoint before it (every op is idempotent).
-  for (std::size_t start = 0; start < ops.size(); start += max_ops_) {
-    const auto chunk = ops.subspan(start, std::min(max_ops_, ops.size() - start));
-    bool refused = false;
-    auto st = in_one_transaction(chunk, event_tokens, source, refused);
-    if (refused) {
-      log::info("writer",
-                "a statement was refused inside a fenced transaction; writing its ops one "
-                "fenced write at a time",
-                {{"source", source.full()}});
-      st = write_by_write(chunk, event_tokens, source);
+  // Ops keep plan order: a transaction ends before an op that would take it past its limits.
+  std::size_t start = 0;
+  std::size_t documents = 0;
+  auto flush = [&](std::size_t end) -> mongo::status {
+    auto st = end > start ? write_chunk(ops.subspan(start, end - start), event_tokens, source)
+                          : mongo::status{};
+    start = end;
+    documents = 0;
+    return st;
+  };
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (i - start == max_ops_) {
+      if (auto st = flush(i); !st) return st;
     }
-    if (!st) return st;
+    auto n = documents_of(ops[i]);
+    if (!n) return n.error();
+    if (*n > max_documents_) {
+      if (auto st = flush(i); !st) return st;
+      if (auto st = write_in_pages(ops[i], event_tokens, source); !st) return st;
+      start = i + 1;
+      continue;
+    }
+    if (documents + *n > max_documents_) {
+      if (auto st = flush(i); !st) return st;
+    }
+    documents += *n;
   }
-  return {};
+  return flush(ops.size());
+}
+
+mongo::status fenced_writer::write_chunk(std::span<const mapping::write_op> ops,
+                                         std::span<const bson::document> event_tokens,
+                                         const mapping::ns& source) {
+  bool refused = false;
+  auto st = in_one_transaction(ops, event_tokens, source, refused);
+  if (!refused) return st;
+  log::info("writer",
+            "a statement was refused inside a fenced transaction; writing its ops one fenced "
+            "write at a time",
+            {{"source", source.full()}});
+  return write_by_write(ops, event_tokens, source);
+}
+
+mongo::result<std::size_t> fenced_writer::documents_of(const mapping::write_op& op) {
+  const auto* w = op.as<mapping::update_write>();
+  if (w == nullptr || !w->many) return std::size_t{1};
+  // Read outside the transaction, so a long one is not made longer; the count only decides
+  // how the writes are cut, so one that changes meanwhile changes no outcome.
+  mongo::find_options ids_only;
+  ids_only.projection = bson::document{{"_id", 1}};
+  ids_only.limit = static_cast<std::int64_t>(max_documents_ + 1);
+  auto found = conn_.find(op.target.db, op.target.coll, w->filter, ids_only);
+  if (!found) return found.error();
+  return found->size();
+}
+
+mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
+                                            std::span<const bson::document> event_tokens,
+                                            const mapping::ns& source) {
+  const auto& w = std::get<mapping::update_write>(op.what);
+  log::info("writer", "a multi-document update is written in fenced transactions of a page each",
+            {{"mapping", op.source_mapping->name},
+             {"source", source.full()},
+             {"documents per page", static_cast<std::int64_t>(max_documents_)}});
+  // The matching documents are streamed, and each page of them written as the same statement
+  // narrowed to their _ids (never an array nor a regular expression, so $in matches each
+  // literally). Writing while reading may show a document twice, which only repeats an
+  // idempotent write; one that comes to match meanwhile is as an updateMany outside a
+  // transaction may find it or not (a fill, or the next event, writes it).
+  return for_each_id_page(conn_, op.target, w.filter, max_documents_, [&](bson::array&& ids) {
+    mapping::write_op page = op;
+    std::get<mapping::update_write>(page.what).filter = mapping::with_filter(
+        bson::document{{"_id", bson::document{{"$in", std::move(ids)}}}}, w.filter);
+    // A transient failure (112: a conflict with this instance's own renewal of the lease row,
+    // every TTL/3, or with a takeover) is retried here a few times, the fence deciding again
+    // each time: a retry of the whole batch would begin again from the first page for every
+    // conflict one of many pages meets.
+    constexpr int attempts = 5;
+    for (int attempt = 1;; ++attempt) {
+      auto st = write_chunk(std::span(&page, 1), event_tokens, source);
+      if (st || !st.error().transient() || attempt == attempts) return st;
+    }
+  });
 }
 
 mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_op> ops,
@@ -159,12 +229,18 @@ mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_o
                                                 const mapping::ns& source, bool& refused) {
   auto txn = conn_.start_transaction();
   if (!txn) return txn.error();
-  writer w(**txn, metrics_, opts_);
+  // Counted once committed: an aborted transaction wrote nothing (and its ops are written
+  // again, and counted, by the retry or write_by_write).
+  writer_options held = opts_;
+  held.hold_metrics = true;
+  writer w(**txn, metrics_, held);
   auto st = w.apply(ops, event_tokens, source);
   // The server aborted the transaction at the refusal: nothing of it may be committed.
   refused = w.saw_refusal();
   if (refused || !st) return st;
-  return fence_and_commit(**txn, fence_);
+  st = fence_and_commit(**txn, fence_);
+  if (st) w.tally().publish();
+  return st;
 }
 
 mongo::status fenced_writer::write_by_write(std::span<const mapping::write_op> ops,

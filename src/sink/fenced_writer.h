@@ -7,7 +7,10 @@
 // first (the fence matches nothing, or conflicts: the transaction is aborted, nothing of it
 // lands) or after the commit (the new owner's writes come after ours). A statement the server
 // refuses for good aborts its transaction; the ops of that transaction are then written again
-// one write call per fenced transaction, so the refused one alone becomes a dead letter.
+// one write call per fenced transaction, so the refused one alone becomes a dead letter. A
+// transaction also holds at most `max_documents` documents of multi-document updates; one
+// update that fans out to more is split into fenced transactions of that many documents each
+// (narrowed to their _ids), each page retried in place a few times on a transient failure.
 // One writer per thread; not thread-safe.
 
 #include <cstdint>
@@ -36,18 +39,36 @@ mongo::status fence_held(const lease_fence& fence,
 
 class fenced_writer final : public batch_writer {
  public:
-  // A fan-out this large per transaction stays well inside MongoDB's transaction limits
-  // (transactionLifetimeLimitSeconds, cache pressure) for ordinary statements.
+  // Ops per transaction, and documents a transaction's multi-document updates may write: a
+  // transaction this large stays well inside MongoDB's transaction limits
+  // (transactionLifetimeLimitSeconds, cache pressure, oplog entries) and well under the lease
+  // TTL/3 at which this instance's own renewals conflict with it.
   static constexpr std::size_t default_max_ops = 500;
+  static constexpr std::size_t default_max_documents = 1000;
 
   fenced_writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts,
-                lease_fence fence, std::size_t max_ops = default_max_ops);
+                lease_fence fence, std::size_t max_ops = default_max_ops,
+                std::size_t max_documents = default_max_documents);
 
   mongo::status apply(std::span<const mapping::write_op> ops,
                       std::span<const bson::document> event_tokens,
                       const mapping::ns& source) override;
 
  private:
+  // `ops` in one fenced transaction; a statement refused in it makes each write call a fenced
+  // transaction of its own instead.
+  mongo::status write_chunk(std::span<const mapping::write_op> ops,
+                            std::span<const bson::document> event_tokens,
+                            const mapping::ns& source);
+  // The documents `op` writes, counted up to max_documents_ + 1 (a multi-document update is
+  // read for them; any other op counts 1).
+  mongo::result<std::size_t> documents_of(const mapping::write_op& op);
+  // A multi-document update of more than max_documents_ documents: written a page of
+  // max_documents_ of them at a time, each page its own fenced transaction (retried in place
+  // a few times on a transient failure).
+  mongo::status write_in_pages(const mapping::write_op& op,
+                               std::span<const bson::document> event_tokens,
+                               const mapping::ns& source);
   // `ops` in one fenced transaction, committed if everything in it was acknowledged.
   mongo::status in_one_transaction(std::span<const mapping::write_op> ops,
                                    std::span<const bson::document> event_tokens,
@@ -64,6 +85,7 @@ class fenced_writer final : public batch_writer {
   const writer_options opts_;
   const lease_fence fence_;
   const std::size_t max_ops_;
+  const std::size_t max_documents_;
 };
 
 }  // namespace denormd::sink

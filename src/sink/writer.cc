@@ -2,6 +2,8 @@
 
 #include <cassert>
 #include <chrono>
+#include <functional>
+#include <utility>
 
 #include "bson/convert.h"
 #include "bson/json.h"
@@ -27,12 +29,12 @@ const bson::document* token_of(const mapping::write_op& op,
 }  // namespace
 
 writer::writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts)
-    : conn_(conn), metrics_(m), opts_(std::move(opts)) {}
+    : conn_(conn), opts_(std::move(opts)), tally_(m, opts_.hold_metrics) {}
 
 void writer::acknowledged(const mapping::write_op& op, std::int64_t now) {
-  metrics_.count_writes(mapping_name(op), "ok");
+  tally_.count_writes(mapping_name(op), "ok");
   if (op.event_ms > 0) {
-    metrics_.observe_apply_latency(
+    tally_.observe_apply_latency(
         mapping_name(op),
         static_cast<double>(std::max<std::int64_t>(0, now - op.event_ms)) / 1000.0);
   }
@@ -42,12 +44,13 @@ mongo::status writer::apply(std::span<const mapping::write_op> ops,
                             std::span<const bson::document> event_tokens,
                             const mapping::ns& source) {
   rejected_.clear();
+  tally_.clear();
   refused_writes_ = 0;
   saw_refusal_ = false;
   if (opts_.dry_run) {
     for (const auto& op : ops) {
       log::info("writer", "dry run", {{"write", mapping::to_plan_json(op)}});
-      metrics_.count_writes(mapping_name(op), "dry_run");
+      tally_.count_writes(mapping_name(op), "dry_run");
     }
     return {};
   }
@@ -127,8 +130,7 @@ mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,
     const std::size_t done = outcome->failed_index ? *outcome->failed_index : requests.size();
     for (std::size_t i = start; i < start + done; ++i)
       acknowledged(*run[i], now);
-    if (outcome->modified > 0)
-      metrics_.count_modified(mapping_name(*run[start]), outcome->modified);
+    if (outcome->modified > 0) tally_.count_modified(mapping_name(*run[start]), outcome->modified);
     if (!outcome->failed_index) return {};
     const auto& bad = *run[start + *outcome->failed_index];
     const auto& bad_write = std::get<mapping::update_write>(bad.what);
@@ -153,6 +155,31 @@ mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,
   return {};
 }
 
+mongo::status for_each_id_page(mongo::document_client& conn, const mapping::ns& target,
+                               const bson::document& filter, std::size_t page,
+                               const std::function<mongo::status(bson::array&&)>& each) {
+  mongo::find_options ids_only;
+  ids_only.projection = bson::document{{"_id", 1}};
+  ids_only.batch_size = static_cast<std::int32_t>(std::min<std::size_t>(page, 100000));
+  bson::array ids;
+  std::optional<mongo::driver_error> failed;
+  auto flush = [&]() -> bool {
+    auto st = each(std::exchange(ids, bson::array{}));
+    if (!st) failed = st.error();
+    return !failed;
+  };
+  auto st = conn.find_each(target.db, target.coll, filter, ids_only, [&](bson::document&& doc) {
+    const bson::value* id = doc.get("_id");
+    if (id == nullptr) return true;
+    ids.push_back(*id);
+    return ids.size() < page || flush();
+  });
+  if (failed) return *failed;
+  if (!st) return st;
+  if (!ids.empty() && !flush()) return *failed;
+  return {};
+}
+
 mongo::status writer::run_per_document(const mapping::write_op& op,
                                        std::span<const bson::document> event_tokens,
                                        const mapping::ns& source) {
@@ -162,38 +189,23 @@ mongo::status writer::run_per_document(const mapping::write_op& op,
   // holds at most one chunk of statements (each with its own copy of the update). Writing
   // while reading may show a document twice, which only repeats an idempotent write.
   constexpr std::size_t chunk = 1000;
-  mongo::find_options ids_only;
-  ids_only.projection = bson::document{{"_id", 1}};
-  ids_only.batch_size = static_cast<std::int32_t>(chunk);
   const auto& w = std::get<mapping::update_write>(op.what);
-  std::vector<mapping::write_op> single;
-  std::vector<const mapping::write_op*> run;
-  std::optional<mongo::driver_error> failed;
-  auto flush = [&]() -> bool {
-    run.clear();
+  return for_each_id_page(conn_, op.target, w.filter, chunk, [&](bson::array&& ids) {
+    std::vector<mapping::write_op> single;
+    single.reserve(ids.size());
+    for (const auto& id : ids) {
+      mapping::write_op one = op;
+      auto& one_write = std::get<mapping::update_write>(one.what);
+      one_write.many = false;
+      one_write.filter = bson::document{
+          {"$and", bson::array{bson::document{{"_id", mapping::literal(id)}}, w.filter}}};
+      single.push_back(std::move(one));
+    }
+    std::vector<const mapping::write_op*> run;
     for (const auto& one : single)
       run.push_back(&one);
-    auto st = run_bulk(run, event_tokens, source, &op);
-    single.clear();
-    if (!st) failed = st.error();
-    return !failed;
-  };
-  auto st =
-      conn_.find_each(op.target.db, op.target.coll, w.filter, ids_only, [&](bson::document&& doc) {
-        const bson::value* id = doc.get("_id");
-        if (id == nullptr) return true;
-        mapping::write_op one = op;
-        auto& one_write = std::get<mapping::update_write>(one.what);
-        one_write.many = false;
-        one_write.filter = bson::document{
-            {"$and", bson::array{bson::document{{"_id", mapping::literal(*id)}}, w.filter}}};
-        single.push_back(std::move(one));
-        return single.size() < chunk || flush();
-      });
-  if (failed) return *failed;
-  if (!st) return st;
-  if (!single.empty() && !flush()) return *failed;
-  return {};
+    return run_bulk(run, event_tokens, source, &op);
+  });
 }
 
 // The kinds' view of the database during one completion: reads and single-document writes,
@@ -252,7 +264,7 @@ class writer::store final : public mapping::document_store {
                                                        requests.size() - start);
       auto outcome = w_.conn_.update_bulk(op.target.db, op.target.coll, rest, true);
       if (!outcome) return fail(outcome.error());
-      if (outcome->modified > 0) w_.metrics_.count_modified(mapping_name(op), outcome->modified);
+      if (outcome->modified > 0) w_.tally_.count_modified(mapping_name(op), outcome->modified);
       if (!outcome->failed_index) break;
       if (outcome->write_error->transient()) return fail(*outcome->write_error);
       w_.saw_refusal_ = true;
@@ -286,7 +298,7 @@ class writer::store final : public mapping::document_store {
       }
       return mapping::store_write::refused;
     }
-    if (outcome->modified > 0) w_.metrics_.count_modified(mapping_name(op), outcome->modified);
+    if (outcome->modified > 0) w_.tally_.count_modified(mapping_name(op), outcome->modified);
     return mapping::store_write::applied;
   }
 
@@ -345,7 +357,7 @@ mongo::status writer::rejected_by_server(const mapping::write_op& op, const bson
                                          const mongo::driver_error& error,
                                          const bson::document* token, const mapping::ns& source,
                                          const bson::document* filter) {
-  metrics_.count_error("write", error.metric_code());
+  tally_.count_error("write", error.metric_code());
   ++refused_writes_;
   return dead_letter(
       op, &update,
@@ -359,8 +371,8 @@ mongo::status writer::dead_letter(const mapping::write_op& op, const bson::docum
   if (std::find(rejected_.begin(), rejected_.end(), &op) == rejected_.end()) {
     rejected_.push_back(&op);
   }
-  metrics_.count_writes(mapping_name(op), "rejected");
-  metrics_.count_deadletter(mapping_name(op));
+  tally_.count_writes(mapping_name(op), "rejected");
+  tally_.count_deadletter(mapping_name(op));
   const std::string token_json = token != nullptr ? bson::to_json(*token) : "";
   log::warn("writer",
             op.as<mapping::dead_letter_write>() != nullptr

@@ -9,6 +9,7 @@
 // failure is returned: every op is idempotent, so the caller retries the whole batch.
 // One writer per thread; not thread-safe.
 
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "metrics/metrics.h"
 #include "mongo/document_client.h"
 #include "sink/batch_writer.h"
+#include "sink/write_tally.h"
 
 namespace denormd::sink {
 
@@ -26,7 +28,17 @@ inline constexpr const char* deadletter_collection = "denormd_deadletters";
 struct writer_options {
   std::string meta_db;   // where dead letters go
   bool dry_run = false;  // log the writes, send none
+  // Hold the metrics of each apply() until tally().publish(): its writes are in a
+  // transaction that has not committed yet.
+  bool hold_metrics = false;
 };
+
+// Streams the _ids of the documents `filter` selects in `target` to `each`, `page` at a time
+// (`each` may write meanwhile: a document may then show twice); stops at the first failure of
+// the read or of `each`.
+mongo::status for_each_id_page(mongo::document_client& conn, const mapping::ns& target,
+                               const bson::document& filter, std::size_t page,
+                               const std::function<mongo::status(bson::array&&)>& each);
 
 class writer final : public batch_writer {
  public:
@@ -45,6 +57,8 @@ class writer final : public batch_writer {
   // The server refused a statement for good during the last apply(), whatever became of it
   // (in a transaction, the refusal aborted the transaction).
   bool saw_refusal() const { return saw_refusal_; }
+  // What the last apply() counted; held there with writer_options::hold_metrics.
+  write_tally& tally() { return tally_; }
 
  private:
   // `origin` (optional) is the op the run was split from, for rejected().
@@ -76,8 +90,8 @@ class writer final : public batch_writer {
   class store;
 
   mongo::document_client& conn_;
-  metrics::metrics& metrics_;
   writer_options opts_;
+  write_tally tally_;
   std::vector<const mapping::write_op*> rejected_;
   std::size_t refused_writes_ = 0;
   bool saw_refusal_ = false;

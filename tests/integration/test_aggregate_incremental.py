@@ -126,6 +126,35 @@ class IncrementalAggregateTest(ShopTestCase):
     def commands(self, name):
         return self.client.admin.command("serverStatus")["metrics"]["commands"].get(name, {}).get("total", 0)
 
+    def exact_types(self):
+        """Exact, and each figure of the type a fresh $group gives (int, Int64, float, Decimal128)."""
+        want, have = self.expected(), self.actual()
+        return self.exact() and all(type(have[h][k]) is type(want[h][k]) for h in want for k in want[h])
+
+    def test_a_running_sum_that_changes_type_has_the_type_a_fresh_group_gives(self):
+        """Deltas keep the widest type a sum has seen ($add's rule); MongoDB's $group gives the type
+        of the children there are now. An int32 sum that overflowed to an int64 and came back,
+        and an int64, a double or a decimal child that came and left, must leave the type a fresh
+        aggregate gives, checked after every change."""
+        self.create(hosts=1)
+        d = self.start()
+        steps = [("insert", 1, 2000000000), ("insert", 2, 2000000000), ("delete", 2, None),
+                 ("insert", 3, Int64(5)), ("delete", 3, None), ("insert", 4, 2.5), ("insert", 5, 1.5),
+                 ("delete", 4, None), ("update", 5, 7), ("insert", 6, Decimal128("1")),
+                 ("insert", 7, 0.5), ("delete", 6, None), ("delete", 7, None)]
+        for op, i, b in steps:
+            if op == "insert":
+                self.db.logmsgs.insert_one({"_id": i, "hostId": 1, "level": "info", "bytes": b})
+            elif op == "update":
+                self.db.logmsgs.update_one({"_id": i}, {"$set": {"bytes": b}})
+            else:
+                self.db.logmsgs.delete_one({"_id": i})
+            try:
+                wait_until(self.exact_types, timeout=20, interval=0.1, message="exact figures of $group's type")
+            except AssertionError:
+                self.fail("after %s %d: have %r, a fresh $group gives %r" % (op, i, self.actual(), self.expected()))
+        self.assertEqual(d.stop(), 0)
+
     def test_every_kind_of_change_applies_once_and_verify_agrees(self):
         self.create()
         self.db.logmsgs.insert_many([self.log() for _ in range(150)])

@@ -541,6 +541,39 @@ maybe_value eval_divide(const node& n, evaluation& ev) {
         type_mismatch);
 }
 
+// $toInt: an int32 from a number (a double or decimal truncated toward zero) or a boolean;
+// null or missing gives null. A value outside int32 fails with ConversionFailure (241), as
+// MongoDB's. Strings and dates are not converted here (unsupported: 241 too).
+maybe_value eval_to_int(const node& n, evaluation& ev) {
+  const maybe_value v = arg(n, 0, ev);
+  if (nullish(v)) return bson::value{};
+  if (v->is<bool>()) return bson::value(std::int32_t{v->as<bool>() ? 1 : 0});
+  if (v->is<std::int32_t>()) return *v;
+  constexpr int conversion_failure = 241;
+  const auto in_range = [](double x) {
+    return x >= std::numeric_limits<std::int32_t>::min() &&
+           x <= std::numeric_limits<std::int32_t>::max();
+  };
+  if (v->is<std::int64_t>()) {
+    const std::int64_t x = v->as<std::int64_t>();
+    if (x < std::numeric_limits<std::int32_t>::min() ||
+        x > std::numeric_limits<std::int32_t>::max())
+      raise("Conversion would overflow target type in $convert with no onError value: " +
+                std::to_string(x),
+            conversion_failure);
+    return bson::value(static_cast<std::int32_t>(x));
+  }
+  if (v->is_number()) {
+    const double x = std::trunc(v->to_double());
+    if (!std::isfinite(x) || !in_range(x))
+      raise("Conversion would overflow target type in $convert with no onError value",
+            conversion_failure);
+    return bson::value(static_cast<std::int32_t>(x));
+  }
+  raise("Unsupported conversion from " + type_of(v) + " to int in $convert with no onError value",
+        conversion_failure);
+}
+
 // $switch: items are (case, then) pairs and last the default (empty when not given).
 maybe_value eval_switch(const node& n, evaluation& ev) {
   const std::size_t branches = (n.items.size() - 1) / 2;
@@ -926,6 +959,7 @@ const op_spec operators[] = {
     {"$split", parse_list, eval_split, 2, 2},
     {"$strLenCP", parse_list, eval_str_len_cp, 1, 1},
     {"$type", parse_list, eval_type, 1, 1},
+    {"$toInt", parse_list, eval_to_int, 1, 1},
     {"$getField", parse_get_field, eval_get_field},
     {"$map", parse_iteration, eval_map},
     {"$filter", parse_iteration, eval_filter},

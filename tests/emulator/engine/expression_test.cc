@@ -163,6 +163,18 @@ TEST(expression, if_null_cond_and_type) {
   EXPECT_EQ(eval(R"({"$type": "$a"})", R"({"a": {}})"), v(R"("object")"));
 }
 
+TEST(expression, to_int_converts_numbers_within_int32) {
+  EXPECT_EQ(eval(R"({"$toInt": {"$numberLong": "-7"}})"), v(R"({"$numberInt": "-7"})"));
+  EXPECT_EQ(eval(R"({"$toInt": 2.9})"), v(R"({"$numberInt": "2"})"));
+  EXPECT_EQ(eval(R"({"$toInt": -2.9})"), v(R"({"$numberInt": "-2"})"));
+  EXPECT_EQ(eval(R"({"$toInt": {"$numberDecimal": "5.5"}})"), v(R"({"$numberInt": "5"})"));
+  EXPECT_EQ(eval(R"({"$toInt": true})"), v(R"({"$numberInt": "1"})"));
+  EXPECT_EQ(eval(R"({"$toInt": "$missing"})"), v("null"));
+  EXPECT_EQ(run_error(R"({"$toInt": {"$numberLong": "2147483648"}})").first, 241);
+  EXPECT_EQ(run_error(R"({"$toInt": {"$numberDouble": "NaN"}})").first, 241);
+  EXPECT_EQ(run_error(R"({"$toInt": {"$literal": {"a": 1}}})").first, 241);
+}
+
 TEST(expression, add_promotes_types_and_widens_on_overflow) {
   EXPECT_EQ(eval(R"({"$add": [1, 2]})"), v(R"({"$numberInt": "3"})"));
   EXPECT_EQ(eval(R"({"$add": []})"), v(R"({"$numberInt": "0"})"));

@@ -359,6 +359,11 @@ denormd::expected<transaction*> storage::begin_or_continue(const bson::document&
                              "transaction number is " +
                              std::to_string(s.number),
                          codes::no_such_transaction);
+  // MongoDB's reaper aborts a transaction older than transactionLifetimeLimitSeconds whether
+  // or not anyone waits for it: its next statement, or its commit, finds it aborted.
+  if (s.st == session::state::in_progress &&
+      std::chrono::steady_clock::now() - s.txn->started() > transaction_lifetime_)
+    end_transaction(s, session::state::aborted);
   if (s.st == session::state::aborted)
     return denormd::fail("Transaction " + n + " has been aborted.", codes::no_such_transaction);
   if (s.st == session::state::committed)

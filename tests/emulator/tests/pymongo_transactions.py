@@ -208,6 +208,33 @@ class Transactions(unittest.TestCase):
             proc.terminate()
             proc.wait(timeout=10)
 
+    def test_a_transaction_past_its_lifetime_fails_its_next_statement_and_commit(self):
+        """MongoDB's reaper aborts a transaction older than transactionLifetimeLimitSeconds
+        whether or not another write waits for it: its own next statement, and its commit, then
+        get NoSuchTransaction (251), and nothing of it lands."""
+        if EMULATOR is None:
+            self.skipTest("the lifetime limit is a server parameter of the test server here")
+        proc, uri = start_emulator(sys.argv[1] if len(sys.argv) > 1 else os.environ["EMULATOR"],
+                                   "--transaction-lifetime-limit-seconds", "1")
+        try:
+            client = pymongo.MongoClient(uri)
+            client.t.a.insert_one({"_id": 1, "n": 0})
+            for late in ("statement", "commit"):
+                with client.start_session() as s:
+                    s.start_transaction()
+                    client.t.a.update_one({"_id": 1}, {"$set": {"n": 1}}, session=s)
+                    time.sleep(1.5)
+                    with self.assertRaises(OperationFailure) as failure:
+                        if late == "statement":
+                            client.t.a.update_one({"_id": 1}, {"$set": {"n": 2}}, session=s)
+                        else:
+                            s.commit_transaction()
+                    self.assertEqual(failure.exception.code, 251, late)
+                self.assertEqual(client.t.a.find_one({"_id": 1})["n"], 0, late)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
     def test_write_conflict_with_a_change_after_the_snapshot(self):
         with self.client.start_session() as session:
             session.start_transaction()

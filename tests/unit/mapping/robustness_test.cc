@@ -330,8 +330,20 @@ class literal_oracle {
       for (const auto& key : probes)
         filter(children_filter(refill->children, key), at + " children query");
     } else if (const auto* recompute = op.as<recompute_write>()) {
-      filter(recompute->parents, at + " parents");
       const auto& k = std::get<aggregate_kind>(op.source_mapping->kind);
+      bson::document parents = recompute->parents;
+      if (op.merge == merge_rule::retype) {
+        // A type check's condition on the running sums is the mapping's own (paths and
+        // constants, no value from a document): the one the kind builds; the rest as any.
+        const write_op own = k.retype(*op.source_mapping, {});
+        const bson::value* stale = parents.get("$or");
+        if (stale == nullptr ||
+            !(*stale == *std::get<recompute_write>(own.what).parents.get("$or")))
+          fail(at, "$or", stale != nullptr ? *stale : bson::value{},
+               "is not the kind's type check");
+        parents.erase("$or");
+      }
+      filter(parents, at + " parents");
       const auto pipeline = k.pipeline(recompute->keys);
       filter(pipeline.at(0).as_document().get("$match")->as_document(), at + " children $match");
     } else {

@@ -175,6 +175,17 @@ class fenced_writer_test : public ::testing::Test {
     return ops;
   }
 
+  // The value of one series of /metrics (0 when absent).
+  double metric(const std::string& series) const {
+    const std::string text = metrics_.serialize();
+    const auto at = text.find("\n" + series + " ");
+    if (at == std::string::npos) return 0;
+    return std::stod(text.substr(at + series.size() + 2));
+  }
+  double writes(const std::string& result) const {
+    return metric(R"(denormd_writes_total{mapping="oc",result=")" + result + "\"}");
+  }
+
   static std::string update(int key) {
     return "update shop.orders {\"customerId\":" + std::to_string(key) + "}";
   }
@@ -202,6 +213,8 @@ TEST_F(fenced_writer_test, a_moved_lease_commits_nothing_and_is_not_transient) {
   EXPECT_EQ(st.error().metric_code(), "lease_moved");
   EXPECT_FALSE(st.error().transient());
   EXPECT_TRUE(client_.store.committed.empty());
+  // Nothing landed, so nothing is counted as written.
+  EXPECT_EQ(writes("ok"), 0);
 }
 
 TEST_F(fenced_writer_test, a_large_batch_is_several_fenced_transactions) {
@@ -223,6 +236,16 @@ TEST_F(fenced_writer_test, a_refused_statement_alone_becomes_a_fenced_dead_lette
             (std::vector<std::vector<std::string>>{{update(1), "fence"},
                                                    {"insert meta.denormd_deadletters", "fence"},
                                                    {update(3), "fence"}}));
+  // Counted once, as written in the end: the aborted transaction counts nothing.
+  EXPECT_EQ(writes("ok"), 2);
+  EXPECT_EQ(writes("rejected"), 1);
+  EXPECT_EQ(metric(R"(denormd_deadletters_total{mapping="oc"})"), 1);
+}
+
+TEST_F(fenced_writer_test, writes_are_counted_once_their_transaction_commits) {
+  auto w = make(2);
+  ASSERT_TRUE(w.apply(renames(3), tokens_, source_));
+  EXPECT_EQ(writes("ok"), 3);
 }
 
 TEST_F(fenced_writer_test, fence_outcomes) {

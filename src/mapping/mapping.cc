@@ -45,7 +45,11 @@ std::string mapping::fingerprint() const {
   visit([&](const auto& k) { k.fingerprint(s); });
   s += "|" + std::to_string(static_cast<int>(on_source_delete));
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(s)));
+  // The first versions seeded FNV-1a with 1469598103934665603, not the standard offset basis
+  // (14695981039346656037). Fingerprints are stored (denormd_mappings, denormd_backfill), so
+  // that seed stays: another would make every mapping look changed after an upgrade.
+  constexpr std::uint64_t stored_seed = 1469598103934665603ULL;
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(s, stored_seed)));
   return hex;
 }
 

@@ -19,11 +19,11 @@
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
 #include "mongo/uri_redaction.h"
-#include "ops/backfiller.h"
-#include "ops/image_check.h"
-#include "ops/mapping_versions.h"
-#include "ops/status_probe.h"
-#include "ops/verifier.h"
+#include "ops/commands/backfiller.h"
+#include "ops/commands/image_check.h"
+#include "ops/commands/status_probe.h"
+#include "ops/commands/verifier.h"
+#include "ops/services/mapping_versions.h"
 
 namespace denormd::app {
 

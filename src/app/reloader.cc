@@ -6,8 +6,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "config/mapping_loader.h"
-#include "ops/image_check.h"
-#include "ops/streamed_sets.h"
+#include "ops/commands/image_check.h"
+#include "ops/services/streamed_sets.h"
 
 namespace denormd::app {
 
@@ -86,8 +86,8 @@ std::optional<pipeline::start_position> start_position_of(const mapping::ns& sou
 }
 
 // Starts the pipeline of `source` planning with `p` from `from`; with --ha, then records that
-// it does (ops/streamed_sets.h): the automatic backfill of a new or changed mapping, perhaps on
-// another instance, waits for it.
+// it does (ops/services/streamed_sets.h): the automatic backfill of a new or changed mapping,
+// perhaps on another instance, waits for it.
 void start_streaming(pipeline::supervisor& pipelines, mongo::connection& conn, metrics::metrics& m,
                      const std::string& meta_db, bool ha, const mapping::ns& source,
                      std::shared_ptr<const mapping::planner> p, pipeline::start_position from,
@@ -102,13 +102,6 @@ bool contains(const std::vector<mapping::ns>& in, const mapping::ns& n) {
   return std::find(in.begin(), in.end(), n) != in.end();
 }
 
-const mapping::mapping* find_mapping(const mapping::planner& p, std::string_view name) {
-  for (const auto& m : p.mappings()) {
-    if (m.name == name) return &m;
-  }
-  return nullptr;
-}
-
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names)
@@ -116,72 +109,25 @@ std::string joined(const std::vector<std::string>& names) {
   return out.empty() ? "-" : out;
 }
 
-// How a reload changes the mapping set, by name.
-struct set_change {
-  std::vector<std::string> added, changed, removed;
-};
-
-set_change compare(const mapping::planner& was, const mapping::planner& next) {
-  set_change out;
-  for (const auto& m : next.mappings()) {
-    const mapping::mapping* before = find_mapping(was, m.name);
-    if (before == nullptr)
-      out.added.push_back(m.name);
-    else if (before->fingerprint() != m.fingerprint())
-      out.changed.push_back(m.name);
-  }
-  for (const auto& m : was.mappings()) {
-    if (find_mapping(next, m.name) == nullptr) out.removed.push_back(m.name);
-  }
-  return out;
+// The part of `p` a reload decides, and `p` with that part replaced by `r`.
+mapping::resume_position resume_of(const pipeline::start_position& p) {
+  return {p.resume_after, p.start_at, p.token_time, p.filter, p.gate};
 }
 
-// Where `source` starts from `base` when the mappings `back` were put back with the definition
-// they stopped with, each at its stop point: at the earliest of them, with a gate so that the
-// others skip what they applied. Also whether that is before `base`.
-std::pair<pipeline::start_position, bool> replay_from(
-    pipeline::start_position base, const mapping::ns& source,
-    const std::map<std::string, ops::stop_point, std::less<>>& back) {
-  const auto earliest =
-      std::min_element(back.begin(), back.end(), [](const auto& a, const auto& b) {
-        return mapping::token_position(a.second.token) < mapping::token_position(b.second.token);
-      });
-  const ops::stop_point& first = earliest->second;
-  const std::string earliest_key = mapping::token_position(first.token);
-  std::vector<std::string> names;
-  for (const auto& [name, point] : back)
-    names.push_back(name);
+pipeline::start_position with_resume(pipeline::start_position p, mapping::resume_position r) {
+  p.resume_after = std::move(r.resume_after);
+  p.start_at = r.start_at;
+  p.token_time = r.token_time;
+  p.filter = std::move(r.filter);
+  p.gate = std::move(r.gate);
+  return p;
+}
 
-  pipeline::start_position out = base;
-  const bool rewound =
-      !base.resume_after || earliest_key < mapping::token_position(*base.resume_after);
-  if (!base.resume_after) {
-    // Nothing applied before here: no position for the others to skip to. They see the
-    // missed changes again too, which writes nothing new (every write is idempotent).
-    out.resume_after = first.token;
-    out.token_time = first.token_time;
-    out.filter = first.filter;
-    out.start_at.reset();
-  } else {
-    const std::string base_key = mapping::token_position(*base.resume_after);
-    mapping::replay_gate gate = base.gate ? *base.gate : mapping::replay_gate{base_key, {}};
-    for (const auto& [name, point] : back) {
-      const std::string key = mapping::token_position(point.token);
-      auto [it, fresh] = gate.from.emplace(name, key);
-      if (!fresh && key < it->second) it->second = key;
-    }
-    out.gate = std::move(gate);
-    if (earliest_key < base_key) {
-      out.resume_after = first.token;
-      out.token_time = first.token_time;
-      out.filter = first.filter;
-    }
-  }
+void log_replay(const mapping::replay& r, const mapping::ns& source) {
   log::info("reload", "mappings put back replay the changes they missed",
-            {{"mappings", joined(names)},
+            {{"mappings", joined(r.mappings)},
              {"source", source.full()},
-             {"from", mapping::token_position(*out.resume_after)}});
-  return {std::move(out), rewound};
+             {"from", mapping::token_position(*r.from.resume_after)}});
 }
 
 }  // namespace
@@ -215,8 +161,7 @@ void reloader::start(const replay_point& replay, std::stop_token stop) {
     start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, planner_,
                     std::move(*from), stop);
   }
-  for (const auto& m : planner_->mappings())
-    removed_.erase(m.name);  // back (replayed above) or back changed (backfilled)
+  policy_.running(*planner_);  // back (replayed above) or back changed (backfilled)
   // With --ha it runs on the instance holding its lease (start_backfill_unit).
   if (!stop.stop_requested() && !opts_.ha) start_backfill();
 }
@@ -236,33 +181,15 @@ bool reloader::note_removed_at_start(std::stop_token stop) {
                              "collection", meta_db_ + "." + ops::mappings_collection,
                              [&] { return ops::read_recorded(conn_, meta_db_); });
   if (!read) return false;
-  std::vector<ops::recorded_mapping> recorded = std::move(*read).value();
-  for (auto& r : recorded) {
-    if (r.removed) {
-      if (!r.stopped_at.empty()) removed_[r.name] = {r.fingerprint, std::move(r.stopped_at)};
-      continue;
-    }
-    if (find_mapping(*planner_, r.name) != nullptr) continue;
-    // Ran last time, gone now: it applied everything up to each namespace's checkpoint, which
-    // nothing has moved since.
-    ops::removed_mapping gone{r.fingerprint, {}};
-    for (const auto& src : r.reads) {
-      auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
-      if (!from) return false;
-      if (from->resume_after)
-        gone.stopped_at.push_back(
-            ops::stop_point{src, *from->resume_after, from->token_time, from->filter});
-    }
-    removed_[r.name] = std::move(gone);
+  const std::vector<ops::recorded_mapping> recorded = std::move(*read).value();
+  // A mapping gone since the last run stopped at its namespaces' checkpoints.
+  std::map<mapping::ns, mapping::resume_position> positions;
+  for (const auto& src : mapping::reload_policy::positions_needed(recorded, *planner_)) {
+    auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
+    if (!from) return false;
+    positions.emplace(src, resume_of(*from));
   }
-  // With --ha they stopped on other instances too: each namespace's checkpoint keeps where.
-  for (const auto& r : recorded) {
-    if (find_mapping(*planner_, r.name) != nullptr) continue;
-    const auto it = removed_.find(r.name);
-    gone_[r.name] =
-        gone_mapping{r.fingerprint, r.reads,
-                     it != removed_.end() ? it->second.stopped_at : std::vector<ops::stop_point>{}};
-  }
+  policy_.start(recorded, *planner_, positions);
   return true;
 }
 
@@ -325,7 +252,7 @@ void reloader::on_watched_changed(std::function<void(const std::vector<mapping::
 
 void reloader::start_backfill() {
   backfill_ = std::make_unique<ops::auto_backfill>(conn_, planner_, metrics_, meta_db_, opts_.ha);
-  backfill_->start(wall_ms(), !opts_.no_auto_backfill && !opts_.dry_run, removed_);
+  backfill_->start(wall_ms(), !opts_.no_auto_backfill && !opts_.dry_run, policy_.removed());
 }
 
 http::reload_outcome reloader::reload(std::stop_token stop) {
@@ -362,60 +289,26 @@ http::reload_outcome reloader::reload(std::stop_token stop) {
 }
 
 void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_token stop) {
-  const auto [added, changed, removed] = compare(*planner_, *next);
+  const auto [added, changed, removed] = mapping::compare(*planner_, *next);
   if (added.empty() && changed.empty() && removed.empty()) {
     log::info("reload", "the mappings are unchanged; nothing to do");
     return;
   }
   if (backfill_) backfill_->stop();  // it walks with the running set; it starts again below
-  for (const auto& name : removed) {
-    const mapping::mapping* m = find_mapping(*planner_, name);
-    gone_[name] = gone_mapping{m->fingerprint(), ops::reads_of(*m), {}};
-  }
-  for (const auto& m : next->mappings())
-    gone_.erase(m.name);
-
+  policy_.begin(*planner_, *next);
   const std::vector<mapping::ns> was_watched = watched();
   const std::vector<mapping::ns> now_watched = next->watched_namespaces();
-  int kept = 0, handed_over = 0, started = 0, stopped = 0;
   // With --ha only the namespaces this instance holds have a pipeline to move.
-  for (const auto& src : was_watched) {
-    if (contains(now_watched, src)) continue;
-    if (auto at = pipelines_.hand_over(src)) {
-      restart_position(std::move(*at), src, *next, stop);  // notes where its mappings stopped
-      ++stopped;
-    }
-    metrics_.remove_source(src.full());
-  }
-  for (const auto& src : now_watched) {
-    if (stop.stop_requested()) break;
-    if (contains(was_watched, src)) {
-      if (planner_->stream_signature(src) == next->stream_signature(src)) {
-        ++kept;
-        continue;
-      }
-      auto at = pipelines_.hand_over(src);
-      if (!at) continue;  // not held (--ha), or the daemon was stopped while starting
-      start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, next,
-                      restart_position(std::move(*at), src, *next, stop), stop);
-      ++handed_over;
-    } else if (!opts_.ha) {  // with --ha it starts when its lease is taken
-      metrics_.declare_source(src.full());
-      auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
-      if (!from) break;
-      start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, next,
-                      with_returning(std::move(*from), src, *next, stop), stop);
-      ++started;
-    }
-  }
+  const move_counts moved =
+      carry_out(mapping::namespace_moves(was_watched, *planner_, *next, opts_.ha), next, stop);
   for (const auto& name : removed)
     metrics_.remove_mapping(name);
   for (const auto& m : next->mappings()) {
     if (std::find(added.begin(), added.end(), m.name) != added.end())
       metrics_.declare_mapping(m.name);
     metrics_.set_mapping_info(m.name, m.fingerprint());
-    removed_.erase(m.name);
   }
+  policy_.running(*next);
   {
     std::lock_guard lock(watched_mutex_);
     planner_ = std::move(next);
@@ -426,61 +319,65 @@ void reloader::move_to(std::shared_ptr<const mapping::planner> next, std::stop_t
             {{"added", joined(added)},
              {"changed", joined(changed)},
              {"removed", joined(removed)},
-             {"pipelines_kept", kept},
-             {"pipelines_handed_over", handed_over},
-             {"pipelines_started", started},
-             {"pipelines_stopped", stopped}});
+             {"pipelines_kept", moved.kept},
+             {"pipelines_handed_over", moved.handed_over},
+             {"pipelines_started", moved.started},
+             {"pipelines_stopped", moved.stopped}});
   // With --ha the automatic backfill runs where its lease is held.
   if (!stop.stop_requested() && (!opts_.ha || backfill_)) start_backfill();
 }
 
-void reloader::note_removed(const mapping::ns& source, const pipeline::start_position& at,
-                            const mapping::planner& next) {
-  // Without a token the old pipeline applied nothing and stored nothing: there is no position
-  // to replay from (a mapping put back is then not caught up; the log says so).
-  for (const auto& name : planner_->mappings_reading(source)) {
-    if (find_mapping(next, name) != nullptr) continue;  // still runs (maybe changed)
-    if (!at.resume_after) {
-      log::warn("reload", "a removed mapping's position is unknown; put back, it is not replayed",
-                {{"mapping", name}, {"source", source.full()}});
-      continue;
+reloader::move_counts reloader::carry_out(const std::vector<mapping::namespace_move>& moves,
+                                          const std::shared_ptr<const mapping::planner>& next,
+                                          std::stop_token stop) {
+  using kind = mapping::namespace_move::kind;
+  move_counts count;
+  for (const auto& [src, what] : moves) {
+    // The stops come first and always run: the others wait for a stop request.
+    if (what != kind::stop && stop.stop_requested()) break;
+    if (what == kind::stop) {
+      if (auto at = pipelines_.hand_over(src)) {
+        restart_position(std::move(*at), src, *next, stop);  // notes where its mappings stopped
+        ++count.stopped;
+      }
+      metrics_.remove_source(src.full());
+    } else if (what == kind::keep) {
+      ++count.kept;
+    } else if (what == kind::hand_over) {
+      auto at = pipelines_.hand_over(src);
+      if (!at) continue;  // not held (--ha), or the daemon was stopped while starting
+      start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, next,
+                      restart_position(std::move(*at), src, *next, stop), stop);
+      ++count.handed_over;
+    } else {
+      metrics_.declare_source(src.full());
+      auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
+      if (!from) break;
+      start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, next,
+                      with_returning(std::move(*from), src, *next, stop), stop);
+      ++count.started;
     }
-    auto& r = removed_[name];
-    r.fingerprint = find_mapping(*planner_, name)->fingerprint();
-    r.stopped_at.push_back(ops::stop_point{source, *at.resume_after, at.token_time, at.filter});
   }
+  return count;
 }
 
 pipeline::start_position reloader::with_returning(pipeline::start_position base,
                                                   const mapping::ns& source,
                                                   const mapping::planner& next,
                                                   std::stop_token stop) {
-  // The mappings of `source` that come back with the definition they had when they left.
-  std::map<std::string, ops::stop_point, std::less<>> back;
-  for (const auto& name : next.mappings_reading(source)) {
-    auto r = removed_.find(name);
-    if (r == removed_.end() || find_mapping(next, name)->fingerprint() != r->second.fingerprint)
-      continue;
-    for (const auto& p : r->second.stopped_at) {
-      if (p.source == source) back.emplace(name, p);
-    }
-  }
-  if (back.empty()) return base;
-  auto [out, rewound] = replay_from(std::move(base), source, back);
+  auto replay = policy_.returning(resume_of(base), source, next);
+  if (!replay) return base;
+  log_replay(*replay, source);
+  pipeline::start_position out = with_resume(std::move(base), std::move(replay->from));
   // The checkpoint goes back to where the replay starts before anything is recorded as back:
   // a crash meanwhile replays from there (the others' writes repeat, harmlessly).
-  if (rewound && !opts_.dry_run) {
+  if (replay->rewound && !opts_.dry_run) {
     until_answered(stop, metrics_, "reload", "cannot move the checkpoint back for the replay",
                    "source", source.full(), [&] {
                      return checkpoints_.save(
                          source, checkpoint::checkpoint{*out.resume_after, 0, wall_ms(),
                                                         out.token_time, out.filter});
                    });
-  }
-  for (auto& [name, r] : removed_) {
-    std::erase_if(r.stopped_at, [&](const ops::stop_point& p) {
-      return p.source == source && back.contains(name);
-    });
   }
   return out;
 }
@@ -490,7 +387,11 @@ pipeline::start_position reloader::restart_position(pipeline::start_position at,
                                                     const mapping::planner& next,
                                                     std::stop_token stop) {
   if (!opts_.ha) {
-    note_removed(source, at, next);
+    // Without a token the old pipeline applied nothing and stored nothing: there is no
+    // position to replay from.
+    for (const auto& name : policy_.stopped(source, resume_of(at), *planner_, next))
+      log::warn("reload", "a removed mapping's position is unknown; put back, it is not replayed",
+                {{"mapping", name}, {"source", source.full()}});
     return with_returning(std::move(at), source, next, stop);
   }
   auto cp = read_checkpoint(source, checkpoints_, metrics_, stop);
@@ -501,43 +402,14 @@ pipeline::start_position reloader::restart_position(pipeline::start_position at,
 pipeline::start_position reloader::settle_stopped(
     pipeline::start_position base, const mapping::ns& source, const mapping::planner& next,
     const std::vector<checkpoint::stopped_mapping>& stored, std::stop_token stop) {
-  std::vector<checkpoint::stopped_mapping> entries = stored;
-  auto has_entry = [&](std::string_view name) {
-    return std::any_of(entries.begin(), entries.end(),
-                       [&](const auto& e) { return e.mapping == name; });
-  };
-  // A mapping that read `source` and does not run now stopped at `base` at the latest: the
-  // position through which this or an earlier holder applied it (an earlier recorded stop
-  // point wins; later entries never replace earlier ones).
-  if (base.resume_after) {
-    for (const auto& [name, g] : gone_) {
-      if (find_mapping(next, name) != nullptr || has_entry(name) || !contains(g.reads, source))
-        continue;
-      checkpoint::stopped_mapping e{name, g.fingerprint, *base.resume_after, base.token_time,
-                                    base.filter};
-      for (const auto& p : g.stopped_at) {
-        if (p.source == source) e = {name, g.fingerprint, p.token, p.token_time, p.filter};
-      }
-      entries.push_back(std::move(e));
-    }
-  }
-  // One put back with the definition it stopped with replays from its entry; one put back
-  // changed is backfilled instead (its entry goes either way).
-  std::map<std::string, ops::stop_point, std::less<>> back;
-  std::erase_if(entries, [&](const checkpoint::stopped_mapping& e) {
-    const mapping::mapping* m = find_mapping(next, e.mapping);
-    if (m == nullptr) return false;
-    if (m->fingerprint() == e.fingerprint)
-      back.emplace(e.mapping, ops::stop_point{source, e.token, e.token_time, e.filter});
-    return true;
-  });
-  pipeline::start_position out = std::move(base);
-  bool rewound = false;
-  if (!back.empty()) std::tie(out, rewound) = replay_from(std::move(out), source, back);
-  if ((!rewound && entries == stored) || !out.resume_after) return out;
+  mapping::settled settled = policy_.settle(resume_of(base), source, next, stored);
+  if (settled.replayed) log_replay(*settled.replayed, source);
+  pipeline::start_position out = with_resume(std::move(base), std::move(settled.from));
+  if (!settled.store) return out;
   // Stored before the pipeline starts: a crash meanwhile replays from here.
-  checkpoint::checkpoint cp{*out.resume_after, 0,      wall_ms(), out.token_time, out.filter,
-                            out.lease_epoch,   entries};
+  checkpoint::checkpoint cp{
+      *out.resume_after,         0, wall_ms(), out.token_time, out.filter, out.lease_epoch,
+      std::move(settled.entries)};
   until_answered(stop, metrics_, "reload", "cannot store the stopped mappings", "source",
                  source.full(), [&]() -> mongo::status {
                    auto st = checkpoints_.save(source, cp);

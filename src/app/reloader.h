@@ -38,10 +38,11 @@
 #include "checkpoint/position_store.h"
 #include "http/http_server.h"
 #include "mapping/planner.h"
+#include "mapping/reload_policy.h"
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
-#include "ops/auto_backfill.h"
-#include "ops/mapping_versions.h"
+#include "ops/services/auto_backfill.h"
+#include "ops/services/mapping_versions.h"
 #include "pipeline/supervisor.h"
 
 namespace denormd::app {
@@ -89,13 +90,17 @@ class reloader {
   http::reload_outcome reload(std::stop_token stop);
   // Moves from the running set to `next`; stopped midway, what has moved runs with `next`.
   void move_to(std::shared_ptr<const mapping::planner> next, std::stop_token stop);
+  // How many pipelines a reload kept, handed over, started and stopped.
+  struct move_counts {
+    int kept = 0, handed_over = 0, started = 0, stopped = 0;
+  };
+  // Carries out `moves` towards `next`, counting them. Stopped midway, it returns early.
+  move_counts carry_out(const std::vector<mapping::namespace_move>& moves,
+                        const std::shared_ptr<const mapping::planner>& next, std::stop_token stop);
   // Where the pipeline of `source` starts when it would start at `base`: earlier, when a
   // mapping put back must catch up (with a gate so that the others skip what they applied).
   pipeline::start_position with_returning(pipeline::start_position base, const mapping::ns& source,
                                           const mapping::planner& next, std::stop_token stop);
-  // Notes where the mappings of `source` that `next` no longer has stopped: at `at`.
-  void note_removed(const mapping::ns& source, const pipeline::start_position& at,
-                    const mapping::planner& next);
   void start_backfill();
   // Where the pipeline of `source` that stopped at `at` starts again planning with `next`, with
   // the mappings put back replaying what they missed; also notes where the mappings `next`
@@ -103,21 +108,12 @@ class reloader {
   pipeline::start_position restart_position(pipeline::start_position at, const mapping::ns& source,
                                             const mapping::planner& next, std::stop_token stop);
   // With --ha: where `source` starts from `base` under `base.lease_epoch`, settled with
-  // `stored`, the stopped mappings its checkpoint keeps: a mapping that stopped reading it (at
-  // `base`) gets an entry, and one put back with the definition it stopped with replays from
-  // its entry. The entries and any rewind are stored before it returns.
+  // `stored`, the stopped mappings its checkpoint keeps (mapping::reload_policy::settle). The
+  // entries and any rewind are stored before it returns.
   pipeline::start_position settle_stopped(pipeline::start_position base, const mapping::ns& source,
                                           const mapping::planner& next,
                                           const std::vector<checkpoint::stopped_mapping>& stored,
                                           std::stop_token stop);
-
-  // With --ha: a mapping that ran once and does not run now, with the namespaces it read and
-  // where it stopped as recorded (by a denormd without --ha, or at the last start).
-  struct gone_mapping {
-    std::string fingerprint;
-    std::vector<mapping::ns> reads;
-    std::vector<ops::stop_point> stopped_at;
-  };
 
   const options& opts_;
   mongo::connection& conn_;
@@ -126,9 +122,8 @@ class reloader {
   checkpoint::position_store& checkpoints_;
   const std::string meta_db_;
   std::shared_ptr<const mapping::planner> planner_;
-  // Removed mappings and where they stopped, by name; kept in denormd_mappings too.
-  ops::removed_mappings removed_;
-  std::map<std::string, gone_mapping, std::less<>> gone_;
+  // What the reloads decide: which mappings went away and where they stopped.
+  mapping::reload_policy policy_;
   std::function<void(const std::vector<mapping::ns>&)> on_watched_;
   std::unique_ptr<ops::auto_backfill> backfill_;
   mutable std::mutex watched_mutex_;  // guards watched_, and planner_ against other threads' reads

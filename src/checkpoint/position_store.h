@@ -10,6 +10,7 @@
 
 #include "bson/value.h"
 #include "mapping/mapping.h"
+#include "mapping/reload_policy.h"
 #include "mongo/driver_error.h"
 
 namespace denormd::checkpoint {
@@ -18,14 +19,7 @@ namespace denormd::checkpoint {
 // `token` was applied for it). Kept with the namespace's checkpoint, so that it moves with the
 // lease: whichever instance holds the namespace when the mapping is put back with the same
 // `fingerprint` replays from there (docs/architecture.md, "Reloads with --ha").
-struct stopped_mapping {
-  std::string mapping;
-  std::string fingerprint;
-  bson::document token;
-  std::optional<bson::timestamp> token_time;  // of the event `token` names (none: unknown)
-  std::string filter;                         // of the stream `token` came from
-  bool operator==(const stopped_mapping&) const = default;
-};
+using mapping::stopped_mapping;
 
 struct checkpoint {
   bson::document token;

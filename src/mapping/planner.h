@@ -27,6 +27,7 @@ struct replay_gate {
   bool admits(std::string_view name, std::string_view position) const;
   // Whether every mapping takes the event at `position` and every later one.
   bool passed(std::string_view position) const;
+  bool operator==(const replay_gate&) const = default;
 };
 
 class planner {

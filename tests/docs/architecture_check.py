@@ -7,6 +7,8 @@ Checks, against the tree as it is:
   * the table's "links" column says exactly which denormd libraries each folder's CMake
     target links (`denormd::x` in its DEPS; `all` means every library above it), and every
     library links only libraries above it in the table: the arrows of the data flow;
+  * in src/ops/, no file under commands/ includes one under services/ (a command never
+    needs the daemon; a service may run a command's code);
   * the sentence that lists what a `write_op` is names the alternatives of the variant in
     src/mapping/write_op.h, in order.
 Exits 1 with one line per difference.
@@ -76,6 +78,11 @@ def check(root):
             problems.append("`%s`: the table says it links %s; src/%s/CMakeLists.txt links %s"
                             % (name, sorted(said) or "nothing of ours", name, sorted(deps) or "nothing of ours"))
 
+    for f in sorted((root / "src" / "ops" / "commands").glob("*.[hc]*")):
+        for inc in re.findall(r'#include "(ops/services/[^"]+)"', f.read_text()):
+            problems.append("src/ops/commands/%s includes %s: a command never uses a daemon service"
+                            % (f.name, inc))
+
     header = (root / "src" / "mapping" / "write_op.h").read_text()
     m = re.search(r"std::variant<([^>]*)>\s*what;", header)
     if not m:
@@ -102,7 +109,7 @@ def main():
         print(line)
     if problems:
         return 1
-    print("docs/architecture.md agrees with src/: layers, links and write_op")
+    print("docs/architecture.md agrees with src/: layers, links, ops commands apart from services, and write_op")
     return 0
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The architecture check can fail: on a copy of the tree with a folder added to src/ without a
-row, a link added against the arrows, and a write_op alternative added, it names each."""
+row, a link added against the arrows, a command using a daemon service, and a write_op alternative added, it names each."""
 import shutil
 import sys
 import tempfile
@@ -22,6 +22,7 @@ class ArchitectureCheckTest(unittest.TestCase):
             (self.tmp / "src" / cm.parent.name).mkdir(parents=True)
             shutil.copy(cm, self.tmp / "src" / cm.parent.name)
         shutil.copy(ROOT / "src" / "mapping" / "write_op.h", self.tmp / "src" / "mapping")
+        shutil.copytree(ROOT / "src" / "ops" / "commands", self.tmp / "src" / "ops" / "commands")
 
     def tearDown(self):
         shutil.rmtree(self.tmp)
@@ -41,6 +42,12 @@ class ArchitectureCheckTest(unittest.TestCase):
         cm.write_text(cm.read_text().replace("DEPS denormd::query", "DEPS denormd::query denormd::mongo"))
         problems = architecture_check.check(self.tmp)
         self.assertIn("`mapping` links denormd::mongo, which is not above it in the Layers table", problems)
+
+    def test_a_command_that_uses_a_daemon_service_fails(self):
+        cc = self.tmp / "src" / "ops" / "commands" / "backfiller.cc"
+        cc.write_text('#include "ops/services/streamed_sets.h"\n' + cc.read_text())
+        self.assertIn("src/ops/commands/backfiller.cc includes ops/services/streamed_sets.h: "
+                      "a command never uses a daemon service", architecture_check.check(self.tmp))
 
     def test_a_new_write_op_alternative_fails(self):
         h = self.tmp / "src" / "mapping" / "write_op.h"

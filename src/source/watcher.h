@@ -19,7 +19,7 @@
 #include "bson/value.h"
 #include "common/backoff.h"
 #include "common/retry.h"
-#include "mapping/mapping.h"
+#include "mapping/ns.h"
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
 #include "source/change_source.h"

@@ -1,8 +1,12 @@
 #include "app/options.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -16,59 +20,191 @@ namespace {
 struct command_info {
   app::command cmd;
   const char* summary;
-  const char* flags;
+  // The usage line: {name} stands for the flag with its value's name (flags()), [..] for
+  // optional parts, | for alternatives. The flags it names are the ones the command takes.
+  const char* synopsis;
 };
 
 const std::map<std::string, command_info>& commands() {
   static const std::map<std::string, command_info> all = {
       {"run",
        {command::run, "watch the sources and keep every copy true",
-        "--uri URI --db NAME --mappings DIR --metrics-addr HOST:PORT [--resume-after TOKEN | "
-        "--start-at TIME] [--linger-ms MS] [--writers N] [--checkpoint-interval-ms MS] "
-        "[--headroom-interval-ms MS] [--verify-interval DURATION [--verify-no-repair]] "
-        "[--ha [--instance-id ID] [--lease-ttl-ms MS]] "
-        "[--no-auto-backfill] "
-        "[--watch-mappings] [--dry-run] [--log-format text|json] [--log-level LEVEL]"}},
+        "{uri} {db} {mappings} {metrics-addr} [{resume-after} | {start-at}] [{linger-ms}] "
+        "[{writers}] [{checkpoint-interval-ms}] [{headroom-interval-ms}] [{verify-interval} "
+        "[{verify-no-repair}]] [{ha} [{instance-id}] [{lease-ttl-ms}]] [{no-auto-backfill}] "
+        "[{watch-mappings}] [{dry-run}] [{log-format}] [{log-level}]"}},
       {"check",
        {command::check, "validate the mappings; print the writes and indexes each needs",
-        "--mappings DIR [--uri URI] [--db NAME]"}},
+        "{mappings} [{uri}] [{db}]"}},
       {"plan",
        {command::plan, "print the writes planned for change events (one JSON per line)",
-        "--mappings DIR --events FILE|- [--db NAME] [--coalesce]"}},
+        "{mappings} {events} [{db}] [{coalesce}]"}},
       {"backfill",
        {command::backfill, "bring every dependent in line with its sources",
-        "--uri URI --db NAME --mappings DIR [--mapping NAME]... [--dry-run] [--timeout SECONDS]"}},
+        "{uri} {db} {mappings} [{mapping}]... [{dry-run}] [{timeout}]"}},
       {"verify",
        {command::verify, "count dependents that differ from their sources",
-        "--uri URI --db NAME --mappings DIR [--mapping NAME]... [--repair [--dry-run]] [--json] "
-        "[--timeout SECONDS]"}},
+        "{uri} {db} {mappings} [{mapping}]... [{repair} [{dry-run}]] [{json}] [{timeout}]"}},
       {"status",
        {command::status, "print the stored checkpoints, their age and whether history reaches them",
-        "--uri URI --db NAME --mappings DIR [--json] [--timeout SECONDS]"}},
+        "{uri} {db} {mappings} [{json}] [{timeout}]"}},
   };
   return all;
 }
 
-// A whole number from `min` to `max`, or nullopt.
-std::optional<int> whole_number(const std::string& v, long min, long max) {
-  char* end = nullptr;
-  const long n = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || n < min || n > max) return std::nullopt;
-  return static_cast<int>(n);
+namespace po = boost::program_options;
+
+// A flag's value that is not what the flag takes; `what` is what it takes ("must be ...").
+struct bad_value : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A whole number from `min` to `max` into an int field; `unit` names it in the error.
+class whole_number : public po::typed_value<int> {
+ public:
+  whole_number(int* into, int min, int max, const std::string& unit)
+      : po::typed_value<int>(into), min_(min), max_(max), unit_(unit) {
+    default_value(*into);
+  }
+  void xparse(boost::any& out, const std::vector<std::string>& tokens) const override {
+    const std::string& v = tokens.front();
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n < min_ || n > max_)
+      throw bad_value("must be a whole number " + unit_ + "from " + std::to_string(min_) + " to " +
+                      std::to_string(max_));
+    out = static_cast<int>(n);
+  }
+
+ private:
+  long min_, max_;
+  std::string unit_;
+};
+
+// A duration (parse_duration_ms) from 1s to 7d, in milliseconds.
+class duration : public po::typed_value<std::int64_t> {
+ public:
+  explicit duration(std::int64_t* into) : po::typed_value<std::int64_t>(into) {}
+  void xparse(boost::any& out, const std::vector<std::string>& tokens) const override {
+    const auto ms = parse_duration_ms(tokens.front());
+    if (!ms || *ms < 1000 || *ms > 7LL * 24 * 3600 * 1000)
+      throw bad_value("must be a duration from 1s to 7d such as 90s, 10m or 1h30m");
+    out = *ms;
+  }
+};
+
+// One flag: its name, its value's name in the usage (nullptr: a switch), its help paragraph
+// ("" for none), and its value: typed, bounded and bound to its field of `options`, whose
+// initial value is the default.
+struct flag {
+  const char* name;
+  const char* arg;
+  const char* help;
+  std::function<po::value_semantic*(options&)> value;
+};
+
+template <class T>
+std::function<po::value_semantic*(options&)> text(T options::*field) {
+  return [field](options& o) { return po::value(&(o.*field)); };
+}
+std::function<po::value_semantic*(options&)> on(bool options::*field) {
+  return [field](options& o) { return po::bool_switch(&(o.*field)); };
+}
+std::function<po::value_semantic*(options&)> whole(int options::*field, int min, int max,
+                                                   const char* unit) {
+  return [=](options& o) { return new whole_number(&(o.*field), min, max, unit); };
+}
+
+// Every flag, declared once. A command ignores the flags it does not use (--timeout and
+// --verify-interval aside, refused where they mean nothing).
+const std::vector<flag>& flags() {
+  static const std::vector<flag> all = {
+      {"uri", "URI", "", text(&options::uri)},
+      {"db", "NAME", "", text(&options::db)},
+      {"mappings", "DIR", "", text(&options::mappings_dir)},
+      {"metrics-addr", "HOST:PORT", "", text(&options::metrics_addr)},
+      {"resume-after", "TOKEN", "", text(&options::resume_after)},
+      {"start-at", "TIME", "", text(&options::start_at)},
+      {"events", "FILE|-", "", text(&options::events_file)},
+      {"mapping", "NAME", "", [](options& o) { return po::value(&o.only_mappings)->composing(); }},
+      {"log-format", "text|json", "", text(&options::log_format)},
+      {"log-level", "LEVEL", "", text(&options::log_level)},
+      {"instance-id", "ID", "", text(&options::instance_id)},
+      {"linger-ms", "MS", "", whole(&options::linger_ms, 0, 1000, "of milliseconds ")},
+      {"writers", "N", "", whole(&options::writers, 1, 16, "")},
+      {"lease-ttl-ms", "MS", "", whole(&options::lease_ttl_ms, 1000, 600000, "of milliseconds ")},
+      {"checkpoint-interval-ms", "MS", "",
+       whole(&options::checkpoint_interval_ms, 0, 600000, "of milliseconds ")},
+      {"headroom-interval-ms", "MS", "",
+       whole(&options::headroom_interval_ms, 0, 3600000, "of milliseconds ")},
+      {"timeout", "SECONDS",
+       "how long MongoDB may be unreachable, at the start or\nin between, before the command gives "
+       "up with exit 1.",
+       whole(&options::timeout_s, 1, 86400, "of seconds ")},
+      {"verify-interval", "DURATION", "",
+       [](options& o) { return new duration(&o.verify_interval_ms); }},
+      {"dry-run", nullptr, "", on(&options::dry_run)},
+      {"repair", nullptr, "", on(&options::repair)},
+      {"json", nullptr, "", on(&options::json)},
+      {"coalesce", nullptr, "", on(&options::coalesce)},
+      {"no-auto-backfill", nullptr, "", on(&options::no_auto_backfill)},
+      {"watch-mappings", nullptr, "", on(&options::watch_mappings)},
+      {"ha", nullptr, "", on(&options::ha)},
+      {"verify-no-repair", nullptr, "", on(&options::verify_no_repair)},
+  };
+  return all;
+}
+
+const flag& flag_named(std::string_view name) {
+  const auto& all = flags();
+  const auto f =
+      std::find_if(all.begin(), all.end(), [&](const flag& x) { return x.name == name; });
+  assert(f != all.end() && "a synopsis names an undeclared flag");
+  return *f;
+}
+
+// The flags bound to `o`, for Boost.Program_options.
+po::options_description described(options& o) {
+  po::options_description d;
+  d.add_options()("help,h", "");
+  for (const auto& f : flags())
+    d.add_options()(f.name, f.value(o), f.help);
+  return d;
+}
+
+// The usage line of a synopsis, and the help paragraphs of the flags it names.
+std::pair<std::string, std::string> usage(std::string_view synopsis) {
+  std::string line, paragraphs;
+  for (std::size_t i = 0; i < synopsis.size(); ++i) {
+    if (synopsis[i] != '{') {
+      line += synopsis[i];
+      continue;
+    }
+    const std::size_t close = synopsis.find('}', i);
+    const flag& f = flag_named(synopsis.substr(i + 1, close - i - 1));
+    line += std::string("--") + f.name + (f.arg ? std::string(" ") + f.arg : "");
+    if (*f.help) {
+      options defaults;
+      std::unique_ptr<po::value_semantic> v(f.value(defaults));
+      boost::any d;
+      v->apply_default(d);
+      paragraphs += std::string("\n--") + f.name + " " + f.arg + " (default " +
+                    std::to_string(boost::any_cast<int>(d)) + "): " + f.help + "\n";
+    }
+    i = close;
+  }
+  return {line, paragraphs};
 }
 
 }  // namespace
 
 std::string help_text(const std::string& topic) {
   if (auto it = commands().find(topic); it != commands().end()) {
-    return "usage: denormd " + topic + " " + it->second.flags + "\n\n" + it->second.summary +
+    const auto [line, paragraphs] = usage(it->second.synopsis);
+    return "usage: denormd " + topic + " " + line + "\n\n" + it->second.summary +
            ".\n\nThe URI may also come from DENORMD_URI. Exit codes: 0 ok, 1 runtime failure, 2 "
            "bad usage or bad mappings" +
-           (topic == "verify" ? ", 3 drift found" : "") + ".\n" +
-           (std::string(it->second.flags).find("--timeout") != std::string::npos
-                ? "\n--timeout SECONDS (default 30): how long MongoDB may be unreachable, at the "
-                  "start or\nin between, before the command gives up with exit 1.\n"
-                : "");
+           (topic == "verify" ? ", 3 drift found" : "") + ".\n" + paragraphs;
   }
   std::string text =
       "denormd keeps denormalized MongoDB data true: it watches the sources' change streams and\n"
@@ -116,111 +252,11 @@ std::string meta_database(const options& o, const std::string& uri_database) {
 
 namespace {
 
-namespace po = boost::program_options;
-
-// Every flag, for every command: a command ignores the ones it does not use (--timeout aside).
-const po::options_description& flags() {
-  static const po::options_description all = [] {
-    po::options_description d;
-    d.add_options()("help,h", "");
-    for (const char* name : {"dry-run", "repair", "json", "coalesce", "no-auto-backfill",
-                             "watch-mappings", "ha", "verify-no-repair"})
-      d.add_options()(name, "");
-    for (const char* name : {"uri", "db", "mappings", "metrics-addr", "resume-after", "start-at",
-                             "events", "log-format", "log-level", "linger-ms", "writers",
-                             "checkpoint-interval-ms", "headroom-interval-ms", "timeout", "mapping",
-                             "instance-id", "lease-ttl-ms", "verify-interval"}) {
-      d.add_options()(name, po::value<std::string>());
-    }
-    return d;
-  }();
-  return all;
-}
-
 // Long flags as --name VALUE or --name=VALUE, and -h; no abbreviations, no bundling.
 constexpr int flag_style =
     po::command_line_style::allow_long | po::command_line_style::long_allow_adjacent |
     po::command_line_style::long_allow_next | po::command_line_style::allow_short |
     po::command_line_style::short_allow_next | po::command_line_style::allow_dash_for_short;
-
-constexpr std::int64_t min_verify_interval_ms = 1000;
-constexpr std::int64_t max_verify_interval_ms = 7LL * 24 * 3600 * 1000;
-
-status whole_number_flag(const std::string& flag, const std::string& v, int max, int& into) {
-  const auto n = whole_number(v, 0, max);
-  if (!n)
-    return fail(flag + " must be a whole number of milliseconds from 0 to " + std::to_string(max) +
-                ", not \"" + v + "\"");
-  into = *n;
-  return {};
-}
-
-status timeout_flag(const std::string& v, const std::string& name, options& o) {
-  const auto n = whole_number(v, 1, 86400);
-  if (!n)
-    return fail("--timeout must be a whole number of seconds from 1 to 86400, not \"" + v + "\"");
-  if (o.cmd != command::backfill && o.cmd != command::verify && o.cmd != command::status)
-    return fail("--timeout is for backfill, verify and status, not " + name);
-  o.timeout_s = *n;
-  return {};
-}
-
-// Applies one recognized flag with its value ("" for a switch).
-status apply_flag(const std::string& key, const std::string& v, const std::string& name,
-                  options& o) {
-  static const std::map<std::string, std::string options::*> strings = {
-      {"uri", &options::uri},
-      {"db", &options::db},
-      {"mappings", &options::mappings_dir},
-      {"metrics-addr", &options::metrics_addr},
-      {"resume-after", &options::resume_after},
-      {"start-at", &options::start_at},
-      {"events", &options::events_file},
-      {"log-format", &options::log_format},
-      {"log-level", &options::log_level},
-      {"instance-id", &options::instance_id}};
-  static const std::map<std::string, bool options::*> switches = {
-      {"dry-run", &options::dry_run},
-      {"repair", &options::repair},
-      {"json", &options::json},
-      {"coalesce", &options::coalesce},
-      {"no-auto-backfill", &options::no_auto_backfill},
-      {"watch-mappings", &options::watch_mappings},
-      {"ha", &options::ha},
-      {"verify-no-repair", &options::verify_no_repair}};
-  if (auto s = strings.find(key); s != strings.end()) {
-    o.*(s->second) = v;
-  } else if (auto b = switches.find(key); b != switches.end()) {
-    o.*(b->second) = true;
-  } else if (key == "linger-ms") {
-    return whole_number_flag("--linger-ms", v, 1000, o.linger_ms);
-  } else if (key == "writers") {
-    const auto n = whole_number(v, 1, 16);
-    if (!n) return fail("--writers must be a whole number from 1 to 16, not \"" + v + "\"");
-    o.writers = *n;
-  } else if (key == "lease-ttl-ms") {
-    if (auto st = whole_number_flag("--lease-ttl-ms", v, 600000, o.lease_ttl_ms); !st) return st;
-    if (o.lease_ttl_ms < 1000)
-      return fail("--lease-ttl-ms must be at least 1000, not \"" + v + "\"");
-  } else if (key == "checkpoint-interval-ms") {
-    return whole_number_flag("--checkpoint-interval-ms", v, 600000, o.checkpoint_interval_ms);
-  } else if (key == "headroom-interval-ms") {
-    return whole_number_flag("--headroom-interval-ms", v, 3600000, o.headroom_interval_ms);
-  } else if (key == "timeout") {
-    return timeout_flag(v, name, o);
-  } else if (key == "verify-interval") {
-    const auto ms = parse_duration_ms(v);
-    if (!ms || *ms < min_verify_interval_ms || *ms > max_verify_interval_ms)
-      return fail(
-          "--verify-interval must be a duration from 1s to 7d such as 90s, 10m or 1h30m, "
-          "not \"" +
-          v + "\"");
-    o.verify_interval_ms = *ms;
-  } else if (key == "mapping") {
-    o.only_mappings.push_back(v);
-  }
-  return {};
-}
 
 std::string unknown_flag(const std::string& token, const std::string& name) {
   return "unknown flag \"" + token + "\" for " + name + " (see denormd " + name + " --help)";
@@ -241,18 +277,39 @@ std::string syntax_error(const po::error_with_option_name& e, const std::vector<
   return flag + " needs a value";
 }
 
+// Stores one flag's value into its field, typed and checked by its declaration.
+status apply_flag(const po::option& opt, const po::option_description& d, boost::any& slot,
+                  const std::string& name, const options& o) {
+  const std::string value = opt.value.empty() ? "" : opt.value.front();
+  try {
+    d.semantic()->parse(slot, opt.value, true);
+  } catch (const bad_value& e) {
+    return fail("--" + opt.string_key + " " + e.what() + ", not \"" + value + "\"");
+  }
+  if (opt.string_key == "timeout" && o.cmd != command::backfill && o.cmd != command::verify &&
+      o.cmd != command::status)
+    return fail("--timeout is for backfill, verify and status, not " + name);
+  d.semantic()->notify(slot);
+  return {};
+}
+
 // The flags after the command, applied in command-line order (a repeated flag's last value
 // wins; --mapping collects).
 status parse_flags(const std::vector<std::string>& args, const std::string& name, options& o) {
+  const po::options_description described_flags = described(o);
   po::parsed_options parsed(nullptr);
   try {
-    parsed =
-        po::command_line_parser(args).options(flags()).style(flag_style).allow_unregistered().run();
+    parsed = po::command_line_parser(args)
+                 .options(described_flags)
+                 .style(flag_style)
+                 .allow_unregistered()
+                 .run();
   } catch (const po::error_with_option_name& e) {
     return fail(syntax_error(e, args, name));
   } catch (const po::error& e) {
     return fail(std::string(e.what()) + " (see denormd " + name + " --help)");
   }
+  std::map<std::string, boost::any> collected;  // what the composing flags have gathered
   for (const auto& opt : parsed.options) {
     if (opt.unregistered || opt.string_key.empty()) {
       return fail(unknown_flag(opt.original_tokens.front(), name));
@@ -262,8 +319,10 @@ status parse_flags(const std::vector<std::string>& args, const std::string& name
       o.help_topic = name;
       return {};
     }
-    const std::string value = opt.value.empty() ? "" : opt.value.front();
-    if (auto st = apply_flag(opt.string_key, value, name, o); !st) return st;
+    const auto& d = described_flags.find(opt.string_key, false);
+    boost::any one;
+    boost::any& slot = d.semantic()->is_composing() ? collected[opt.string_key] : one;
+    if (auto st = apply_flag(opt, d, slot, name, o); !st) return st;
   }
   return {};
 }

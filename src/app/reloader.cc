@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/retry.h"
 #include "config/mapping_loader.h"
 #include "ops/commands/image_check.h"
 #include "ops/services/streamed_sets.h"
@@ -21,14 +21,12 @@ auto until_answered(std::stop_token stop, metrics::metrics& m, std::string_view 
                     std::string_view what, std::string_view key, const std::string& value,
                     F attempt) -> std::optional<decltype(attempt())> {
   backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
-  while (true) {
-    auto r = attempt();
-    if (r) return r;
-    m.count_error("checkpoint", r.error().metric_code());
+  return retry_with_backoff(stop, retry, attempt, [&](const auto& e, const retry_state&) {
+    m.count_error("checkpoint", e.metric_code());
     log::warn(component, std::string(what) + "; retrying",
-              {{key, value}, {"error", r.error().to_string()}});
-    if (!retry.wait(stop)) return std::nullopt;
-  }
+              {{key, value}, {"error", e.to_string()}});
+    return retry_verdict::retry;
+  });
 }
 
 // The stored checkpoint of `source` (none: never stored), read again after a back-off until the

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bson/value.h"
-#include "mapping/mapping.h"
+#include "mapping/ns.h"
 #include "mapping/reload_policy.h"
 #include "mongo/driver_error.h"
 

@@ -10,7 +10,7 @@
 
 #include "bson/value.h"
 #include "common/expected.h"
-#include "mapping/mapping.h"
+#include "mapping/ns.h"
 
 namespace denormd::mapping {
 

@@ -1,8 +1,8 @@
 #include "pipeline/pipeline.h"
 
 #include "bson/json.h"
-#include "common/backoff.h"
 #include "common/log.h"
+#include "common/retry.h"
 
 namespace denormd::pipeline {
 
@@ -154,21 +154,20 @@ mongo::result<std::optional<source::resync_started>> pipeline::resync(std::stop_
 }
 
 void pipeline::run_backfill(std::stop_token stop, std::atomic<bool>& finished) {
+  if (stop.stop_requested()) return;
   backoff retry(std::chrono::milliseconds(500), std::chrono::milliseconds(10000));
-  while (!stop.stop_requested()) {
-    auto done = parts_.resync_backfill(*planner_, source_, stop);
-    if (done) {
-      if (!*done) return;  // stopped
-      resync_unfinished_ = false;
-      applier_->hold_checkpoints(false);
-      finished = true;
-      return;
-    }
-    metrics_.count_error("resync", done.error().metric_code());
-    log::error("pipeline", "re-sync backfill failed; retrying",
-               {{"source", name_}, {"error", done.error().to_string()}});
-    if (!retry.wait(stop)) return;
-  }
+  auto done = retry_with_backoff(
+      stop, retry, [&] { return parts_.resync_backfill(*planner_, source_, stop); },
+      [&](const mongo::driver_error& e, const retry_state&) {
+        metrics_.count_error("resync", e.metric_code());
+        log::error("pipeline", "re-sync backfill failed; retrying",
+                   {{"source", name_}, {"error", e.to_string()}});
+        return retry_verdict::retry;
+      });
+  if (!done || !**done) return;  // stopped
+  resync_unfinished_ = false;
+  applier_->hold_checkpoints(false);
+  finished = true;
 }
 
 void pipeline::stop_backfill() {

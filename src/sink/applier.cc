@@ -3,9 +3,9 @@
 #include <cassert>
 #include <iterator>
 
-#include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/retry.h"
 #include "mapping/coalescer.h"
 #include "mapping/partitioner.h"
 
@@ -94,10 +94,8 @@ bool applier::wait_until_completed(std::uint64_t n, std::stop_token stop) {
 template <class F>
 bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) {
   backoff retry(std::chrono::milliseconds(100), opts_.max_backoff);
-  for (int tries = 1;; ++tries) {
-    mongo::status st = attempt();
-    if (st) return true;
-    const auto& e = st.error();
+  auto failed = [&](const mongo::driver_error& e, const retry_state& s) {
+    const int tries = s.attempt;
     metrics_.count_error(stage, e.metric_code());
     if (e.from == mongo::driver_error::origin::client &&
         (e.code == mongo::lease_moved_code || e.code == mongo::lease_expired_code)) {
@@ -113,8 +111,11 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
           "applier", "write failed; retrying the batch (fix the cause: nothing is skipped)",
           {{"source", name_}, {"stage", stage}, {"attempt", tries}, {"error", e.to_string()}});
     }
-    if (!retry.wait(stop)) return false;
-  }
+    return retry_verdict::retry;
+  };
+  return retry_with_backoff(
+             stop, retry, [&]() -> mongo::status { return attempt(); }, failed)
+      .has_value();
 }
 
 bool applier::lease_valid() const {

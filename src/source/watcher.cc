@@ -2,8 +2,11 @@
 
 #include <bson/bson.h>
 
+#include <utility>
+
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/retry.h"
 
 namespace denormd::source {
 
@@ -88,8 +91,7 @@ void watcher::set_state(bool ready, std::string state) {
   metrics_.set_watcher_ready(name_, ready);
 }
 
-std::optional<bson::timestamp> watcher::recover(std::stop_token& stop,
-                                                const mongo::driver_error& e) {
+retry_verdict watcher::history_lost(const mongo::driver_error& e) {
   if (!opts_.resync) {
     metrics_.count_history_lost(name_);
     reason_ = stop_reason::history_lost;
@@ -98,7 +100,7 @@ std::optional<bson::timestamp> watcher::recover(std::stop_token& stop,
                "change stream history lost; the stored position is no longer in the oplog. Run "
                "`denormd backfill` to bring the copies in line, then start denormd again",
                {{"source", name_}, {"error", e.to_string()}});
-    return std::nullopt;
+    return retry_verdict::give_up;
   }
   const auto now = std::chrono::steady_clock::now();
   // Lost again soon after a re-sync caught up: the oplog still outruns the stream, so the
@@ -116,42 +118,47 @@ std::optional<bson::timestamp> watcher::recover(std::stop_token& stop,
   }
   if (episode_->resyncs == 0 && !soon_again) {
     set_state(false, "re-syncing after lost history (streaming beside the backfill)");
-  } else {
-    // The oplog rolled past the stream's place during the last re-sync (or soon after it
-    // caught up). Another re-sync at once would add its own writes to the roll and lose the
-    // same race: wait longer each time.
-    set_state(false, "re-syncing after lost history (attempt " +
-                         std::to_string(episode_->resyncs + 1) +
-                         "; the oplog rolled past the stream during the last one)");
-    log::debug("watcher", "history lost again after a re-sync; re-syncing after a back-off",
-               {{"source", name_},
-                {"resyncs", episode_->resyncs},
-                {"backoff_ms", static_cast<std::int64_t>(resync_backoff_.next().count())}});
-    if (!resync_backoff_.wait(stop)) return std::nullopt;
+    return retry_verdict::retry_now;
   }
+  // The oplog rolled past the stream's place during the last re-sync (or soon after it
+  // caught up). Another re-sync at once would add its own writes to the roll and lose the
+  // same race: wait longer each time.
+  set_state(false, "re-syncing after lost history (attempt " +
+                       std::to_string(episode_->resyncs + 1) +
+                       "; the oplog rolled past the stream during the last one)");
+  log::debug("watcher", "history lost again after a re-sync; re-syncing after a back-off",
+             {{"source", name_},
+              {"resyncs", episode_->resyncs},
+              {"backoff_ms", static_cast<std::int64_t>(resync_backoff_.next().count())}});
+  return retry_verdict::retry;
+}
+
+bool watcher::start_resync(position& at, std::stop_token& stop) {
   ++episode_->resyncs;
   auto started = resync_until_started(stop);
-  if (!started) return std::nullopt;
+  if (!started) return false;
   episode_->finished = std::move(started->finished);
-  return started->from;
+  at.token.reset();
+  opts_.start_at = started->from;
+  at.resume_reason = "resync";
+  return true;
 }
 
 std::optional<resync_started> watcher::resync_until_started(std::stop_token& stop) {
+  if (stop.stop_requested()) return std::nullopt;
   backoff retry(std::chrono::milliseconds(500), opts_.max_backoff);
-  while (!stop.stop_requested()) {
-    auto started = opts_.resync(stop);
-    if (started) {
-      if (!*started) break;  // stopped
-      log::debug("watcher", "re-sync started; streaming from its start time beside its backfill",
-                 {{"source", name_}, {"from_t", (*started)->from.t}});
-      return std::move(*started);
-    }
-    metrics_.count_error("resync", started.error().metric_code());
-    log::error("watcher", "re-sync failed; retrying",
-               {{"source", name_}, {"error", started.error().to_string()}});
-    if (!retry.wait(stop)) break;
-  }
-  return std::nullopt;
+  auto started = retry_with_backoff(
+      stop, retry, [&] { return opts_.resync(stop); },
+      [&](const mongo::driver_error& e, const retry_state&) {
+        metrics_.count_error("resync", e.metric_code());
+        log::error("watcher", "re-sync failed; retrying",
+                   {{"source", name_}, {"error", e.to_string()}});
+        return retry_verdict::retry;
+      });
+  if (!started || !**started) return std::nullopt;  // stopped
+  log::debug("watcher", "re-sync started; streaming from its start time beside its backfill",
+             {{"source", name_}, {"from_t", (***started).from.t}});
+  return std::move(**started);
 }
 
 void watcher::end_episode() {
@@ -186,86 +193,106 @@ bool watcher::queue_event(std::vector<std::uint8_t> event, bson::document token)
 }
 
 void watcher::run(std::stop_token stop) {
-  std::optional<bson::document> token = opts_.resume_after;
-  std::string resume_reason = token ? "checkpoint" : "";
+  position at;
+  at.token = opts_.resume_after;
+  if (at.token) at.resume_reason = "checkpoint";
   backoff reopen(std::chrono::milliseconds(100), opts_.max_backoff);
-  std::int64_t last_idle_token_ms = 0;
-  // After a failed open or read: lost history is re-synced, anything else waits a backoff;
-  // either way the stream is then reopened. False: the watcher ends.
-  auto recovered = [&](const mongo::driver_error& e, const std::string& what) {
-    metrics_.count_error("stream", e.metric_code());
-    if (e.history_lost()) {
-      auto from = recover(stop, e);
-      if (!from) return false;
-      token.reset();
-      opts_.start_at = *from;
-      resume_reason = "resync";
-      return true;
-    }
-    set_state(false, what + ": " + e.to_string());
-    log::warn("watcher", what + "; reopening from the last position",
-              {{"source", name_}, {"error", e.to_string()}});
-    resume_reason = "error";
-    return reopen.wait(stop);
+  // Two loops: the stream reopens after a failure, with `reopen` (stream()), and lost history
+  // re-syncs, the re-syncs of one episode after the growing `resync_backoff_` (history_lost()).
+  bool resync_due = false;
+  auto attempt = [&]() -> mongo::status {
+    if (std::exchange(resync_due, false) && !start_resync(at, stop)) return {};  // stopped
+    return stream(at, reopen, stop);
   };
-
-  bool stop_now = false;
-  while (!stop.stop_requested() && !stop_now) {
-    mongo::watch_options w;
-    w.resume_after = token;
-    if (!token) w.start_at_operation_time = opts_.start_at;
-    w.max_await_ms = opts_.max_await_ms;
-    w.pre_images = opts_.pre_images;
-    w.post_images = opts_.post_images;
-    w.pipeline = opts_.pipeline;
-    // A getMore reply is held in memory whole: 1,000 events (about 1 MB) instead of the
-    // server's 16 MB keeps memory bounded while catching up, at no cost in round trips.
-    w.batch_size = 1000;
-    auto stream = conn_.watch(opts_.source.db, opts_.source.coll, w);
-    if (!stream) {
-      if (!recovered(stream.error(), "cannot open the change stream")) break;
-      continue;
-    }
-    if (!resume_reason.empty()) metrics_.count_resume(name_, resume_reason);
-    // After lost history, ready once the stream has read from the re-sync's time.
-    if (!episode_) set_state(true, "streaming");
-    log::info("watcher", token ? "resumed" : "started", {{"source", name_}});
-    reopen.reset();
-
-    std::uint64_t driver_resumes = 0;
-    while (!stop.stop_requested()) {
-      auto next = (*stream)->next();
-      // The driver reopens a stream once by itself after a resumable error (a dropped
-      // connection, a step-down); those count as resumes after an error too.
-      for (; driver_resumes < (*stream)->driver_resumes(); ++driver_resumes)
-        metrics_.count_resume(name_, "error");
-      if (!next) {
-        if (!recovered(next.error(), "change stream failed")) stop_now = true;
-        break;
-      }
-      if (episode_ && episode_->finished && episode_->finished->load()) end_episode();
-      auto new_token = (*stream)->resume_token();
-      if (!*next) {
-        // Idle: keep the checkpoint moving so it never falls off the oplog. A token-only item
-        // every second is plenty.
-        if (new_token && (!token || !(*new_token == *token)) &&
-            wall_ms() - last_idle_token_ms >= 1000) {
-          if (!queue_.push(stream_item{{}, *new_token, 0})) return;
-          ++pushed_;
-          token = std::move(new_token);
-          last_idle_token_ms = wall_ms();
-        }
-        continue;
-      }
-      if (!new_token) continue;  // cannot happen with a server that follows the protocol
-      token = *new_token;
-      if (!queue_event(std::move(**next), std::move(*new_token))) return;
-    }
-  }
+  auto lost = [&](const mongo::driver_error& e, const retry_state&) {
+    const retry_verdict v = history_lost(e);
+    resync_due = v != retry_verdict::give_up;
+    return v;
+  };
+  retry_with_backoff(stop, resync_backoff_, attempt, lost);
+  if (at.ended) return;
   if (reason_ == stop_reason::none) {  // history lost without a re-sync keeps its own state
     reason_ = stop_reason::requested;
     set_state(false, "stopped");
   }
+}
+
+mongo::status watcher::stream(position& at, backoff& reopen, std::stop_token& stop) {
+  auto failed = [&](const stream_failure& f, const retry_state&) {
+    metrics_.count_error("stream", f.error.metric_code());
+    if (f.error.history_lost()) return retry_verdict::give_up;
+    set_state(false, f.what + ": " + f.error.to_string());
+    log::warn("watcher", f.what + "; reopening from the last position",
+              {{"source", name_}, {"error", f.error.to_string()}});
+    at.resume_reason = "error";
+    return retry_verdict::retry;
+  };
+  auto r = retry_with_backoff(
+      stop, reopen, [&] { return open_and_read(at, reopen, stop); }, failed);
+  if (r && !*r) return r->error().error;
+  return {};
+}
+
+expected<void, watcher::stream_failure> watcher::open_and_read(position& at, backoff& reopen,
+                                                               std::stop_token& stop) {
+  if (stop.stop_requested()) return {};
+  mongo::watch_options w;
+  w.resume_after = at.token;
+  if (!at.token) w.start_at_operation_time = opts_.start_at;
+  w.max_await_ms = opts_.max_await_ms;
+  w.pre_images = opts_.pre_images;
+  w.post_images = opts_.post_images;
+  w.pipeline = opts_.pipeline;
+  // A getMore reply is held in memory whole: 1,000 events (about 1 MB) instead of the
+  // server's 16 MB keeps memory bounded while catching up, at no cost in round trips.
+  w.batch_size = 1000;
+  auto stream = conn_.watch(opts_.source.db, opts_.source.coll, w);
+  if (!stream) return stream_failure{stream.error(), "cannot open the change stream"};
+  if (!at.resume_reason.empty()) metrics_.count_resume(name_, at.resume_reason);
+  // After lost history, ready once the stream has read from the re-sync's time.
+  if (!episode_) set_state(true, "streaming");
+  log::info("watcher", at.token ? "resumed" : "started", {{"source", name_}});
+  reopen.reset();
+  auto read = read_stream(**stream, at, stop);
+  if (!read) return stream_failure{read.error(), "change stream failed"};
+  return {};
+}
+
+mongo::status watcher::read_stream(mongo::change_stream& stream, position& at,
+                                   std::stop_token& stop) {
+  std::uint64_t driver_resumes = 0;
+  while (!stop.stop_requested()) {
+    auto next = stream.next();
+    // The driver reopens a stream once by itself after a resumable error (a dropped
+    // connection, a step-down); those count as resumes after an error too.
+    for (; driver_resumes < stream.driver_resumes(); ++driver_resumes)
+      metrics_.count_resume(name_, "error");
+    if (!next) return next.error();
+    if (episode_ && episode_->finished && episode_->finished->load()) end_episode();
+    auto new_token = stream.resume_token();
+    if (!*next) {
+      // Idle: keep the checkpoint moving so it never falls off the oplog. A token-only item
+      // every second is plenty.
+      if (new_token && (!at.token || !(*new_token == *at.token)) &&
+          wall_ms() - at.last_idle_token_ms >= 1000) {
+        if (!queue_.push(stream_item{{}, *new_token, 0})) {
+          at.ended = true;
+          return {};
+        }
+        ++pushed_;
+        at.token = std::move(new_token);
+        at.last_idle_token_ms = wall_ms();
+      }
+      continue;
+    }
+    if (!new_token) continue;  // cannot happen with a server that follows the protocol
+    at.token = *new_token;
+    if (!queue_event(std::move(**next), std::move(*new_token))) {
+      at.ended = true;
+      return {};
+    }
+  }
+  return {};
 }
 
 }  // namespace denormd::source

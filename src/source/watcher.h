@@ -18,7 +18,8 @@
 
 #include "bson/value.h"
 #include "common/backoff.h"
-#include "mapping/mapping.h"
+#include "common/retry.h"
+#include "mapping/ns.h"
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
 #include "source/change_source.h"
@@ -64,12 +65,35 @@ class watcher final : public change_source {
  private:
   enum class stop_reason { none, requested, history_lost, invalidated };
 
+  // Where the stream reads from, carried over from one opened stream to the next.
+  struct position {
+    std::optional<bson::document> token;
+    std::string resume_reason;  // the metrics label of the next open ("": the first start)
+    std::int64_t last_idle_token_ms = 0;
+    bool ended = false;  // the queue closed or the stream was invalidated: the watcher ends
+  };
+  // A failed open or read of the stream, and which of the two it was (for the log).
+  struct stream_failure {
+    mongo::driver_error error;
+    std::string what;
+  };
+
   void run(std::stop_token stop);
-  // Handles lost history: re-sync (retrying) and return where to stream from, or nullopt
-  // when the watcher has to stop.
-  std::optional<bson::timestamp> recover(std::stop_token& stop, const mongo::driver_error& e);
+  // After lost history: whether to re-sync, at once or after the re-sync back-off, or stop
+  // (without a resync hook).
+  retry_verdict history_lost(const mongo::driver_error& e);
+  // Starts the re-sync that lost history calls for and streams from its time; false when
+  // stopped meanwhile.
+  bool start_resync(position& at, std::stop_token& stop);
   // Runs the resync hook until it starts a re-sync; nullopt when stopped meanwhile.
   std::optional<resync_started> resync_until_started(std::stop_token& stop);
+  // Streams from `at`, reopening after failures with `reopen`, until the history is lost (the
+  // error) or the watcher ends (stopped, or `at.ended`).
+  mongo::status stream(position& at, backoff& reopen, std::stop_token& stop);
+  // Opens one stream and reads it until it fails, ends or is stopped.
+  expected<void, stream_failure> open_and_read(position& at, backoff& reopen,
+                                               std::stop_token& stop);
+  mongo::status read_stream(mongo::change_stream& stream, position& at, std::stop_token& stop);
   // Hands one event to the queue and notes a drop, rename or invalidation; false when the
   // watcher ends (the queue closed, or the stream was invalidated).
   bool queue_event(std::vector<std::uint8_t> event, bson::document token);

@@ -4,12 +4,13 @@
 #include <chrono>
 #include <map>
 #include <thread>
+#include <utility>
 
 #include "bson/json.h"
-#include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/overloaded.h"
+#include "common/retry.h"
 #include "mapping/change_event.h"
 #include "mapping/reference.h"
 #include "ops/commands/drift.h"
@@ -125,19 +126,24 @@ mongo::result<backfill_outcome> backfiller::run(const std::vector<const mapping:
     const auto began = clock::now();
     backoff retry;
     // A transient failure anywhere starts the mapping again from its stored progress.
-    for (bool first = true;; first = false) {
-      const std::uint64_t before = mb.run_documents + mb.run_targets;
-      auto st = backfill_one(*m, opts, first, began, stop, mb);
-      if (st) break;
-      if (!st.error().transient()) return st.error();
+    bool first = true;
+    std::uint64_t before = 0;
+    auto attempt = [&] {
+      before = mb.run_documents + mb.run_targets;
+      return backfill_one(*m, opts, std::exchange(first, false), began, stop, mb);
+    };
+    auto failed = [&](const mongo::driver_error& e, const retry_state&) {
+      if (!e.transient()) return retry_verdict::give_up;
       if (mb.run_documents + mb.run_targets > before) retry.reset();
       if (opts.give_up_after.count() > 0 && retry.failing_for() >= opts.give_up_after) {
-        return st.error();
+        return retry_verdict::give_up;
       }
       log::warn("backfill", "transient failure; continuing after the last stored batch",
-                {{"mapping", m->name}, {"error", st.error().to_string()}});
-      if (!retry.wait(stop)) break;
-    }
+                {{"mapping", m->name}, {"error", e.to_string()}});
+      return retry_verdict::retry;
+    };
+    auto st = retry_with_backoff(stop, retry, attempt, failed);
+    if (st && !*st) return st->error();
     out.mappings.push_back(std::move(mb));
     if (!out.mappings.back().done) return out;
   }

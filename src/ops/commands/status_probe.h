@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bson/value.h"
-#include "mapping/mapping.h"
+#include "mapping/ns.h"
 #include "mongo/connection.h"
 
 namespace denormd::ops {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <set>
 
+#include "bson/identical.h"
 #include "common/overloaded.h"
 #include "mapping/reference.h"
 #include "ops/commands/drift.h"
@@ -186,7 +187,9 @@ mongo::status verifier::rewrite_changed(const mapping::mapping& m, const mapping
     for (auto& w : written) {
       const auto it = now->find(w.key);
       const bson::document* source = it == now->end() ? nullptr : &it->second;
-      const bool same = source == nullptr ? !w.source : w.source && *w.source == *source;
+      // identical, not ==: a NaN in the source equals itself here, or this would never end.
+      const bool same =
+          source == nullptr ? !w.source : w.source && bson::identical(*w.source, *source);
       if (same) continue;
       for (auto& op : plan_source(planner_, m, kind, w.key, source)) {
         narrow_to(op, w.id);

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "bson/value.h"
-#include "mapping/mapping.h"
 
 namespace denormd::ops {
 

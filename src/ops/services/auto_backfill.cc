@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "common/backoff.h"
 #include "common/log.h"
+#include "common/retry.h"
 #include "ops/commands/backfiller.h"
 #include "ops/services/mapping_versions.h"
 #include "ops/services/streamed_sets.h"
@@ -19,6 +19,12 @@ std::string joined_names(const std::vector<const mapping::mapping*>& which) {
   return out;
 }
 
+// The streams that do not run the new definitions yet, or why they could not be read.
+struct streams_pending {
+  std::optional<mongo::driver_error> error;
+  std::vector<std::string> streams;
+};
+
 // Waits until the stream of every namespace `which` reads plans with their definitions
 // (ops/streamed_sets.h): with --ha, instances that have not reloaded yet may still stream them
 // with the old ones. False when stopped first.
@@ -26,17 +32,22 @@ bool streams_run(mongo::connection& conn, const std::string& meta_db, metrics::m
                  const std::vector<const mapping::mapping*>& which, std::stop_token& stop) {
   backoff retry(std::chrono::milliseconds(200), std::chrono::seconds(5));
   bool told = false;
-  while (true) {
+  // Streams still running the old definitions are a failure to wait out, like an error.
+  auto attempt = [&]() -> expected<void, streams_pending> {
     auto pending = not_streamed(conn, meta_db, which);
-    if (pending && pending->empty()) return true;
-    if (!pending) {
-      m.count_error("backfill", pending.error().metric_code());
+    if (!pending) return streams_pending{pending.error(), {}};
+    if (pending->empty()) return {};
+    return streams_pending{std::nullopt, std::move(*pending)};
+  };
+  auto failed = [&](const streams_pending& pending, const retry_state&) {
+    if (pending.error) {
+      m.count_error("backfill", pending.error->metric_code());
       log::warn("backfill", "cannot read which mappings the streams run; retrying",
                 {{"collection", meta_db + "." + streamed_collection},
-                 {"error", pending.error().to_string()}});
+                 {"error", pending.error->to_string()}});
     } else if (!told) {
       std::string streams;
-      for (const auto& s : *pending)
+      for (const auto& s : pending.streams)
         streams += (streams.empty() ? "" : ", ") + s;
       log::info("backfill",
                 "waiting until the streams of what it reads run the new definitions (an instance "
@@ -44,8 +55,9 @@ bool streams_run(mongo::connection& conn, const std::string& meta_db, metrics::m
                 {{"mappings", joined_names(which)}, {"streams", streams}});
       told = true;
     }
-    if (!retry.wait(stop)) return false;
-  }
+    return retry_verdict::retry;
+  };
+  return retry_with_backoff(stop, retry, attempt, failed).has_value();
 }
 
 }  // namespace
@@ -77,30 +89,32 @@ void auto_backfill::stop() {
 std::optional<std::vector<const mapping::mapping*>> auto_backfill::stale(
     std::int64_t now_ms, bool backfill, const removed_mappings& removed, std::stop_token& stop) {
   backoff retry(std::chrono::seconds(1), std::chrono::seconds(30));
-  while (true) {
+  auto attempt = [&]() -> mongo::result<std::vector<const mapping::mapping*>> {
     auto st = record_mappings(conn_, meta_db_, planner_->mappings(), now_ms, removed, backfill);
-    if (st) {
-      auto versions = read_versions(conn_, meta_db_);
-      if (versions) {
-        std::vector<const mapping::mapping*> out;
-        for (const auto& m : planner_->mappings()) {
-          const auto v = std::find_if(versions->begin(), versions->end(),
-                                      [&](const mapping_version& x) { return x.name == m.name; });
-          const bool current = v != versions->end() && v->fingerprint == m.fingerprint() &&
-                               v->backfill == backfill_state::done;
-          if (!current) out.push_back(&m);
-        }
-        return out;
-      }
-      st = mongo::status(versions.error());
+    if (!st) return st.error();
+    auto versions = read_versions(conn_, meta_db_);
+    if (!versions) return versions.error();
+    std::vector<const mapping::mapping*> out;
+    for (const auto& m : planner_->mappings()) {
+      const auto v = std::find_if(versions->begin(), versions->end(),
+                                  [&](const mapping_version& x) { return x.name == m.name; });
+      const bool current = v != versions->end() && v->fingerprint == m.fingerprint() &&
+                           v->backfill == backfill_state::done;
+      if (!current) out.push_back(&m);
     }
-    metrics_.count_error("backfill", st.error().metric_code());
-    log::warn("backfill", "cannot record the running mappings; retrying",
-              {{"collection", meta_db_ + "." + mappings_collection},
-               {"error", st.error().to_string()},
-               {"retry_in_ms", static_cast<std::int64_t>(retry.next().count())}});
-    if (!retry.wait(stop)) return std::nullopt;
-  }
+    return out;
+  };
+  auto out = retry_with_backoff(
+      stop, retry, attempt, [&](const mongo::driver_error& e, const retry_state& s) {
+        metrics_.count_error("backfill", e.metric_code());
+        log::warn("backfill", "cannot record the running mappings; retrying",
+                  {{"collection", meta_db_ + "." + mappings_collection},
+                   {"error", e.to_string()},
+                   {"retry_in_ms", static_cast<std::int64_t>(s.retry_in.count())}});
+        return retry_verdict::retry;
+      });
+  if (!out) return std::nullopt;
+  return std::move(**out);
 }
 
 void auto_backfill::run(std::int64_t now_ms, bool enabled, const removed_mappings& removed,
@@ -136,24 +150,28 @@ void auto_backfill::backfill(std::vector<const mapping::mapping*> left, std::sto
     metrics_.set_backfill_progress(p.mapping, share);
   };
   backoff retry(std::chrono::seconds(1), std::chrono::seconds(30));
-  while (!stop.stop_requested() && !left.empty()) {
-    backfiller runner(conn_, *planner_, metrics_, meta_db_);
-    auto outcome = runner.run(left, opts, stop);
-    if (outcome) {
+  auto attempt = [&]() -> mongo::status {
+    while (!stop.stop_requested() && !left.empty()) {
+      backfiller runner(conn_, *planner_, metrics_, meta_db_);
+      auto outcome = runner.run(left, opts, stop);
+      if (!outcome) return outcome.error();
       // The finished ones are done for good; a stop leaves the rest to the next start.
       for (const auto& mb : outcome->mappings) {
         if (!mb.done) continue;
         std::erase_if(left, [&](const mapping::mapping* m) { return m->name == mb.mapping; });
       }
       if (outcome->complete) break;
-      continue;
     }
-    metrics_.count_error("backfill", outcome.error().metric_code());
-    log::warn("backfill", "automatic backfill failed; it continues from its stored progress",
-              {{"error", outcome.error().to_string()},
-               {"retry_in_ms", static_cast<std::int64_t>(retry.next().count())}});
-    if (!retry.wait(stop)) return;
-  }
+    return {};
+  };
+  auto failed = [&](const mongo::driver_error& e, const retry_state& s) {
+    metrics_.count_error("backfill", e.metric_code());
+    log::warn(
+        "backfill", "automatic backfill failed; it continues from its stored progress",
+        {{"error", e.to_string()}, {"retry_in_ms", static_cast<std::int64_t>(s.retry_in.count())}});
+    return retry_verdict::retry;
+  };
+  if (!retry_with_backoff(stop, retry, attempt, failed)) return;
   if (left.empty())
     log::info("backfill", "new and changed mappings are backfilled", {{"mappings", names}});
 }

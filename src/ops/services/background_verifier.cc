@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "bson/identical.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "mapping/reference.h"
@@ -193,7 +194,7 @@ mongo::status background_verifier::confirm(const mapping::mapping& m, suspects f
       // Rewritten since the last read: the stream applied something to it, so what differed
       // may have been in flight; not drift (a busy dependent stays a suspect no longer).
       const auto was = found.find(e.id);
-      if (was != found.end() && was->second.read == read)
+      if (was != found.end() && bson::identical(was->second.read, read))
         still.emplace(e.id, suspect{e.paths, read});
     };
     auto again = check.run({&m}, o, stop);

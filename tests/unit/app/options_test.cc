@@ -109,6 +109,10 @@ TEST(options_test, usage_errors_say_what_is_wrong) {
       {{"run", "--headroom-interval-ms", "3600001"}, "from 0 to 3600000"},
       {{"run", "--writers", "0"}, "--writers must be a whole number from 1 to 16, not \"0\""},
       {{"run", "--writers", "17"}, "from 1 to 16"},
+      // One message with the whole range (it used to say "from 0 to 600000", or "at least 1000").
+      {{"run", "--lease-ttl-ms", "500"},
+       "--lease-ttl-ms must be a whole number of milliseconds from 1000 to 600000, not \"500\""},
+      {{"run", "--lease-ttl-ms", "600001"}, "from 1000 to 600000"},
   };
   for (const auto& c : cases) {
     auto o = parse_options(c.args, "");

@@ -440,6 +440,30 @@ void recompute_every_parent(const mapping& m, const aggregate_kind& k, const cha
 // Incremental mode: the change to each parent's running values, as one delta per parent.
 // Without the state before or after a change that needs it, its parents are recomputed (from a
 // snapshot, so the deltas before and after it still apply exactly once).
+// An event without the image a delta needs (no pre-image, or a post-image lost to a later
+// delete): the parent the known side names is recomputed, or every parent when the other side
+// may have named another.
+void plan_without_image(const mapping& m, const aggregate_kind& k, const change_event& ev,
+                        const bson::document* before, const bson::document* after,
+                        std::vector<write_op>& out, std::vector<std::string>* notes) {
+  // The side that is known names a parent to recompute; the other may have named another
+  // unless the change left the parent key and the filter alone.
+  const bool moved = ev.op != operation::update || touches(ev.touched, {k.parent_key}) ||
+                     (k.filter && touches(ev.touched, k.filter->paths()));
+  if (moved) {
+    return recompute_every_parent(
+        m, k, ev, before == nullptr ? "fullDocumentBeforeChange" : "fullDocument (post-image)",
+        before == nullptr ? "the parent it left" : "the parent it joined", out, notes);
+  }
+  const bson::document* known = before != nullptr ? before : after;
+  if (known == nullptr) {
+    return recompute_every_parent(m, k, ev, "fullDocumentBeforeChange", "its parent", out, notes);
+  }
+  if (auto p = counted_parent(m, k, ev, *known, known == after, out)) {
+    out.push_back(k.recompute(m, bson::array{*p}));
+  }
+}
+
 void plan_deltas(const mapping& m, const aggregate_kind& k, const std::vector<std::string>& watched,
                  const change_event& ev, std::vector<write_op>& out,
                  std::vector<std::string>* notes) {
@@ -450,25 +474,8 @@ void plan_deltas(const mapping& m, const aggregate_kind& k, const std::vector<st
       ev.op != operation::delete_ && ev.full_document ? &*ev.full_document : nullptr;
   const bool needs_before = ev.op != operation::insert;
   const bool needs_after = ev.op != operation::delete_;
-  if ((needs_before && before == nullptr) || (needs_after && after == nullptr)) {
-    // The side that is known names a parent to recompute; the other may have named another
-    // unless the change left the parent key and the filter alone.
-    const bool moved = ev.op != operation::update || touches(ev.touched, {k.parent_key}) ||
-                       (k.filter && touches(ev.touched, k.filter->paths()));
-    if (moved) {
-      return recompute_every_parent(
-          m, k, ev, before == nullptr ? "fullDocumentBeforeChange" : "fullDocument (post-image)",
-          before == nullptr ? "the parent it left" : "the parent it joined", out, notes);
-    }
-    const bson::document* known = before != nullptr ? before : after;
-    if (known == nullptr) {
-      return recompute_every_parent(m, k, ev, "fullDocumentBeforeChange", "its parent", out, notes);
-    }
-    if (auto p = counted_parent(m, k, ev, *known, known == after, out)) {
-      out.push_back(k.recompute(m, bson::array{*p}));
-    }
-    return;
-  }
+  if ((needs_before && before == nullptr) || (needs_after && after == nullptr))
+    return plan_without_image(m, k, ev, before, after, out, notes);
   auto was = before != nullptr ? share_of(m, k, ev, *before, false, out) : std::nullopt;
   auto now = after != nullptr ? share_of(m, k, ev, *after, true, out) : std::nullopt;
   if ((was && !kept_by_deltas(*was)) || (now && !kept_by_deltas(*now))) {

@@ -638,6 +638,38 @@ bson::array list(V&&... v) {
 
 }  // namespace
 
+bson::document aggregate_kind::narrowed_sums(const std::vector<bool>& changed) const {
+  bson::document narrowed;
+  for (std::size_t s = 0; s < slots.size(); ++s) {
+    const value_slot& slot = slots[s];
+    if (slot.role != slot_role::value || !changed[s]) continue;
+    const std::string sum = "$" + slot.path;
+    const std::string longs = "$" + slot_of(slot.accumulator, slot_role::long_count)->path;
+    bson::value fits =
+        one("$and", list(one("$eq", list(one("$type", sum), "long")), one("$eq", list(longs, 0)),
+                         one("$gte", list(sum, std::numeric_limits<std::int32_t>::min())),
+                         one("$lte", list(sum, std::numeric_limits<std::int32_t>::max()))));
+    narrowed.append(slot.path, one("$cond", list(std::move(fits), one("$toInt", sum), sum)));
+  }
+  return narrowed;
+}
+
+bson::document aggregate_kind::averages_of(const mapping& m) const {
+  bson::document averages;
+  for (std::size_t s = 0; s + 2 < slots.size(); ++s) {
+    if (slots[s + 1].role != slot_role::numeric_count) continue;
+    const accumulator& a = accumulators[slots[s].accumulator];
+    const std::string sum = "$" + slots[s].path;
+    const std::string count = "$" + slots[s + 1].path;
+    const std::string children = "$" + slots[s + 2].path;
+    bson::value none = one("$cond", list(one("$gt", list(children, 0)), bson::value(), "$$REMOVE"));
+    averages.append(target_path(m, a.name),
+                    one("$cond", list(one("$gt", list(count, 0)), one("$divide", list(sum, count)),
+                                      std::move(none))));
+  }
+  return averages;
+}
+
 bson::array aggregate_kind::delta_pipeline(const mapping& m, const delta_items& d) const {
   // 1. The index of the first event the parent has not seen (its position is before it);
   //    the events are in stream order. A parent without a position has seen none.
@@ -702,33 +734,11 @@ bson::array aggregate_kind::delta_pipeline(const mapping& m, const delta_items& 
   bson::array stages = list(one("$set", std::move(index)), one("$set", std::move(values)));
   // 2b. A running sum of integers is an int32 again once it fits and no int64 child is left,
   //     as $group's $sum gives it ($add keeps an int64 once it has one).
-  bson::document narrowed;
-  for (std::size_t s = 0; s < slots.size(); ++s) {
-    const value_slot& slot = slots[s];
-    if (slot.role != slot_role::value || !changed[s]) continue;
-    const std::string sum = "$" + slot.path;
-    const std::string longs = "$" + slot_of(slot.accumulator, slot_role::long_count)->path;
-    bson::value fits =
-        one("$and", list(one("$eq", list(one("$type", sum), "long")), one("$eq", list(longs, 0)),
-                         one("$gte", list(sum, std::numeric_limits<std::int32_t>::min())),
-                         one("$lte", list(sum, std::numeric_limits<std::int32_t>::max()))));
-    narrowed.append(slot.path, one("$cond", list(std::move(fits), one("$toInt", sum), sum)));
-  }
+  bson::document narrowed = narrowed_sums(changed);
   if (!narrowed.empty()) stages.emplace_back(one("$set", std::move(narrowed)));
   // 3. Each average from its running sum and count ($avg's type: double, or decimal); null
   //    when it has children but none with a number, removed when it has none (as $group).
-  bson::document averages;
-  for (std::size_t s = 0; s + 2 < slots.size(); ++s) {
-    if (slots[s + 1].role != slot_role::numeric_count) continue;
-    const accumulator& a = accumulators[slots[s].accumulator];
-    const std::string sum = "$" + slots[s].path;
-    const std::string count = "$" + slots[s + 1].path;
-    const std::string children = "$" + slots[s + 2].path;
-    bson::value none = one("$cond", list(one("$gt", list(children, 0)), bson::value(), "$$REMOVE"));
-    averages.append(target_path(m, a.name),
-                    one("$cond", list(one("$gt", list(count, 0)), one("$divide", list(sum, count)),
-                                      std::move(none))));
-  }
+  bson::document averages = averages_of(m);
   if (!averages.empty()) stages.emplace_back(one("$set", std::move(averages)));
   stages.emplace_back(one("$unset", std::string(index_field)));
   return stages;

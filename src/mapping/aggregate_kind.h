@@ -133,6 +133,11 @@ struct aggregate_kind {
   // pipeline, which adds the deltas of the events after the parent's position.
   write_op deltas(const mapping& m, delta_items d) const;
   bson::array delta_pipeline(const mapping& m, const delta_items& d) const;
+  // The delta pipeline's later stages: int64 sums narrowed to int32 where $group would give
+  // one (for the value slots `changed` marks), and the averages from their sums and counts.
+  // Empty when there is nothing to set.
+  bson::document narrowed_sums(const std::vector<bool>& changed) const;
+  bson::document averages_of(const mapping& m) const;
 
   // A recompute of the parents whose parent field holds one of `keys`; with no keys, of
   // every parent (used when an event does not say which parent it left).

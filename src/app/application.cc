@@ -285,8 +285,8 @@ int application::check() {
       }
     }
     for (const auto& m : *mappings) {
-      const auto* k = m.as<mapping::aggregate_kind>();
-      if (k != nullptr && m.fill_new_targets && k->target_needs_images().before) {
+      if (m.fill_new_targets &&
+          m.visit([](const auto& k) { return k.target_needs_images(); }).before) {
         err_ << "note: " << m.target.full() << " must keep pre- and post-images (mapping " << m.name
              << " keeps incremental values there); pass --uri to check\n";
       }

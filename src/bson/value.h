@@ -205,6 +205,12 @@ inline document::document(std::initializer_list<field> fields) : fields_(fields)
 // Numbers compare by exact value across int32/int64/double/decimal128 (number_compare.h).
 int compare(const value& a, const value& b);
 int compare(const document& a, const document& b);
+// Orders values by compare(): sets and maps keyed by it hold 1, 1L and 1.0 as one key, as
+// MongoDB's equality (one `_id`, one `$eq` match, one $group key) does.
+struct value_less {
+  bool operator()(const value& a, const value& b) const { return compare(a, b) < 0; }
+  bool operator()(const value* a, const value* b) const { return compare(*a, *b) < 0; }
+};
 // The rank of a value's type in that order; values compare only within one rank in queries.
 int canonical_rank(const value& v);
 

@@ -13,6 +13,7 @@
 #include "bson/json.h"
 #include "common/json_text.h"
 #include "config/json_reader.h"
+#include "mapping/kind_contract.h"
 
 namespace denormd::config {
 
@@ -107,7 +108,7 @@ void read_delete_policy(spec_object& o, mapping::mapping& m) {
 }
 
 // Everything after the kind: the common keys, and the kind's own through K.
-template <class K>
+template <mapping::mapping_kind K>
 void read_as(spec_reader& r, const json& root, const std::string& default_db, mapping::mapping& m) {
   K kind;
   std::set<std::string> top = {"$schema", "name", "kind",   "description",    "source",
@@ -135,7 +136,7 @@ void read_as(spec_reader& r, const json& root, const std::string& default_db, ma
     kind.read_target(r, to);
   }
   m.into = o.path("into", K::into_required).value_or("");
-  if constexpr (requires { K::reads_own_fields; }) {
+  if constexpr (K::reads_own_fields) {
     kind.read_fields(r, o, m);  // accumulators, not source paths
   } else {
     read_source_paths(r, o, m);

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "mapping/change_event.h"
 #include "mapping/document_store.h"
+#include "mapping/kind_contract.h"
 #include "mapping/mapping.h"
 #include "mapping/reference.h"
 #include "mapping/spec_reader.h"
@@ -364,6 +365,11 @@ void aggregate_kind::add_watched_paths(const mapping& /*m*/, std::vector<std::st
     for (const auto& p : filter->paths())
       out.push_back(p);
   }
+}
+
+std::vector<std::string> aggregate_kind::new_target_reads() const {
+  if (mode != aggregate_mode::incremental) return {};
+  return {position_path()};
 }
 
 std::vector<std::string> aggregate_kind::fill_paths() const {
@@ -921,6 +927,85 @@ bool for_each_parent_chunk(const write_op& op, document_store& store, read_optio
 }
 
 }  // namespace
+
+static_assert(mapping_kind<aggregate_kind>);
+
+namespace {
+
+// `keys` with each parent key once, by MongoDB equality, in the order of first appearance.
+bson::array distinct_keys(bson::array keys) {
+  std::set<bson::value, bson::value_less> seen;
+  bson::array out;
+  for (auto& k : keys) {
+    if (seen.insert(k).second) out.push_back(std::move(k));
+  }
+  return out;
+}
+
+}  // namespace
+
+void aggregate_kind::absorb(const mapping& /*m*/, write_op& into, write_op&& other) const {
+  if (into.merge == merge_rule::delta) {
+    auto& events = std::get<update_write>(into.what).delta->events;
+    for (auto& e : std::get<update_write>(other.what).delta->events)
+      events.push_back(std::move(e));
+    return;
+  }
+  auto& keys = std::get<recompute_write>(into.what).keys;
+  auto& more = std::get<recompute_write>(other.what).keys;
+  if (into.merge == merge_rule::retype) {
+    // A type check merges into the last one, after the earlier's parents.
+    more.insert(more.end(), std::make_move_iterator(keys.begin()),
+                std::make_move_iterator(keys.end()));
+    keys = std::move(more);
+    return;
+  }
+  // No keys: every parent, which the union stays.
+  if (keys.empty()) return;
+  if (more.empty()) {
+    keys.clear();
+    return;
+  }
+  keys.insert(keys.end(), std::make_move_iterator(more.begin()),
+              std::make_move_iterator(more.end()));
+}
+
+void aggregate_kind::finish(const mapping& m, write_op&& op, std::vector<write_op>& out) const {
+  switch (op.merge) {
+    case merge_rule::delta:
+      out.push_back(deltas(m, std::move(*std::get<update_write>(op.what).delta)));
+      return;
+    case merge_rule::recompute:
+      out.push_back(
+          recompute(m, distinct_keys(std::move(std::get<recompute_write>(op.what).keys))));
+      return;
+    case merge_rule::retype:
+      out.push_back(retype(m, distinct_keys(std::move(std::get<recompute_write>(op.what).keys))));
+      return;
+    default:
+      out.push_back(std::move(op));
+      return;
+  }
+}
+
+void aggregate_kind::explain(const mapping& m, const write_op& op, bson::document& out) const {
+  const auto* w = op.as<recompute_write>();
+  if (w == nullptr) return;
+  // Selected parents: the keys come from the parents found.
+  if (w->keys.empty() && !w->parents.empty()) {
+    out.append("source", bson::document{{"ns", m.source.full()},
+                                        {"parentKey", parent_key},
+                                        {"parentField", parent_field}});
+  } else {
+    out.append("source", bson::document{{"ns", m.source.full()}, {"pipeline", pipeline(w->keys)}});
+  }
+}
+
+bool aggregate_kind::complete(const mapping& m, std::span<const write_op* const> ops,
+                              document_store& store) const {
+  return std::all_of(ops.begin(), ops.end(),
+                     [&](const write_op* op) { return complete(m, *op, store); });
+}
 
 bool aggregate_kind::complete(const mapping& m, const write_op& op, document_store& store) const {
   if (mode == aggregate_mode::incremental) return complete_incremental(m, op, store);

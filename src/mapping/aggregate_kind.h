@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,12 +59,7 @@ class group_index {
   const bson::document* find(const bson::value& key) const;
 
  private:
-  struct less {
-    bool operator()(const bson::value* a, const bson::value* b) const {
-      return bson::compare(*a, *b) < 0;
-    }
-  };
-  std::map<const bson::value*, const bson::document*, less> by_key_;
+  std::map<const bson::value*, const bson::document*, bson::value_less> by_key_;
 };
 
 struct aggregate_kind {
@@ -101,11 +97,9 @@ struct aggregate_kind {
   void add_watched_paths(const mapping& m, std::vector<std::string>& out) const;
   std::vector<std::string> key_paths() const { return {}; }
   std::vector<std::string> fill_paths() const;
-  // What plan_new_target reads of a parent besides fill_paths (which an update must touch).
-  std::vector<std::string> new_target_reads() const {
-    if (mode != aggregate_mode::incremental) return {};
-    return {position_path()};
-  }
+  // What plan_new_target reads of a parent besides fill_paths (which an update must touch):
+  // in incremental mode, the position it holds.
+  std::vector<std::string> new_target_reads() const;
   // The source's change stream must carry the child's state before each change: a delete,
   // or an update that moves a child, names its old parent only there. A delta also needs the
   // state right after the change (updateLookup may show a later one).
@@ -128,6 +122,18 @@ struct aggregate_kind {
   // values and the snapshot's position unless it has applied a later event, in which case it
   // is recomputed again.
   bool complete_incremental(const mapping& m, const write_op& op, document_store& store) const;
+  // The same for consecutive recomputes, one after the other.
+  bool complete(const mapping& m, std::span<const write_op* const> ops,
+                document_store& store) const;
+  // Merging a batch's ops (the coalescer decides which and where). Recomputes of the mapping
+  // merge into one over the union of their parents, or over every parent when one of them
+  // is (merge_rule::recompute); type checks into the last one (merge_rule::retype); one
+  // parent's deltas into one statement (merge_rule::delta). finish() rebuilds the statement,
+  // each parent key once (by MongoDB equality: 1, 1L and 1.0 are one parent).
+  void absorb(const mapping& m, write_op& into, write_op&& other) const;
+  void finish(const mapping& m, write_op&& op, std::vector<write_op>& out) const;
+  // What `plan` shows of a recompute: where its children are read from.
+  void explain(const mapping& m, const write_op& op, bson::document& out) const;
 
   // Incremental mode: the update that applies `d` to its parent (merge_rule::delta), and its
   // pipeline, which adds the deltas of the events after the parent's position.

@@ -1,30 +1,21 @@
 #include "mapping/coalescer.h"
 
 #include <algorithm>
-#include <cassert>
 #include <map>
 #include <optional>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "common/overloaded.h"
 #include "mapping/planner.h"
 
 namespace denormd::mapping {
 
 namespace {
 
-// Orders keys as MongoDB compares them: 1, 1L and 1.0 are one key, as they are one parent
-// (one `_id`) and one `$eq` match. Keeping them apart would split one parent's deltas into
-// statements that share positions, and the parent's guard would drop all but the first.
-struct key_less {
-  bool operator()(const bson::value& a, const bson::value& b) const {
-    return bson::compare(a, b) < 0;
-  }
-};
-
-// Identifies (mapping, key) under that equality.
+// Identifies (mapping, key) under MongoDB's equality: 1, 1L and 1.0 are one key, as they are
+// one parent (one `_id`) and one `$eq` match. Keeping them apart would split one parent's
+// deltas into statements that share positions, and the parent's guard would drop all but the
+// first.
 using merge_id = std::pair<const mapping*, bson::value>;
 struct merge_id_less {
   bool operator()(const merge_id& a, const merge_id& b) const {
@@ -39,218 +30,134 @@ merge_id merge_id_of(const write_op& op) {
   return {op.source_mapping, op.merge_key};
 }
 
-// `into` now also applies `op`: it stands for the latest of their events and keeps the
-// earliest wall time (for apply latency).
-void absorb_times(write_op& into, const write_op& op) {
-  into.event = std::max(into.event, op.event);
-  if (op.event_ms != 0 && (into.event_ms == 0 || op.event_ms < into.event_ms)) {
-    into.event_ms = op.event_ms;
-  }
-}
-
-// Recomputes read the children when they run, so one per aggregate mapping and batch does the
-// work of all of them, wherever it stands: the union of their parents, or every parent when
-// any of them is.
-class recompute_merger {
+// Where each merge rule keeps its open ops, and which slots absorbed others. What merging
+// does to an op's statement is the kind's (absorb, finish); where the merged op stands is the
+// rule's, decided here.
+class batch {
  public:
-  // True when `op` was merged into its mapping's earlier recompute (and is to be dropped);
-  // false when it is the first, to be kept at slots.size().
-  bool merge(write_op& op, std::vector<std::optional<write_op>>& slots) {
-    auto [it, fresh] = open_.try_emplace(op.source_mapping);
-    open& o = it->second;
-    if (fresh) {
-      o.slot = slots.size();
-      for (const auto& k : op.as<recompute_write>()->keys)
-        o.keys.insert(k);
-      return false;
+  explicit batch(std::size_t n) { slots_.reserve(n); }
+
+  void add(write_op op) {
+    switch (op.merge) {
+      case merge_rule::last_wins:
+        // The later op stands for both, at its own place.
+        if (auto it = last_wins_.find(merge_id_of(op)); it != last_wins_.end()) {
+          absorb(op, take(it->second));
+          merged_.insert(slots_.size());
+          it->second = slots_.size();
+        } else {
+          last_wins_.emplace(merge_id_of(op), slots_.size());
+        }
+        break;
+      case merge_rule::push:
+        if (merged_into_first(open_push_, op)) return;
+        break;
+      case merge_rule::delta:
+        if (merged_into_first(open_delta_, op)) return;
+        break;
+      case merge_rule::parent_barrier:
+        open_push_.erase(merge_id_of(op));
+        break;
+      case merge_rule::mapping_barrier:
+        std::erase_if(open_push_,
+                      [&](const auto& entry) { return entry.first.first == op.source_mapping; });
+        break;
+      case merge_rule::recompute:
+        // Recomputes read the children when they run, so one per mapping and batch does the
+        // work of all of them, wherever it stands.
+        if (auto it = open_recompute_.find(op.source_mapping); it != open_recompute_.end()) {
+          absorb(*slots_[it->second], std::move(op));
+          merged_.insert(it->second);
+          return;
+        }
+        open_recompute_.emplace(op.source_mapping, slots_.size());
+        break;
+      case merge_rule::retype:
+        // A type check reads its parents after every delta that may have left them stale:
+        // one per mapping and batch, at the place of the last, which is after the deltas of
+        // every parent it names (a parent's deltas merge at the place of its first).
+        if (auto it = open_retype_.find(op.source_mapping); it != open_retype_.end()) {
+          absorb(op, take(it->second));
+          merged_.erase(it->second);
+          merged_.insert(slots_.size());
+          it->second = slots_.size();
+        } else {
+          open_retype_.emplace(op.source_mapping, slots_.size());
+        }
+        break;
+      case merge_rule::none:
+        break;
     }
-    write_op& into = *slots[o.slot];
-    absorb_times(into, op);
-    auto& keys = into.as<recompute_write>()->keys;
-    if (keys.empty()) return true;  // already every parent
-    auto& more = op.as<recompute_write>()->keys;
-    if (more.empty()) keys.clear();
-    for (auto& k : more) {
-      if (o.keys.insert(k).second) keys.push_back(std::move(k));
-    }
-    const mapping& m = *into.source_mapping;
-    m.visit(overloaded{[&](const aggregate_kind& k) {
-                         into.what = std::move(k.recompute(m, std::move(keys)).what);
-                       },
-                       // A kind that plans merge_rule::recompute must say how they merge.
-                       [](const auto&) { assert(false && "only aggregate plans recomputes"); }});
-    return true;
+    slots_.push_back(std::move(op));
   }
 
- private:
-  struct open {
-    std::size_t slot = 0;
-    std::set<bson::value, key_less> keys;  // the slot's keys
-  };
-  std::unordered_map<const mapping*, open> open_;
-};
-
-// Type checks (aggregate_kind::retype) must read their parents after every delta that may have
-// left them stale: one per mapping and batch, moved to the place of the last, which is after
-// the deltas of every parent it names (a parent's deltas merge at the place of its first).
-class retype_merger {
- public:
-  // Merges the mapping's earlier check, if any, into `op` (which is then kept at the end).
-  void merge(write_op& op, std::vector<std::optional<write_op>>& slots) {
-    auto [it, fresh] = open_.try_emplace(op.source_mapping);
-    open& o = it->second;
-    auto& keys = op.as<recompute_write>()->keys;
-    if (!fresh) {
-      write_op earlier = std::move(*slots[o.slot]);
-      slots[o.slot].reset();
-      absorb_times(op, earlier);
-      bson::array all = std::move(earlier.as<recompute_write>()->keys);
-      for (auto& k : keys) {
-        if (o.keys.insert(k).second) all.push_back(std::move(k));
+  // The ops in place, each that absorbed others rebuilt by its kind.
+  std::vector<write_op> ops() && {
+    std::vector<write_op> out;
+    out.reserve(slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (!slots_[i]) continue;
+      if (!merged_.contains(i)) {
+        out.push_back(std::move(*slots_[i]));
+        continue;
       }
+      write_op& op = *slots_[i];
+      const std::size_t first = out.size();
+      const std::size_t event = op.event;
+      const std::int64_t event_ms = op.event_ms;
       const mapping& m = *op.source_mapping;
-      m.visit(overloaded{
-          [&](const aggregate_kind& k) { op.what = std::move(k.retype(m, std::move(all)).what); },
-          [](const auto&) { assert(false && "only aggregate plans type checks"); }});
-    } else {
-      for (const auto& k : keys)
-        o.keys.insert(k);
+      m.visit([&](const auto& k) { k.finish(m, std::move(op), out); });
+      for (std::size_t j = first; j < out.size(); ++j) {
+        out[j].event = event;
+        out[j].event_ms = event_ms;
+      }
     }
-    o.slot = slots.size();
+    return out;
   }
 
  private:
-  struct open {
-    std::size_t slot = 0;
-    std::set<bson::value, key_less> keys;
-  };
-  std::unordered_map<const mapping*, open> open_;
-};
-
-// Incremental deltas commute (each parent applies each event once, whatever the order), so
-// all of one parent's in a batch make one statement, rebuilt from their merged events.
-class delta_merger {
- public:
-  // True when `op` was merged into its parent's earlier delta (and is to be dropped).
-  bool merge(write_op& op, std::vector<std::optional<write_op>>& slots) {
-    auto [it, fresh] = open_.try_emplace(merge_id_of(op), slots.size());
+  // A later op to the same key merges into the first, at its place: true when `op` did.
+  bool merged_into_first(by_merge_id<std::size_t>& open, write_op& op) {
+    auto [it, fresh] = open.try_emplace(merge_id_of(op), slots_.size());
     if (fresh) return false;
-    write_op& into = *slots[it->second];
-    absorb_times(into, op);
-    auto& events = into.as<update_write>()->delta->events;
-    for (auto& e : op.as<update_write>()->delta->events)
-      events.push_back(std::move(e));
+    absorb(*slots_[it->second], std::move(op));
     merged_.insert(it->second);
     return true;
   }
-  // Rebuilds the statement of every delta that absorbed others.
-  void rebuild(std::vector<std::optional<write_op>>& slots) const {
-    for (const std::size_t i : merged_) {
-      write_op& op = *slots[i];
-      const mapping& m = *op.source_mapping;
-      m.visit(overloaded{[&](const aggregate_kind& k) {
-                           write_op rebuilt = k.deltas(m, std::move(*op.as<update_write>()->delta));
-                           rebuilt.event = op.event;
-                           rebuilt.event_ms = op.event_ms;
-                           op = std::move(rebuilt);
-                         },
-                         // A kind that plans merge_rule::delta must say how deltas merge.
-                         [](const auto&) { assert(false && "only aggregate plans deltas"); }});
-    }
+
+  write_op take(std::size_t slot) {
+    write_op op = std::move(*slots_[slot]);
+    slots_[slot].reset();
+    return op;
   }
 
- private:
-  by_merge_id<std::size_t> open_;           // merge_id -> slot
-  std::unordered_set<std::size_t> merged_;  // slots to rebuild
+  // `into` now also applies `other`: it stands for the latest of their events and keeps the
+  // earliest wall time (for apply latency).
+  static void absorb(write_op& into, write_op&& other) {
+    into.event = std::max(into.event, other.event);
+    if (other.event_ms != 0 && (into.event_ms == 0 || other.event_ms < into.event_ms)) {
+      into.event_ms = other.event_ms;
+    }
+    const mapping& m = *into.source_mapping;
+    m.visit([&](const auto& k) { k.absorb(m, into, std::move(other)); });
+  }
+
+  std::vector<std::optional<write_op>> slots_;
+  by_merge_id<std::size_t> last_wins_;   // by (mapping, source key)
+  by_merge_id<std::size_t> open_push_;   // by (mapping, parent)
+  by_merge_id<std::size_t> open_delta_;  // by (mapping, parent)
+  std::unordered_map<const mapping*, std::size_t> open_recompute_;
+  std::unordered_map<const mapping*, std::size_t> open_retype_;
+  std::unordered_set<std::size_t> merged_;
 };
 
 }  // namespace
 
 std::vector<write_op> coalesce(std::vector<write_op> ops) {
-  std::vector<std::optional<write_op>> slots;
-  slots.reserve(ops.size());
-  by_merge_id<std::size_t> last_copy;
-  by_merge_id<std::size_t> open_push;
-  recompute_merger recomputes;
-  retype_merger retypes;
-  delta_merger deltas;
-
-  for (auto& op : ops) {
-    switch (op.merge) {
-      case merge_rule::last_wins: {
-        auto [it, fresh] = last_copy.try_emplace(merge_id_of(op), slots.size());
-        if (!fresh) {
-          // The earlier event is applied by this op too: it keeps the older wall time.
-          const std::int64_t earlier = slots[it->second]->event_ms;
-          if (earlier != 0 && (op.event_ms == 0 || earlier < op.event_ms)) op.event_ms = earlier;
-          slots[it->second].reset();
-          it->second = slots.size();
-        }
-        break;
-      }
-      case merge_rule::push: {
-        merge_id id = merge_id_of(op);
-        if (auto it = open_push.find(id); it != open_push.end()) {
-          write_op& into = *slots[it->second];
-          absorb_times(into, op);
-          auto& into_ids = into.as<update_write>()->push->ids;
-          for (auto& v : op.as<update_write>()->push->ids)
-            into_ids.push_back(std::move(v));
-          for (auto& e : pushed_elements(op))
-            pushed_elements(into).push_back(std::move(e));
-          continue;
-        }
-        open_push[std::move(id)] = slots.size();
-        break;
-      }
-      case merge_rule::parent_barrier:
-        open_push.erase(merge_id_of(op));
-        break;
-      case merge_rule::mapping_barrier:
-        std::erase_if(open_push, [&](const auto& entry) {
-          return slots[entry.second]->source_mapping == op.source_mapping;
-        });
-        break;
-      case merge_rule::recompute:
-        if (recomputes.merge(op, slots)) continue;
-        break;
-      case merge_rule::delta:
-        if (deltas.merge(op, slots)) continue;
-        break;
-      case merge_rule::retype:
-        retypes.merge(op, slots);
-        break;
-      case merge_rule::none:
-        break;
-    }
-    slots.push_back(std::move(op));
-  }
-
-  deltas.rebuild(slots);
-
-  std::vector<write_op> out;
-  out.reserve(slots.size());
-  for (auto& slot : slots) {
-    if (!slot) continue;
-    auto* w = slot->as<update_write>();
-    if (slot->merge == merge_rule::push && w != nullptr && w->push && w->push->ids.size() > 1) {
-      const std::size_t first = out.size();
-      const mapping& m = *slot->source_mapping;
-      m.visit(overloaded{[&](const recent_kind& k) {
-                           k.push(m, std::move(w->push->parent), std::move(w->push->ids),
-                                  std::move(pushed_elements(*slot)), out);
-                         },
-                         // A kind that plans merge_rule::push must say how pushes merge.
-                         [](const auto&) { assert(false && "only recent plans pushes"); }});
-      for (std::size_t i = first; i < out.size(); ++i) {
-        out[i].event = slot->event;
-        out[i].event_ms = slot->event_ms;
-      }
-    } else {
-      out.push_back(std::move(*slot));
-    }
-  }
-  return out;
+  batch b(ops.size());
+  for (auto& op : ops)
+    b.add(std::move(op));
+  return std::move(b).ops();
 }
 
 }  // namespace denormd::mapping

@@ -7,6 +7,7 @@
 #include "bson/json.h"
 #include "mapping/change_event.h"
 #include "mapping/document_store.h"
+#include "mapping/kind_contract.h"
 #include "mapping/mapping.h"
 #include "mapping/reference.h"
 #include "mapping/spec_reader.h"
@@ -301,14 +302,10 @@ std::string fill_target(const fill_write& w) {
   return (id != nullptr ? bson::to_json(*id) : std::string()) + bson::to_json(w.array_filters);
 }
 
-bool key_less(const bson::value& a, const bson::value& b) {
-  return bson::compare(a, b) < 0;
-}
-
 // The source documents of some keys, read in one round trip.
 class source_index {
  public:
-  // `keys` sorted by key_less, distinct. False when the store failed.
+  // `keys` sorted by bson::value_less, distinct. False when the store failed.
   bool read(const fill_query& q, bson::array keys, document_store& store) {
     keys_ = std::move(keys);
     docs_.assign(keys_.size(), std::nullopt);
@@ -325,7 +322,7 @@ class source_index {
       // A document may name several keys through an array on the path: it is each one's.
       query::resolve_path(doc, q.key_field, [&](const bson::value& v, std::optional<std::size_t>) {
         if (v.is_array()) return true;
-        const auto it = std::lower_bound(keys_.begin(), keys_.end(), v, key_less);
+        const auto it = std::lower_bound(keys_.begin(), keys_.end(), v, bson::value_less{});
         if (it != keys_.end() && bson::compare(*it, v) == 0) {
           auto& slot = docs_[static_cast<std::size_t>(it - keys_.begin())];
           if (!slot) slot = doc;  // the first, as find_one would
@@ -344,7 +341,7 @@ class source_index {
   }
   // The source of `key` (one of those read); nullptr when there is none.
   const bson::document* find(const bson::value& key) const {
-    const auto it = std::lower_bound(keys_.begin(), keys_.end(), key, key_less);
+    const auto it = std::lower_bound(keys_.begin(), keys_.end(), key, bson::value_less{});
     if (it == keys_.end() || bson::compare(*it, key) != 0) return nullptr;
     const auto& doc = docs_[static_cast<std::size_t>(it - keys_.begin())];
     return doc ? &*doc : nullptr;
@@ -360,7 +357,7 @@ bson::array keys_of(std::span<const write_op* const> ops) {
   bson::array keys;
   for (const write_op* op : ops)
     keys.push_back(std::get<fill_write>(op->what).source.key);
-  std::sort(keys.begin(), keys.end(), key_less);
+  std::sort(keys.begin(), keys.end(), bson::value_less{});
   keys.erase(std::unique(keys.begin(), keys.end(),
                          [](const bson::value& a, const bson::value& b) {
                            return bson::compare(a, b) == 0;
@@ -370,6 +367,17 @@ bson::array keys_of(std::span<const write_op* const> ops) {
 }
 
 }  // namespace
+
+static_assert(mapping_kind<copy_kind>);
+
+void copy_kind::absorb(const mapping& /*m*/, write_op& /*later*/, write_op&& /*earlier*/) const {}
+
+void copy_kind::finish(const mapping& /*m*/, write_op&& op, std::vector<write_op>& out) const {
+  out.push_back(std::move(op));
+}
+
+void copy_kind::explain(const mapping& /*m*/, const write_op& /*op*/,
+                        bson::document& /*out*/) const {}
 
 bool copy_kind::complete(const mapping& m, const write_op& op, document_store& store) const {
   const write_op* one[] = {&op};

@@ -47,6 +47,7 @@ struct copy_kind {
   static const std::vector<std::pair<std::string, delete_policy>>& delete_policies();
   static delete_policy default_delete_policy();
   static constexpr bool into_required = false;
+  static constexpr bool reads_own_fields = false;
   static constexpr std::string_view written_pointer = "/fields";
   void read_source(spec_reader& r, spec_object& source);
   void read_target(spec_reader& r, spec_object& target);
@@ -61,6 +62,9 @@ struct copy_kind {
   std::vector<std::string> key_paths() const;
   // Target paths whose change makes a target need a fill (fillNewTargets).
   std::vector<std::string> fill_paths() const;
+  std::vector<std::string> new_target_reads() const { return {}; }
+  stream_images needs_images() const { return {}; }
+  stream_images target_needs_images() const { return {}; }
 
   // Planning.
   void plan(const mapping& m, const std::vector<std::string>& watched, const change_event& ev,
@@ -71,13 +75,20 @@ struct copy_kind {
   // An event of the target collection (fillNewTargets): a new or re-keyed target.
   void plan_new_target(const mapping& m, const std::vector<std::string>& watched,
                        const change_event& ev, std::vector<write_op>& out) const;
-  // Completes a fill: reads the source, writes the copies, and reads the source again until
-  // what was written is still current. False when the store failed.
+  // A later copy of the same source key replaces an earlier one (merge_rule::last_wins):
+  // `later` keeps its statement, so there is nothing to absorb and nothing to rebuild.
+  void absorb(const mapping& m, write_op& later, write_op&& earlier) const;
+  void finish(const mapping& m, write_op&& op, std::vector<write_op>& out) const;
+  // Completes one fill (as complete() of consecutive fills, for one).
   bool complete(const mapping& m, const write_op& op, document_store& store) const;
-  // The same for consecutive fills of the mapping, in rounds of one read, one bulk write and
-  // one read again for many fills (each round's targets distinct, so plan order holds).
+  // Completes consecutive fills: reads the sources, writes the copies, and reads the sources
+  // again until what was written is still current, in rounds of one read, one bulk write and
+  // one read again for many fills (each round's targets distinct, so plan order holds). False
+  // when the store failed.
   bool complete(const mapping& m, std::span<const write_op* const> ops,
                 document_store& store) const;
+  // A fill carries its source query: `plan` shows nothing more.
+  void explain(const mapping& m, const write_op& op, bson::document& out) const;
   // {$set: present fields, $unset: missing ones} from `source`; nullptr unsets every copy.
   bson::document update_for(const mapping& m, const bson::document* source) const;
 

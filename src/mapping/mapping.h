@@ -17,8 +17,11 @@
 
 namespace denormd::mapping {
 
-// Every kind of mapping. Adding one: a new `<name>_kind.{h,cc}` with the members the others
-// have, and its type here. Dispatch is std::visit, so a kind that lacks one does not compile.
+// Every kind of mapping. Adding one: a new `<name>_kind.{h,cc}` meeting the contract in
+// kind_contract.h (checked there for every alternative), and its type here. The coalescer and
+// the writer reach a kind only through that contract; the few commands that handle each kind
+// in its own way (verify, backfill) visit with one arm per kind, so a new kind that lacks an
+// arm does not compile.
 using any_kind = std::variant<copy_kind, recent_kind, aggregate_kind>;
 
 enum class delete_policy {
@@ -69,6 +72,7 @@ struct mapping {
   decltype(auto) visit(F&& f) const {
     return std::visit(std::forward<F>(f), kind);
   }
+  // The kind as K, or nullptr (tests, and a kind's own files; the daemon visits instead).
   template <class K>
   const K* as() const {
     return std::get_if<K>(&kind);

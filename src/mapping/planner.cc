@@ -43,12 +43,8 @@ planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings))
     add_field(target_plan, "_id");
     for (const auto& p : t.watched)
       add_field(target_plan, p);
-    m.visit([&](const auto& k) {
-      if constexpr (requires { k.new_target_reads(); }) {
-        for (const auto& p : k.new_target_reads())
-          add_field(target_plan, p);
-      }
-    });
+    for (const auto& p : m.visit([](const auto& k) { return k.new_target_reads(); }))
+      add_field(target_plan, p);
     target_plan.fills.push_back(std::move(t));
   }
 }
@@ -82,16 +78,10 @@ stream_images planner::needs_images(const ns& source) const {
     out.before = out.before || need.before;
     out.after = out.after || need.after;
   };
-  for (const compiled& c : it->second.mappings) {
-    c.m->visit([&](const auto& k) {
-      if constexpr (requires { k.needs_images(); }) add(k.needs_images());
-    });
-  }
-  for (const compiled& c : it->second.fills) {
-    c.m->visit([&](const auto& k) {
-      if constexpr (requires { k.target_needs_images(); }) add(k.target_needs_images());
-    });
-  }
+  for (const compiled& c : it->second.mappings)
+    add(c.m->visit([](const auto& k) { return k.needs_images(); }));
+  for (const compiled& c : it->second.fills)
+    add(c.m->visit([](const auto& k) { return k.target_needs_images(); }));
   return out;
 }
 

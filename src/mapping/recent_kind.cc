@@ -8,7 +8,9 @@
 #include "common/log.h"
 #include "mapping/change_event.h"
 #include "mapping/document_store.h"
+#include "mapping/kind_contract.h"
 #include "mapping/mapping.h"
+#include "mapping/planner.h"
 #include "mapping/reference.h"
 #include "mapping/spec_reader.h"
 #include "mapping/write_op.h"
@@ -305,6 +307,31 @@ void recent_kind::plan_new_target(const mapping& m, const std::vector<std::strin
   // A parent that arrived after its children (or was re-keyed): rebuild its array.
   out.push_back(
       refill(m, bson::document{{"_id", literal(ev.id)}}, merge_rule::mapping_barrier, {}));
+}
+
+static_assert(mapping_kind<recent_kind>);
+
+void recent_kind::absorb(const mapping& /*m*/, write_op& into, write_op&& later) const {
+  auto& ids = std::get<update_write>(into.what).push->ids;
+  for (auto& v : std::get<update_write>(later.what).push->ids)
+    ids.push_back(std::move(v));
+  auto& elements = pushed_elements(into);
+  for (auto& e : pushed_elements(later))
+    elements.push_back(std::move(e));
+}
+
+void recent_kind::finish(const mapping& m, write_op&& op, std::vector<write_op>& out) const {
+  auto& w = std::get<update_write>(op.what);
+  push(m, std::move(w.push->parent), std::move(w.push->ids), std::move(pushed_elements(op)), out);
+}
+
+void recent_kind::explain(const mapping& /*m*/, const write_op& /*op*/,
+                          bson::document& /*out*/) const {}
+
+bool recent_kind::complete(const mapping& m, std::span<const write_op* const> ops,
+                           document_store& store) const {
+  return std::all_of(ops.begin(), ops.end(),
+                     [&](const write_op* op) { return complete(m, *op, store); });
 }
 
 bool recent_kind::complete(const mapping& m, const write_op& op, document_store& store) const {

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,7 @@ struct recent_kind {
   static const std::vector<std::pair<std::string, delete_policy>>& delete_policies();
   static delete_policy default_delete_policy();
   static constexpr bool into_required = true;
+  static constexpr bool reads_own_fields = false;
   static constexpr std::string_view written_pointer = "/into";
   void read_source(spec_reader& r, spec_object& source);
   void read_target(spec_reader& r, spec_object& target);
@@ -47,15 +49,27 @@ struct recent_kind {
   void add_watched_paths(const mapping& m, std::vector<std::string>& out) const;
   std::vector<std::string> key_paths() const { return {}; }
   std::vector<std::string> fill_paths() const;
+  std::vector<std::string> new_target_reads() const { return {}; }
+  stream_images needs_images() const { return {}; }
+  stream_images target_needs_images() const { return {}; }
 
   // Planning.
   void plan(const mapping& m, const std::vector<std::string>& watched, const change_event& ev,
             std::vector<write_op>& out, std::vector<std::string>* notes) const;
   void plan_new_target(const mapping& m, const std::vector<std::string>& watched,
                        const change_event& ev, std::vector<write_op>& out) const;
+  // Pushes to one parent merge (merge_rule::push): `into` takes `later`'s ids and elements,
+  // and finish() makes them one push (see push()).
+  void absorb(const mapping& m, write_op& into, write_op&& later) const;
+  void finish(const mapping& m, write_op&& op, std::vector<write_op>& out) const;
   // Completes a refill: reads the parents the op selects and sets each one's whole array
   // from its children. False when the store failed.
   bool complete(const mapping& m, const write_op& op, document_store& store) const;
+  // The same for consecutive refills, one after the other.
+  bool complete(const mapping& m, std::span<const write_op* const> ops,
+                document_store& store) const;
+  // A refill carries its children query: `plan` shows nothing more.
+  void explain(const mapping& m, const write_op& op, bson::document& out) const;
 
   // The element kept for one child (fields absent in the child are left out).
   bson::document element(const mapping& m, const bson::document& child) const;

@@ -4,6 +4,7 @@
 
 #include "bson/json.h"
 #include "common/overloaded.h"
+#include "mapping/kind_contract.h"
 #include "mapping/reference.h"
 
 namespace denormd::mapping {
@@ -79,57 +80,46 @@ std::string to_plan_json(const write_op& op) {
   out.append("mapping", op.source_mapping != nullptr ? op.source_mapping->name : "");
   out.append("ns", op.target.full());
   out.append("op", std::string(op.name()));
-  std::visit(
-      overloaded{[&](const update_write& w) {
-                   out.append("filter", w.filter);
-                   if (w.pipeline.empty()) {
-                     out.append("update", w.update);
-                   } else {
-                     out.append("update", w.pipeline);
-                   }
-                   if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
-                   out.append("upsert", w.upsert);
-                 },
-                 [&](const refill_write& w) {
-                   const auto& r = w.children;
-                   out.append("filter", w.parents);
-                   out.append("source", bson::document{{"ns", r.source.full()},
-                                                       {"filter", r.filter},
-                                                       {"parentKey", r.parent_key},
-                                                       {"parentField", r.parent_field},
-                                                       {"sort", r.sort},
-                                                       {"limit", r.limit}});
-                   out.append("into", op.source_mapping != nullptr ? op.source_mapping->into
-                                                                   : std::string());
-                 },
-                 [&](const recompute_write& w) {
-                   out.append("filter", w.parents);
-                   if (const auto* k = op.source_mapping != nullptr
-                                           ? op.source_mapping->as<aggregate_kind>()
-                                           : nullptr) {
-                     const mapping& m = *op.source_mapping;
-                     // Selected parents: the keys come from the parents found.
-                     if (w.keys.empty() && !w.parents.empty()) {
-                       out.append("source", bson::document{{"ns", m.source.full()},
-                                                           {"parentKey", k->parent_key},
-                                                           {"parentField", k->parent_field}});
-                     } else {
-                       out.append("source", bson::document{{"ns", m.source.full()},
-                                                           {"pipeline", k->pipeline(w.keys)}});
-                     }
-                   }
-                   out.append("into", op.source_mapping != nullptr ? op.source_mapping->into
-                                                                   : std::string());
-                 },
-                 [&](const fill_write& w) {
-                   out.append("filter", w.filter);
-                   out.append("source", bson::document{{"ns", w.source.source.full()},
-                                                       {"filter", fill_filter(w.source)}});
-                   if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
-                   if (w.unset_without_source) out.append("withoutSource", "$unset");
-                 },
-                 [&](const dead_letter_write& w) { out.append("reason", w.reason); }},
-      op.what);
+  std::visit(overloaded{[&](const update_write& w) {
+                          out.append("filter", w.filter);
+                          if (w.pipeline.empty()) {
+                            out.append("update", w.update);
+                          } else {
+                            out.append("update", w.pipeline);
+                          }
+                          if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
+                          out.append("upsert", w.upsert);
+                        },
+                        [&](const refill_write& w) {
+                          const auto& r = w.children;
+                          out.append("filter", w.parents);
+                          out.append("source", bson::document{{"ns", r.source.full()},
+                                                              {"filter", r.filter},
+                                                              {"parentKey", r.parent_key},
+                                                              {"parentField", r.parent_field},
+                                                              {"sort", r.sort},
+                                                              {"limit", r.limit}});
+                          out.append("into", op.source_mapping != nullptr ? op.source_mapping->into
+                                                                          : std::string());
+                        },
+                        [&](const recompute_write& w) {
+                          out.append("filter", w.parents);
+                          if (op.source_mapping != nullptr) {
+                            const mapping& m = *op.source_mapping;
+                            m.visit([&](const auto& k) { k.explain(m, op, out); });
+                          }
+                          out.append("into", op.source_mapping != nullptr ? op.source_mapping->into
+                                                                          : std::string());
+                        },
+                        [&](const fill_write& w) {
+                          out.append("filter", w.filter);
+                          out.append("source", bson::document{{"ns", w.source.source.full()},
+                                                              {"filter", fill_filter(w.source)}});
+                          if (!w.array_filters.empty()) out.append("arrayFilters", w.array_filters);
+                          if (w.unset_without_source) out.append("withoutSource", "$unset");
+                        },
+                        [&](const dead_letter_write& w) { out.append("reason", w.reason); }},
+             op.what);
   return bson::to_json(out);
 }
 

@@ -74,7 +74,7 @@ mongo::status writer::apply(std::span<const mapping::write_op> ops,
     };
     auto finish_fills = [&]() -> mongo::status {
       if (fills.empty()) return {};
-      auto st = run_fills(fills, event_tokens, source);
+      auto st = run_completions(fills, event_tokens, source);
       fills.clear();
       return st;
     };
@@ -326,29 +326,21 @@ class writer::store final : public mapping::document_store {
 mongo::status writer::run_completion(const mapping::write_op& op,
                                      std::span<const bson::document> event_tokens,
                                      const mapping::ns& source) {
-  const mapping::mapping& m = *op.source_mapping;
-  store s(*this, event_tokens, source);
-  if (!m.visit([&](const auto& k) { return k.complete(m, op, s); })) {
-    assert(!s.status() && "a completion stops only after a failed call");
-    return s.status();
-  }
-  acknowledged(op, wall_ms());
-  return {};
+  const mapping::write_op* one[] = {&op};
+  return run_completions(one, event_tokens, source);
 }
 
-mongo::status writer::run_fills(std::span<const mapping::write_op* const> fills,
-                                std::span<const bson::document> event_tokens,
-                                const mapping::ns& source) {
-  const mapping::mapping& m = *fills.front()->source_mapping;
-  const auto* copy = m.as<mapping::copy_kind>();
-  assert(copy != nullptr && "only the copy kind plans fills");
+mongo::status writer::run_completions(std::span<const mapping::write_op* const> ops,
+                                      std::span<const bson::document> event_tokens,
+                                      const mapping::ns& source) {
+  const mapping::mapping& m = *ops.front()->source_mapping;
   store s(*this, event_tokens, source);
-  if (!copy->complete(m, fills, s)) {
+  if (!m.visit([&](const auto& k) { return k.complete(m, ops, s); })) {
     assert(!s.status() && "a completion stops only after a failed call");
     return s.status();
   }
   const std::int64_t now = wall_ms();
-  for (const auto* op : fills)
+  for (const auto* op : ops)
     acknowledged(*op, now);
   return {};
 }

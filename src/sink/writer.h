@@ -69,13 +69,15 @@ class writer final : public batch_writer {
   mongo::status run_per_document(const mapping::write_op& op,
                                  std::span<const bson::document> event_tokens,
                                  const mapping::ns& source);
-  // A fill or refill: its kind completes it through a store over this writer's connection.
+  // A fill, refill or recompute: its kind completes it through a store over this writer's
+  // connection.
   mongo::status run_completion(const mapping::write_op& op,
                                std::span<const bson::document> event_tokens,
                                const mapping::ns& source);
-  // Consecutive fills of one mapping: its kind completes them together.
-  mongo::status run_fills(std::span<const mapping::write_op* const> fills,
-                          std::span<const bson::document> event_tokens, const mapping::ns& source);
+  // Consecutive such ops of one mapping: its kind completes them together.
+  mongo::status run_completions(std::span<const mapping::write_op* const> ops,
+                                std::span<const bson::document> event_tokens,
+                                const mapping::ns& source);
   // Stores a dead letter for `op` (and notes it for rejected()): `error` is {code, message}
   // or {reason}; `filter` the statement's own filter when it is narrower than the op's.
   mongo::status dead_letter(const mapping::write_op& op, const bson::document* update,

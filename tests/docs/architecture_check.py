@@ -10,7 +10,12 @@ Checks, against the tree as it is:
   * in src/ops/, no file under commands/ includes one under services/ (a command never
     needs the daemon; a service may run a command's code);
   * the sentence that lists what a `write_op` is names the alternatives of the variant in
-    src/mapping/write_op.h, in order.
+    src/mapping/write_op.h, in order;
+  * the kind contract ("Mapping kinds"): the concept `mapping_kind` exists, every alternative
+    of `any_kind` checks itself with static_assert(mapping_kind<K>) in its own .cc, every
+    member the doc's table names is in the concept, and outside a kind's own files nothing in
+    src/ downcasts to it (`as<K>`); the coalescer and the writer name no kind; src/ has no
+    `assert(false` arm and no `if constexpr (requires` probe standing for a member.
 Exits 1 with one line per difference.
 
 Usage: architecture_check.py [--root DIR]
@@ -97,6 +102,51 @@ def check(root):
             if said != alternatives:
                 problems.append("docs/architecture.md lists the write_op alternatives %s; "
                                 "src/mapping/write_op.h has %s" % (said, alternatives))
+    problems += kind_contract(root, doc)
+    return problems
+
+
+def kind_contract(root, doc):
+    problems = []
+    contract_h = root / "src" / "mapping" / "kind_contract.h"
+    contract = contract_h.read_text() if contract_h.exists() else ""
+    if "concept mapping_kind" not in contract:
+        problems.append("src/mapping/kind_contract.h: no `concept mapping_kind`")
+    m = re.search(r"using any_kind = std::variant<([^>]*)>;", (root / "src" / "mapping" / "mapping.h").read_text())
+    kinds = [k.strip() for k in m.group(1).split(",")] if m else []
+    if not kinds:
+        problems.append("src/mapping/mapping.h: no `using any_kind = std::variant<...>;` found")
+    for k in kinds:
+        cc = root / "src" / "mapping" / ("%s.cc" % k)
+        if not cc.exists() or ("static_assert(mapping_kind<%s>)" % k) not in cc.read_text():
+            problems.append("src/mapping/%s.cc does not check static_assert(mapping_kind<%s>)" % (k, k))
+    section = doc.split("## Mapping kinds", 1)[1].split("\n## ", 1)[0] if "## Mapping kinds" in doc else ""
+    for line in section.splitlines():
+        cell = re.match(r"^\| ([^|]*`[^|]*) \|", line)
+        if not cell:
+            continue
+        for member in re.findall(r"`([a-z_]+)(?:\(\))?`", cell.group(1)):
+            if not re.search(r"\b%s\b" % member, contract):
+                problems.append("docs/architecture.md names kind member `%s`; the concept "
+                                "mapping_kind in src/mapping/kind_contract.h does not" % member)
+    own = {k: {"src/mapping/%s.h" % k, "src/mapping/%s.cc" % k} for k in kinds}
+    for f in sorted(list((root / "src").rglob("*.cc")) + list((root / "src").rglob("*.h"))):
+        rel = f.relative_to(root).as_posix()
+        text = f.read_text()
+        for k in kinds:
+            if rel not in own[k] and re.search(r"\bas<(?:mapping::)?%s>" % k, text):
+                problems.append("%s downcasts to %s (as<%s>): reach a kind through its contract "
+                                "or one arm per kind" % (rel, k, k))
+        if "assert(false" in text:
+            problems.append("%s has an assert(false ...) arm" % rel)
+        if re.search(r"if constexpr \(requires", text):
+            problems.append("%s probes a member with `if constexpr (requires ...)`: put it in "
+                            "the contract" % rel)
+        if rel == "src/mapping/coalescer.cc" or rel.startswith("src/sink/"):
+            for k in kinds:
+                if re.search(r"\b%s\b" % k, text):
+                    problems.append("%s names %s: the coalescer and the writer hold no per-kind "
+                                    "code" % (rel, k))
     return problems
 
 
@@ -109,7 +159,8 @@ def main():
         print(line)
     if problems:
         return 1
-    print("docs/architecture.md agrees with src/: layers, links, ops commands apart from services, and write_op")
+    print("docs/architecture.md agrees with src/: layers, links, ops commands apart from services, "
+          "write_op, and the kind contract")
     return 0
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The architecture check can fail: on a copy of the tree with a folder added to src/ without a
-row, a link added against the arrows, a command using a daemon service, and a write_op alternative added, it names each."""
+row, a link added against the arrows, a command using a daemon service, a write_op alternative
+added, and each break of the kind contract, it names each."""
 import shutil
 import sys
 import tempfile
@@ -18,11 +19,7 @@ class ArchitectureCheckTest(unittest.TestCase):
         self.tmp = Path(tempfile.mkdtemp())
         (self.tmp / "docs").mkdir()
         shutil.copy(ROOT / "docs" / "architecture.md", self.tmp / "docs")
-        for cm in (ROOT / "src").glob("*/CMakeLists.txt"):
-            (self.tmp / "src" / cm.parent.name).mkdir(parents=True)
-            shutil.copy(cm, self.tmp / "src" / cm.parent.name)
-        shutil.copy(ROOT / "src" / "mapping" / "write_op.h", self.tmp / "src" / "mapping")
-        shutil.copytree(ROOT / "src" / "ops" / "commands", self.tmp / "src" / "ops" / "commands")
+        shutil.copytree(ROOT / "src", self.tmp / "src")
 
     def tearDown(self):
         shutil.rmtree(self.tmp)
@@ -54,6 +51,35 @@ class ArchitectureCheckTest(unittest.TestCase):
         h.write_text(h.read_text().replace("dead_letter_write> what;", "dead_letter_write, noop_write> what;"))
         problems = architecture_check.check(self.tmp)
         self.assertTrue(any("write_op alternatives" in p for p in problems), problems)
+
+    def test_a_downcast_to_a_kind_outside_its_files_fails(self):
+        cc = self.tmp / "src" / "sink" / "writer.cc"
+        cc.write_text(cc.read_text() + "\n// m.as<mapping::copy_kind>()\n")
+        problems = architecture_check.check(self.tmp)
+        self.assertIn("src/sink/writer.cc downcasts to copy_kind (as<copy_kind>): reach a kind "
+                      "through its contract or one arm per kind", problems)
+        self.assertIn("src/sink/writer.cc names copy_kind: the coalescer and the writer hold no "
+                      "per-kind code", problems)
+
+    def test_a_kind_without_its_static_assert_fails(self):
+        cc = self.tmp / "src" / "mapping" / "recent_kind.cc"
+        cc.write_text(cc.read_text().replace("static_assert(mapping_kind<recent_kind>);", ""))
+        self.assertIn("src/mapping/recent_kind.cc does not check static_assert(mapping_kind<recent_kind>)",
+                      architecture_check.check(self.tmp))
+
+    def test_an_assert_false_arm_and_a_requires_probe_fail(self):
+        cc = self.tmp / "src" / "mapping" / "planner.cc"
+        cc.write_text(cc.read_text() + "\n// assert(false && \"x\");\n// if constexpr (requires { k.x(); })\n")
+        problems = architecture_check.check(self.tmp)
+        self.assertIn("src/mapping/planner.cc has an assert(false ...) arm", problems)
+        self.assertTrue(any("probes a member" in p for p in problems), problems)
+
+    def test_a_member_the_doc_names_but_the_concept_lacks_fails(self):
+        h = self.tmp / "src" / "mapping" / "kind_contract.h"
+        h.write_text(h.read_text().replace("ck.explain(cm, std::as_const(op), plan_line);", ""))
+        problems = architecture_check.check(self.tmp)
+        self.assertIn("docs/architecture.md names kind member `explain`; the concept mapping_kind "
+                      "in src/mapping/kind_contract.h does not", problems)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,6 @@
 
 namespace denormd::ops {
 
-bool value_less::operator()(const bson::value& a, const bson::value& b) const {
-  return bson::compare(a, b) < 0;
-}
-
 void narrow_to(mapping::write_op& op, const bson::value& id) {
   auto& w = std::get<mapping::update_write>(op.what);
   if (w.filter.contains("_id")) {

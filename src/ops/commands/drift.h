@@ -17,8 +17,6 @@ namespace denormd::ops {
 void narrow_to(mapping::write_op& op, const bson::value& id);
 
 // Orders values as MongoDB compares them (5 and 5.0 are one key), for lookups by key.
-struct value_less {
-  bool operator()(const bson::value& a, const bson::value& b) const;
-};
+using bson::value_less;
 
 }  // namespace denormd::ops

@@ -32,10 +32,11 @@ std::vector<image_problem> check_images(mongo::connection& conn, const mapping::
     std::string users;
     std::string parents_of;
     for (const auto& m : planner.mappings()) {
-      const auto* k = m.as<mapping::aggregate_kind>();
-      if (k == nullptr) continue;
-      if (m.source == source) users += (users.empty() ? "" : ", ") + m.name;
-      if (m.target == source && m.fill_new_targets && k->target_needs_images().before)
+      const auto [of_source, of_target] = m.visit(
+          [](const auto& k) { return std::pair(k.needs_images(), k.target_needs_images()); });
+      if (m.source == source && (of_source.before || of_source.after))
+        users += (users.empty() ? "" : ", ") + m.name;
+      if (m.target == source && m.fill_new_targets && of_target.before)
         parents_of += (parents_of.empty() ? "" : ", ") + m.name;
     }
     const std::string all = users + (users.empty() || parents_of.empty() ? "" : ", ") + parents_of;

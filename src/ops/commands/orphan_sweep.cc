@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/overloaded.h"
 #include "mapping/change_event.h"
 #include "mapping/mapping.h"
 #include "mapping/reference.h"
@@ -93,8 +94,12 @@ std::vector<mapping::write_op> plan_source(const mapping::planner& planner,
 }
 
 const mapping::copy_kind* orphan_sweep::kind_of(const mapping::mapping& m) {
-  const auto* kind = m.as<mapping::copy_kind>();
-  return kind != nullptr && m.on_source_delete == mapping::delete_policy::unset ? kind : nullptr;
+  if (m.on_source_delete != mapping::delete_policy::unset) return nullptr;
+  // One arm per kind: a new kind says whether its dependents can be orphans.
+  return m.visit(overloaded{
+      [](const mapping::copy_kind& k) { return &k; },
+      [](const mapping::recent_kind&) -> const mapping::copy_kind* { return nullptr; },
+      [](const mapping::aggregate_kind&) -> const mapping::copy_kind* { return nullptr; }});
 }
 
 orphan_sweep::orphan_sweep(const mapping::planner& planner, const mapping::mapping& m,

@@ -382,6 +382,22 @@ command_outcome open_change_stream(command_context& ctx, const std::string& coll
       cursor_reply(id, ns, std::move(batch.events), true, &batch.post_batch_resume_token), {}};
 }
 
+// {aggregate: 1, pipeline: [{$documents: <expr>}, ...]}: the stage's documents through the rest
+// of the pipeline; no collection is read. The cursor's namespace is MongoDB's "db.$cmd.aggregate".
+command_outcome aggregate_documents(command_context& ctx, const bson::array& stages,
+                                    std::int64_t batch_size, const bson::document& let) {
+  auto out = run_documents_pipeline(stages, &let);
+  if (!out) return out.error();
+  std::vector<doc_ptr> results;
+  results.reserve(out->size());
+  for (auto& d : *out)
+    results.push_back(std::make_shared<const bson::document>(std::move(d)));
+  return command_result{first_batch(ctx, ctx.db + ".$cmd.aggregate",
+                                    std::make_unique<query_cursor>(std::move(results)), batch_size,
+                                    false, false, std::nullopt),
+                        {}};
+}
+
 command_outcome aggregate(command_context& ctx) {
   const auto& target = ctx.body.fields().front().val;
   std::string coll;
@@ -428,9 +444,15 @@ command_outcome aggregate(command_context& ctx) {
     }
     return open_change_stream(ctx, coll, stages, batch_size->value_or(default_first_batch), *let);
   }
+  if (coll.empty() && !stages.empty() &&
+      stages.front().as_document().fields().front().name == "$documents") {
+    return aggregate_documents(ctx, stages, batch_size->value_or(default_first_batch), *let);
+  }
   if (coll.empty())
-    return fail("{aggregate: 1} is only supported with $changeStream by mongo-emulator",
-                codes::invalid_namespace);
+    return fail(
+        "{aggregate: 1} is only supported with $changeStream or $documents by "
+        "mongo-emulator",
+        codes::invalid_namespace);
 
   // A leading $match picks its input through the indexes, like MongoDB's planner.
   std::vector<doc_ptr> input;

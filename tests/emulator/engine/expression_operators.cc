@@ -279,11 +279,7 @@ maybe_value eval_substr_cp(const node& n, evaluation& ev) {
   const maybe_value s = arg(n, 0, ev);
   const maybe_value start = arg(n, 1, ev);
   const maybe_value length = arg(n, 2, ev);
-  std::string text;
-  if (!nullish(s)) {
-    if (!s->is_string()) raise("can't convert from BSON type " + type_of(s) + " to String", 16007);
-    text = s->as_string();
-  }
+  const std::string text = coerce_to_string(s);  // numbers and dates as text; null as ""
   if (!start || !start->is_number()) {
     raise("$substrCP: starting index must be a numeric type (is BSON type " + type_of(start) + ")",
           34450);

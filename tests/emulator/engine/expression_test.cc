@@ -267,6 +267,9 @@ TEST(expression, strings_count_code_points) {
   EXPECT_EQ(eval(R"({"$substrCP": ["寿司sushi", 0, 2]})"), v(R"("寿司")"));
   EXPECT_EQ(eval(R"({"$substrCP": ["abc", 5, 2]})"), v(R"("")"));
   EXPECT_EQ(eval(R"({"$substrCP": ["$missing", 0, 2]})"), v(R"("")"));
+  // coerceToString: numbers and dates are text first (MongoDB 6.0 ExpressionSubstrCP).
+  EXPECT_EQ(eval(R"({"$substrCP": [12345, 1, 2]})"), v(R"("23")"));
+  EXPECT_EQ(run_error(R"({"$substrCP": [[1], 0, 1]})").first, 16007);
   EXPECT_EQ(run_error(R"({"$substrCP": ["abc", "0", 1]})").first, 34450);
   EXPECT_EQ(run_error(R"({"$substrCP": ["abc", 0, -1]})").first, 34454);
   EXPECT_EQ(run_error(R"({"$substrCP": ["abc", -1, 1]})").first, 34455);

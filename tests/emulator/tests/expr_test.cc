@@ -90,6 +90,14 @@ TEST_F(expr, documents_stage_evaluates_expressions_without_a_collection) {
   EXPECT_EQ(batch(r)[1], bson::value(J(R"({"_id": 2, "total": 2147483647,
                               "wide": {"$numberLong": "2147483648"}, "name": "", "day": "none",
                               "r": 306783378.14, "s": "2147483647"})")));
+  // Past the first batch, the rest comes through getMore on "$cmd.aggregate".
+  const auto first = run_ok(J(R"({"aggregate": 1, "cursor": {"batchSize": 1}, "pipeline": [
+      {"$documents": [{"a": 1}, {"a": 2}]},
+      {"$set": {"b": {"$abs": {"$subtract": [0, "$a"]}}}}]})"));
+  ASSERT_EQ(batch(first).size(), 1U);
+  const auto next = get_more(first);
+  ASSERT_EQ(batch(next).size(), 1U);
+  EXPECT_EQ(batch(next)[0], bson::value(J(R"({"a": 2, "b": 2})")));
   // One document that makes an expression fail fails the whole command, with MongoDB's error.
   const auto e = run_fail(J(R"({"aggregate": 1, "cursor": {}, "pipeline": [
       {"$documents": {"$literal": [{"_id": 1, "v": "12"}, {"_id": 2, "v": "abc"}]}},

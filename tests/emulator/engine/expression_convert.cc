@@ -258,12 +258,7 @@ bson::value to_date(const bson::value& v) {
     return bson::value(bson::date_time{truncate_to(v, lo, hi)});
   if (v.is<bson::timestamp>())
     return bson::value(bson::date_time{std::int64_t{v.as<bson::timestamp>().t} * 1000});
-  if (v.is<bson::oid>()) {
-    const auto& b = v.as<bson::oid>().bytes;
-    const std::uint32_t secs = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
-                               (std::uint32_t{b[2]} << 8) | std::uint32_t{b[3]};
-    return bson::value(bson::date_time{std::int64_t{secs} * 1000});
-  }
+  if (v.is<bson::oid>()) return bson::value(bson::date_time{object_id_millis(v.as<bson::oid>())});
   if (v.is_string()) {
     raise("Error parsing date string '" + v.as_string() +
               "': mongo-emulator does not implement $dateFromString",

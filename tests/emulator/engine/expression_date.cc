@@ -165,18 +165,20 @@ std::string format_date(std::int64_t millis, std::string_view format, int offset
   return out;
 }
 
+std::int64_t object_id_millis(const bson::oid& id) {
+  const auto& b = id.bytes;
+  const std::uint32_t seconds = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
+                                (std::uint32_t{b[2]} << 8) | std::uint32_t{b[3]};
+  return std::int64_t{seconds} * 1000;
+}
+
 namespace {
 
 // Value::coerceToDate.
 std::int64_t date_millis(const bson::value& v) {
   if (v.is<bson::date_time>()) return v.as<bson::date_time>().millis;
   if (v.is<bson::timestamp>()) return std::int64_t{v.as<bson::timestamp>().t} * 1000;
-  if (v.is<bson::oid>()) {
-    const auto& b = v.as<bson::oid>().bytes;
-    return std::int64_t{(std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
-                        (std::uint32_t{b[2]} << 8) | std::uint32_t{b[3]}} *
-           1000;
-  }
+  if (v.is<bson::oid>()) return object_id_millis(v.as<bson::oid>());
   raise("can't convert from BSON type " + type_of(v) + " to Date", 16006);
 }
 

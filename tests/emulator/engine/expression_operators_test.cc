@@ -211,6 +211,13 @@ TEST(expression_operators, to_decimal_bool_string_and_object_id) {
             v(R"("5f0c3b9a1c9d440000a1b2c3")"));
   EXPECT_EQ(eval(R"({"$toObjectId": "5f0c3b9a1c9d440000a1b2c3"})"),
             v(R"({"$oid": "5f0c3b9a1c9d440000a1b2c3"})"));
+  // An ObjectId's creation time: 0x5f0c3b9a seconds.
+  EXPECT_EQ(eval(R"({"$toDate": {"$oid": "5f0c3b9a1c9d440000a1b2c3"}})"),
+            v(R"({"$date": {"$numberLong": "1594637210000"}})"));
+  EXPECT_EQ(eval(R"({"$toDate": {"$numberLong": "1000"}})"),
+            v(R"({"$date": {"$numberLong": "1000"}})"));
+  EXPECT_EQ(error_text(run_error(R"({"$toDate": 5})")),
+            "241 Unsupported conversion from int to date in $convert with no onError value");
   EXPECT_EQ(error_text(run_error(R"({"$toString": {"$literal": {"a": 1}}})")),
             "241 Unsupported conversion from object to string in $convert with no onError value");
   EXPECT_EQ(error_text(run_error(R"({"$toObjectId": "abc"})")),
@@ -309,6 +316,7 @@ TEST(expression_operators, year_month_day_of_month_in_a_time_zone) {
   EXPECT_EQ(eval(R"({"$year": {"date": "$d", "timezone": "-05:00"}})", new_year), v("2020"));
   EXPECT_EQ(eval(R"({"$month": {"date": "$d", "timezone": "-05"}})", new_year), v("12"));
   EXPECT_EQ(eval(R"({"$dayOfMonth": {"date": "$d", "timezone": "-05:00"}})", new_year), v("31"));
+  EXPECT_EQ(eval(R"({"$year": {"$oid": "5f0c3b9a1c9d440000a1b2c3"}})"), v("2020"));
   EXPECT_EQ(eval(R"({"$year": null})"), v("null"));
   EXPECT_EQ(eval(R"({"$year": {"date": "$d", "timezone": null}})", thursday), v("null"));
   EXPECT_EQ(run_error(R"({"$month": "x"})").first, 16006);

@@ -57,6 +57,8 @@ std::string coerce_to_string(const maybe_value& v);
 // %-specifiers; the format must have passed check_date_format.
 std::string format_date(std::int64_t millis, std::string_view format, int offset_minutes = 0);
 constexpr std::string_view iso_date_format = "%Y-%m-%dT%H:%M:%S.%LZ";
+// The creation time an ObjectId holds (its first 4 bytes, seconds), in milliseconds.
+std::int64_t object_id_millis(const denormd::bson::oid& id);
 // TimeZone::validateToStringFormat (18535, 18536).
 denormd::status check_date_format(std::string_view format);
 

@@ -2,8 +2,9 @@
 // MongoDB's aggregation expressions as the emulator evaluates them: field paths ("$a.b", arrays
 // traversed), $$ROOT / $$CURRENT / $$REMOVE, user variables ($let, $map/$filter's `as`, a
 // command's `let`), {$literal: v}, constants, documents and arrays of expressions, and the
-// operators expression_operators.cc lists. Any other operator is rejected at parse time with
-// MongoDB's code (168 InvalidPipelineOperator). Lifecycle: parsed once, immutable; safe to share.
+// operators of expression_operators.cc and its families (expression_support.h). Any other
+// operator is rejected at parse time with MongoDB's code (168 InvalidPipelineOperator).
+// Lifecycle: parsed once, immutable; safe to share.
 
 #include <memory>
 #include <optional>

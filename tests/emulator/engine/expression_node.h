@@ -1,6 +1,6 @@
 #pragma once
 // The parsed form of an aggregation expression, shared by expression.cc (parsing, paths,
-// variables) and expression_operators.cc (the operators). Internal to the engine.
+// variables) and the operator families (expression_support.h). Internal to the engine.
 
 #include <string>
 #include <utility>

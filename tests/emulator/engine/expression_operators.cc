@@ -2,15 +2,17 @@
 // and error codes: comparison ($eq $ne $gt $gte $lt $lte $cmp), boolean ($and $or $not), $in,
 // arrays ($size $map $filter $anyElementTrue $allElementsTrue $concatArrays $arrayElemAt
 // $objectToArray), strings ($concat $substrCP $indexOfCP $split $strLenCP), $type, $getField,
-// arithmetic ($add $subtract $multiply $divide), $ifNull, $cond, $switch and $let. Errors at run
-// time throw expression_error (see expression.h).
+// $ifNull, $cond, $switch, $let and $reduce; the helpers the other families share
+// (expression_support.h). Errors at run time throw expression_error (see expression.h).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 
-#include "expression_node.h"
+#include "expression_support.h"
 #include "numeric.h"
 #include "value_text.h"
 
@@ -19,12 +21,9 @@ namespace mongo_emulator::engine {
 namespace bson = denormd::bson;
 using denormd::fail;
 
-namespace {
+namespace ops {
 
-using node = expression::node;
-using evaluator = maybe_value (*)(const node&, evaluation&);
-
-[[noreturn]] void raise(std::string message, int code) {
+void raise(std::string message, int code) {
   throw expression_error(std::move(message), code);
 }
 
@@ -36,9 +35,128 @@ bool nullish(const maybe_value& v) {
   return !v || v->is_null() || v->is<bson::undefined_t>();
 }
 
-maybe_value arg(const node& n, std::size_t i, evaluation& ev) {
-  return evaluate_in(n.items[i], ev);
+// A number that is a whole 32-bit value (MongoDB's coerceToInt after its integral check).
+std::optional<std::int32_t> whole_int32(const bson::value& v) {
+  if (!v.is_number()) return std::nullopt;
+  const double d = v.to_double();
+  if (std::isnan(d) || d != std::floor(d) || d < std::numeric_limits<std::int32_t>::min() ||
+      d > std::numeric_limits<std::int32_t>::max())
+    return std::nullopt;
+  return static_cast<std::int32_t>(d);
 }
+
+// Error codes of the arithmetic operators' type checks (ErrorCodes::TypeMismatch, Overflow and
+// BadValue; 5.0+ replaced the old 16554/16555/16556/16609 with these).
+
+numeric_width width_of(const bson::value& v) {
+  if (v.is<std::int32_t>()) return numeric_width::int32;
+  if (v.is<std::int64_t>()) return numeric_width::int64;
+  if (v.is<double>()) return numeric_width::double_;
+  return numeric_width::decimal;
+}
+
+// Value::coerceToLong: doubles truncate (saturating here, where C++ would be undefined).
+std::int64_t coerce_to_long(const bson::value& v) {
+  if (v.is<std::int32_t>()) return v.as<std::int32_t>();
+  if (v.is<std::int64_t>()) return v.as<std::int64_t>();
+  if (v.is<bson::decimal128>()) return decimal_to_int64(v.as<bson::decimal128>());
+  const double d = v.to_double();
+  if (std::isnan(d)) return 0;
+  if (d >= 9223372036854775808.0) return std::numeric_limits<std::int64_t>::max();
+  if (d < -9223372036854775808.0) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(d);
+}
+
+// Value::createIntOrLong.
+bson::value int_or_long(std::int64_t r) {
+  if (r >= std::numeric_limits<std::int32_t>::min() &&
+      r <= std::numeric_limits<std::int32_t>::max())
+    return bson::value(static_cast<std::int32_t>(r));
+  return bson::value(r);
+}
+
+std::string double_g(double d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", d);
+  return buf;
+}
+
+denormd::status add_item(const bson::value& spec, parse_scope& scope, node& n) {
+  auto e = parse_expression(spec, scope);
+  if (!e) return e.error();
+  n.items.push_back(std::move(e).value());
+  return {};
+}
+
+denormd::status parse_list(const op_spec& op, const bson::value& arg, parse_scope& scope, node& n) {
+  const bson::array args = arg.is_array() ? arg.as_array() : bson::array{arg};
+  const std::string name(op.name);
+  const std::string given = std::to_string(args.size());
+  if (op.min_args == op.max_args && args.size() != op.min_args) {
+    return fail("Expression " + name + " takes exactly " + std::to_string(op.min_args) +
+                    " arguments. " + given + " were passed in.",
+                16020);
+  }
+  if (op.max_args == any && args.size() < op.min_args) {
+    // The only variadic operator with a minimum ($ifNull) has its own check.
+    return fail(name + " needs at least two arguments, had: " + given, 1257300);
+  }
+  if (args.size() < op.min_args || args.size() > op.max_args) {
+    return fail("Expression " + name + " takes at least " + std::to_string(op.min_args) +
+                    " arguments, and at most " + std::to_string(op.max_args) + ", but " + given +
+                    " were passed in.",
+                28667);
+  }
+  for (const auto& a : args) {
+    if (auto s = add_item(a, scope, n); !s) return s;
+  }
+  return {};
+}
+
+denormd::expected<std::vector<const bson::value*>> named_args(const op_spec& op,
+                                                              const bson::value& arg,
+                                                              const named_spec& spec) {
+  const std::string name(op.name);
+  if (!arg.is_document())
+    return fail(name + " only supports an object as its argument", spec.unknown_code);
+  std::vector<const bson::value*> out(spec.names.size(), nullptr);
+  for (const auto& f : arg.as_document()) {
+    bool known = false;
+    for (std::size_t i = 0; i < spec.names.size() && !known; ++i) {
+      if (f.name != spec.names[i]) continue;
+      out[i] = &f.val;
+      known = true;
+    }
+    if (!known) return fail("Unrecognized parameter to " + name + ": " + f.name, spec.unknown_code);
+  }
+  for (std::size_t i = 0; i < spec.names.size(); ++i) {
+    if (out[i] == nullptr && spec.missing_codes[i] != 0) {
+      return fail("Missing '" + std::string(spec.names[i]) + "' parameter to " + name,
+                  spec.missing_codes[i]);
+    }
+  }
+  return out;
+}
+
+denormd::status parse_named_items(const op_spec& op, const bson::value& arg, const named_spec& spec,
+                                  parse_scope& scope, node& n) {
+  auto args = named_args(op, arg, spec);
+  if (!args) return args.error();
+  for (const bson::value* a : *args) {
+    if (a == nullptr) {
+      n.items.emplace_back();
+    } else if (auto s = add_item(*a, scope, n); !s) {
+      return s;
+    }
+  }
+  return {};
+}
+
+}  // namespace ops
+
+using namespace ops;
+
+namespace {
 
 // Value::compare: missing ranks below every value (MongoDB ranks it with undefined, below null).
 int compare_values(const maybe_value& a, const maybe_value& b) {
@@ -48,16 +166,6 @@ int compare_values(const maybe_value& a, const maybe_value& b) {
 
 int compare_args(const node& n, evaluation& ev) {
   return compare_values(arg(n, 0, ev), arg(n, 1, ev));
-}
-
-// A number that is a whole 32-bit value (MongoDB's coerceToInt after its integral check).
-std::optional<std::int32_t> whole_int32(const bson::value& v) {
-  if (!v.is_number()) return std::nullopt;
-  const double d = v.to_double();
-  if (std::isnan(d) || d != std::floor(d) || d < std::numeric_limits<std::int32_t>::min() ||
-      d > std::numeric_limits<std::int32_t>::max())
-    return std::nullopt;
-  return static_cast<std::int32_t>(d);
 }
 
 // UTF-8: a byte that starts a code point.
@@ -170,11 +278,7 @@ maybe_value eval_substr_cp(const node& n, evaluation& ev) {
   const maybe_value s = arg(n, 0, ev);
   const maybe_value start = arg(n, 1, ev);
   const maybe_value length = arg(n, 2, ev);
-  std::string text;
-  if (!nullish(s)) {
-    if (!s->is_string()) raise("can't convert from BSON type " + type_of(s) + " to String", 16007);
-    text = s->as_string();
-  }
+  const std::string text = coerce_to_string(s);  // numbers and dates as text; null as ""
   if (!start || !start->is_number()) {
     raise("$substrCP: starting index must be a numeric type (is BSON type " + type_of(start) + ")",
           34450);
@@ -313,267 +417,6 @@ maybe_value eval_array_elem_at(const node& n, evaluation& ev) {
   return items[static_cast<std::size_t>(at)];
 }
 
-// ---- arithmetic (MongoDB 6.0's expression.cpp, not SafeNum: int64 overflow widens to double) ----
-
-// Error codes of the arithmetic operators' type checks (ErrorCodes::TypeMismatch, Overflow and
-// BadValue; 5.0+ replaced the old 16554/16555/16556/16609 with these).
-constexpr int type_mismatch = 14;
-constexpr int overflow_code = 15;
-constexpr int bad_value = 2;
-
-enum class numeric_width { int32, int64, double_, decimal };
-
-numeric_width width_of(const bson::value& v) {
-  if (v.is<std::int32_t>()) return numeric_width::int32;
-  if (v.is<std::int64_t>()) return numeric_width::int64;
-  if (v.is<double>()) return numeric_width::double_;
-  return numeric_width::decimal;
-}
-
-// Value::coerceToLong: doubles truncate (saturating here, where C++ would be undefined).
-std::int64_t coerce_to_long(const bson::value& v) {
-  if (v.is<std::int32_t>()) return v.as<std::int32_t>();
-  if (v.is<std::int64_t>()) return v.as<std::int64_t>();
-  if (v.is<bson::decimal128>()) return decimal_to_int64(v.as<bson::decimal128>());
-  const double d = v.to_double();
-  if (std::isnan(d)) return 0;
-  if (d >= 9223372036854775808.0) return std::numeric_limits<std::int64_t>::max();
-  if (d < -9223372036854775808.0) return std::numeric_limits<std::int64_t>::min();
-  return static_cast<std::int64_t>(d);
-}
-
-// Value::createIntOrLong.
-bson::value int_or_long(std::int64_t r) {
-  if (r >= std::numeric_limits<std::int32_t>::min() &&
-      r <= std::numeric_limits<std::int32_t>::max())
-    return bson::value(static_cast<std::int32_t>(r));
-  return bson::value(r);
-}
-
-// $add's running total: a long, double and decimal sum and the widest type seen; the long sum
-// moves to the double one when it would overflow (AddState).
-class add_state {
- public:
-  void add(const bson::value& operand) {
-    const numeric_width old = width_;
-    bson::value v = operand;
-    if (operand.is<bson::date_time>()) {
-      if (is_date_) raise("only one date allowed in an $add expression", 16612);
-      is_date_ = true;
-      v = bson::value(operand.as<bson::date_time>().millis);
-    } else {
-      width_ = std::max(width_, width_of(operand));
-    }
-    if (old != width_) {
-      if (width_ == numeric_width::double_) {
-        double_total_ = static_cast<double>(long_total_);
-      } else if (width_ == numeric_width::decimal) {
-        decimal_total_ = old == numeric_width::double_
-                             ? to_decimal128(bson::value(double_total_), 34)
-                             : to_decimal128(bson::value(long_total_));
-      }
-    }
-    switch (width_) {
-      case numeric_width::int32:
-      case numeric_width::int64: {
-        std::int64_t sum = 0;
-        if (__builtin_add_overflow(long_total_, coerce_to_long(v), &sum)) {
-          width_ = numeric_width::double_;
-          double_total_ = static_cast<double>(long_total_) + v.to_double();
-        } else {
-          long_total_ = sum;
-        }
-        break;
-      }
-      case numeric_width::double_:
-        double_total_ += v.to_double();
-        break;
-      case numeric_width::decimal:
-        decimal_total_ = decimal_arithmetic(decimal_op::add, decimal_total_, to_decimal128(v));
-        break;
-    }
-  }
-
-  bson::value result() const {
-    if (is_date_) {
-      switch (width_) {
-        case numeric_width::int32:
-        case numeric_width::int64:
-          return bson::value(bson::date_time{long_total_});
-        case numeric_width::double_:
-          // The upper bound is exclusive: 2^63 - 1 rounds up to 2^63 as a double.
-          if (!(double_total_ >= -9223372036854775808.0 && double_total_ < 9223372036854775808.0))
-            raise("date overflow in $add", overflow_code);
-          return bson::value(bson::date_time{std::llround(double_total_)});
-        case numeric_width::decimal:
-          return bson::value(bson::date_time{decimal_to_int64(decimal_total_)});
-      }
-    }
-    switch (width_) {
-      case numeric_width::int32:
-        return int_or_long(long_total_);
-      case numeric_width::int64:
-        return bson::value(long_total_);
-      case numeric_width::double_:
-        return bson::value(double_total_);
-      case numeric_width::decimal:
-        break;
-    }
-    return bson::value(decimal_total_);
-  }
-
- private:
-  std::int64_t long_total_ = 0;
-  double double_total_ = 0;
-  bson::decimal128 decimal_total_{0, 0x3040000000000000ULL};  // 0E+0
-  numeric_width width_ = numeric_width::int32;
-  bool is_date_ = false;
-};
-
-maybe_value eval_add(const node& n, evaluation& ev) {
-  add_state state;
-  for (std::size_t i = 0; i < n.items.size(); ++i) {
-    const maybe_value v = arg(n, i, ev);
-    // A null or missing operand makes null at once, even before a later bad operand.
-    if (nullish(v)) return bson::value{};
-    if (!v->is_number() && !v->is<bson::date_time>())
-      raise("$add only supports numeric or date types, not " + type_of(v), type_mismatch);
-    state.add(*v);
-  }
-  return state.result();
-}
-
-maybe_value eval_subtract(const node& n, evaluation& ev) {
-  const maybe_value l = arg(n, 0, ev);
-  const maybe_value r = arg(n, 1, ev);
-  if (l && r && l->is_number() && r->is_number()) {
-    switch (std::max(width_of(*l), width_of(*r))) {
-      case numeric_width::decimal:
-        return bson::value(
-            decimal_arithmetic(decimal_op::subtract, to_decimal128(*l), to_decimal128(*r)));
-      case numeric_width::double_:
-        return bson::value(l->to_double() - r->to_double());
-      case numeric_width::int64: {
-        std::int64_t out = 0;
-        if (__builtin_sub_overflow(coerce_to_long(*l), coerce_to_long(*r), &out))
-          return bson::value(l->to_double() - r->to_double());
-        return bson::value(out);
-      }
-      case numeric_width::int32:
-        return int_or_long(coerce_to_long(*l) - coerce_to_long(*r));
-    }
-  }
-  if (nullish(l) || nullish(r)) return bson::value{};
-  if (l->is<bson::date_time>()) {
-    const std::int64_t millis = l->as<bson::date_time>().millis;
-    // Wrapping like Date_t's arithmetic rather than undefined behaviour.
-    const auto minus = [](std::int64_t a, std::int64_t b) {
-      return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) -
-                                       static_cast<std::uint64_t>(b));
-    };
-    if (r->is<bson::date_time>())
-      return bson::value(minus(millis, r->as<bson::date_time>().millis));
-    if (r->is_number()) return bson::value(bson::date_time{minus(millis, coerce_to_long(*r))});
-    raise("can't $subtract " + type_of(r) + " from Date", type_mismatch);
-  }
-  raise("can't $subtract " + type_of(r) + " from " + type_of(l), type_mismatch);
-}
-
-// $multiply's product: a long and a double product in parallel while the inputs are integers,
-// a decimal one from the first decimal (MultiplyState).
-maybe_value eval_multiply(const node& n, evaluation& ev) {
-  double double_product = 1;
-  std::int64_t long_product = 1;
-  bson::decimal128 decimal_product{};
-  numeric_width width = numeric_width::int32;
-  for (std::size_t i = 0; i < n.items.size(); ++i) {
-    const maybe_value v = arg(n, i, ev);
-    if (nullish(v)) return bson::value{};
-    if (!v->is_number())
-      raise("$multiply only supports numeric types, not " + type_of(v), type_mismatch);
-    const numeric_width old = width;
-    width = std::max(width, width_of(*v));
-    if (width == numeric_width::decimal) {
-      if (old != numeric_width::decimal) {
-        decimal_product = old == numeric_width::double_
-                              ? to_decimal128(bson::value(double_product), 15)
-                              : to_decimal128(bson::value(long_product));
-      }
-      decimal_product =
-          decimal_arithmetic(decimal_op::multiply, decimal_product, to_decimal128(*v));
-      continue;
-    }
-    double_product *= v->to_double();
-    if (width != numeric_width::double_) {
-      // Integers only so far: an overflowing long product is abandoned for the double one.
-      if (__builtin_mul_overflow(long_product, coerce_to_long(*v), &long_product))
-        width = numeric_width::double_;
-    }
-  }
-  switch (width) {
-    case numeric_width::double_:
-      return bson::value(double_product);
-    case numeric_width::int64:
-      return bson::value(long_product);
-    case numeric_width::int32:
-      return int_or_long(long_product);
-    case numeric_width::decimal:
-      break;
-  }
-  return bson::value(decimal_product);
-}
-
-maybe_value eval_divide(const node& n, evaluation& ev) {
-  const maybe_value l = arg(n, 0, ev);
-  const maybe_value r = arg(n, 1, ev);
-  if (l && r && l->is_number() && r->is_number()) {
-    // A decimal result if, and only if, either side is a decimal; a double otherwise.
-    if (l->is<bson::decimal128>() || r->is<bson::decimal128>()) {
-      const bson::decimal128 denominator = to_decimal128(*r);
-      if (decimal_is_zero(denominator)) raise("can't $divide by zero", bad_value);
-      return bson::value(decimal_arithmetic(decimal_op::divide, to_decimal128(*l), denominator));
-    }
-    if (r->to_double() == 0.0) raise("can't $divide by zero", bad_value);
-    return bson::value(l->to_double() / r->to_double());
-  }
-  if (nullish(l) || nullish(r)) return bson::value{};
-  raise("$divide only supports numeric types, not " + type_of(l) + " and " + type_of(r),
-        type_mismatch);
-}
-
-// $toInt: an int32 from a number (a double or decimal truncated toward zero) or a boolean;
-// null or missing gives null. A value outside int32 fails with ConversionFailure (241), as
-// MongoDB's. Strings and dates are not converted here (unsupported: 241 too).
-maybe_value eval_to_int(const node& n, evaluation& ev) {
-  const maybe_value v = arg(n, 0, ev);
-  if (nullish(v)) return bson::value{};
-  if (v->is<bool>()) return bson::value(std::int32_t{v->as<bool>() ? 1 : 0});
-  if (v->is<std::int32_t>()) return *v;
-  constexpr int conversion_failure = 241;
-  const auto in_range = [](double x) {
-    return x >= std::numeric_limits<std::int32_t>::min() &&
-           x <= std::numeric_limits<std::int32_t>::max();
-  };
-  if (v->is<std::int64_t>()) {
-    const std::int64_t x = v->as<std::int64_t>();
-    if (x < std::numeric_limits<std::int32_t>::min() ||
-        x > std::numeric_limits<std::int32_t>::max())
-      raise("Conversion would overflow target type in $convert with no onError value: " +
-                std::to_string(x),
-            conversion_failure);
-    return bson::value(static_cast<std::int32_t>(x));
-  }
-  if (v->is_number()) {
-    const double x = std::trunc(v->to_double());
-    if (!std::isfinite(x) || !in_range(x))
-      raise("Conversion would overflow target type in $convert with no onError value",
-            conversion_failure);
-    return bson::value(static_cast<std::int32_t>(x));
-  }
-  raise("Unsupported conversion from " + type_of(v) + " to int in $convert with no onError value",
-        conversion_failure);
-}
-
 // $switch: items are (case, then) pairs and last the default (empty when not given).
 maybe_value eval_switch(const node& n, evaluation& ev) {
   const std::size_t branches = (n.items.size() - 1) / 2;
@@ -651,6 +494,26 @@ maybe_value eval_filter(const node& n, evaluation& ev) {
   return bson::value(std::move(out));
 }
 
+// $reduce: items [input, initialValue, in]; `in` sees $$this (the element) and $$value (the
+// value so far, missing while it is missing).
+maybe_value eval_reduce(const node& n, evaluation& ev) {
+  const maybe_value input = arg(n, 0, ev);
+  if (nullish(input)) return bson::value{};
+  if (!input->is_array())
+    raise("$reduce requires that 'input' be an array, found: " + value_text(*input), 40080);
+  maybe_value value = arg(n, 1, ev);
+  ev.bound.emplace_back("this", std::nullopt);
+  ev.bound.emplace_back("value", std::nullopt);
+  const std::size_t slot = ev.bound.size() - 2;
+  for (const auto& item : input->as_array()) {
+    ev.bound[slot].second = item;
+    ev.bound[slot + 1].second = std::move(value);
+    value = arg(n, 2, ev);
+  }
+  ev.bound.resize(slot);
+  return value;
+}
+
 maybe_value eval_let(const node& n, evaluation& ev) {
   // Every variable is evaluated in the outer scope, then all are bound for `in`.
   std::vector<maybe_value> values;
@@ -664,82 +527,6 @@ maybe_value eval_let(const node& n, evaluation& ev) {
 }
 
 // ---- parsers ----
-
-struct op_spec;
-using parser = denormd::status (*)(const op_spec&, const bson::value&, parse_scope&, node&);
-
-struct op_spec {
-  std::string_view name;
-  parser parse;
-  evaluator eval;
-  std::size_t min_args = 0;
-  std::size_t max_args = 0;
-};
-
-denormd::status add_item(const bson::value& spec, parse_scope& scope, node& n) {
-  auto e = parse_expression(spec, scope);
-  if (!e) return e.error();
-  n.items.push_back(std::move(e).value());
-  return {};
-}
-
-// `{$op: [a, b]}`, or `{$op: a}` for one argument.
-denormd::status parse_list(const op_spec& op, const bson::value& arg, parse_scope& scope, node& n) {
-  const bson::array args = arg.is_array() ? arg.as_array() : bson::array{arg};
-  const std::string name(op.name);
-  const std::string given = std::to_string(args.size());
-  if (op.min_args == op.max_args && args.size() != op.min_args) {
-    return fail("Expression " + name + " takes exactly " + std::to_string(op.min_args) +
-                    " arguments. " + given + " were passed in.",
-                16020);
-  }
-  if (args.size() < op.min_args) {
-    return fail("Expression " + name + " takes at least " + std::to_string(op.min_args) +
-                    " arguments, and " + given + " were passed in.",
-                16021);
-  }
-  if (args.size() > op.max_args) {
-    return fail("Expression " + name + " takes at most " + std::to_string(op.max_args) +
-                    " arguments, and " + given + " were passed in.",
-                16021);
-  }
-  for (const auto& a : args) {
-    if (auto s = add_item(a, scope, n); !s) return s;
-  }
-  return {};
-}
-
-// Named arguments, in the order `names` gives them; absent optional ones stay empty.
-struct named_spec {
-  std::vector<std::string_view> names;
-  std::vector<int> missing_codes;  // per name; 0: optional
-  int unknown_code;
-};
-
-denormd::expected<std::vector<const bson::value*>> named_args(const op_spec& op,
-                                                              const bson::value& arg,
-                                                              const named_spec& spec) {
-  const std::string name(op.name);
-  if (!arg.is_document())
-    return fail(name + " only supports an object as its argument", spec.unknown_code);
-  std::vector<const bson::value*> out(spec.names.size(), nullptr);
-  for (const auto& f : arg.as_document()) {
-    bool known = false;
-    for (std::size_t i = 0; i < spec.names.size() && !known; ++i) {
-      if (f.name != spec.names[i]) continue;
-      out[i] = &f.val;
-      known = true;
-    }
-    if (!known) return fail("Unrecognized parameter to " + name + ": " + f.name, spec.unknown_code);
-  }
-  for (std::size_t i = 0; i < spec.names.size(); ++i) {
-    if (out[i] == nullptr && spec.missing_codes[i] != 0) {
-      return fail("Missing '" + std::string(spec.names[i]) + "' parameter to " + name,
-                  spec.missing_codes[i]);
-    }
-  }
-  return out;
-}
 
 denormd::status parse_cond(const op_spec& op, const bson::value& arg, parse_scope& scope, node& n) {
   if (!arg.is_document()) return parse_list(op, arg, scope, n);
@@ -844,6 +631,35 @@ denormd::status parse_iteration(const op_spec& op, const bson::value& arg, parse
   return {};
 }
 
+// {$reduce: {input, initialValue, in}}, ExpressionReduce::parse's checks.
+denormd::status parse_reduce(const op_spec&, const bson::value& arg, parse_scope& scope, node& n) {
+  if (!arg.is_document()) {
+    return fail("$reduce requires an object as an argument, found: " +
+                    std::string(bson::type_name(arg.kind())),
+                40075);
+  }
+  const bson::value* parts[3] = {nullptr, nullptr, nullptr};
+  static constexpr std::string_view names[3] = {"input", "initialValue", "in"};
+  for (const auto& f : arg.as_document()) {
+    const auto* it = std::find(std::begin(names), std::end(names), f.name);
+    if (it == std::end(names)) return fail("$reduce found an unknown argument: " + f.name, 40076);
+    parts[it - std::begin(names)] = &f.val;
+  }
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (parts[i] == nullptr) {
+      return fail("$reduce requires '" + std::string(names[i]) + "' to be specified",
+                  40077 + static_cast<int>(i));
+    }
+  }
+  if (auto s = add_item(*parts[0], scope, n); !s) return s;
+  if (auto s = add_item(*parts[1], scope, n); !s) return s;
+  scope.bound.push_back("this");
+  scope.bound.push_back("value");
+  auto body = add_item(*parts[2], scope, n);
+  scope.bound.resize(scope.bound.size() - 2);
+  return body;
+}
+
 denormd::status parse_let(const op_spec& op, const bson::value& arg, parse_scope& scope, node& n) {
   auto args = named_args(op, arg, {{"vars", "in"}, {16876, 16877}, 16875});
   if (!args) return args.error();
@@ -892,8 +708,6 @@ denormd::status parse_get_field(const op_spec& op, const bson::value& arg, parse
   n.name = t->constant.as_string();
   return add_item(*input, scope, n);
 }
-
-constexpr std::size_t any = std::numeric_limits<std::size_t>::max();
 
 // Comparisons as captureless lambdas: one line each in the table.
 template <bool (*Test)(int)>
@@ -949,33 +763,35 @@ const op_spec operators[] = {
     {"$ifNull", parse_list, eval_if_null, 2, any},
     {"$cond", parse_cond, eval_cond, 3, 3},
     {"$switch", parse_switch, eval_switch},
-    {"$add", parse_list, eval_add, 0, any},
-    {"$subtract", parse_list, eval_subtract, 2, 2},
-    {"$multiply", parse_list, eval_multiply, 0, any},
-    {"$divide", parse_list, eval_divide, 2, 2},
     {"$concat", parse_list, eval_concat, 0, any},
     {"$substrCP", parse_list, eval_substr_cp, 3, 3},
     {"$indexOfCP", parse_list, eval_index_of_cp, 2, 4},
     {"$split", parse_list, eval_split, 2, 2},
     {"$strLenCP", parse_list, eval_str_len_cp, 1, 1},
     {"$type", parse_list, eval_type, 1, 1},
-    {"$toInt", parse_list, eval_to_int, 1, 1},
     {"$getField", parse_get_field, eval_get_field},
     {"$map", parse_iteration, eval_map},
     {"$filter", parse_iteration, eval_filter},
     {"$let", parse_let, eval_let},
+    {"$reduce", parse_reduce, eval_reduce},
 };
 
 }  // namespace
 
 denormd::status parse_operator(const std::string& name, const bson::value& arg, parse_scope& scope,
                                expression::node& n) {
-  for (const auto& op : operators) {
-    if (op.name != name) continue;
-    n.name = name;
-    n.eval = op.eval;
-    return op.parse(op, arg, scope, n);
+  const std::span<const op_spec> tables[] = {operators, math_operators(), string_operators(),
+                                             convert_operators(), date_operators()};
+  for (const auto& table : tables) {
+    for (const auto& op : table) {
+      if (op.name != name) continue;
+      n.name = name;
+      n.eval = op.eval;
+      return op.parse(op, arg, scope, n);
+    }
   }
+  // Not implemented here (MongoDB 6.0 knows more, e.g. $rand, $function, $dateAdd): the parse
+  // error MongoDB gives an unknown name.
   return fail("Unrecognized expression '" + name + "'", 168);
 }
 

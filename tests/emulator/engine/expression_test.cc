@@ -5,48 +5,13 @@
 
 #include <chrono>
 
+#include "expression_cases.h"
 #include "query_operators.h"
-#include "test_support.h"
 
 namespace mongo_emulator::engine::testing {
 namespace {
 
 namespace bson = denormd::bson;
-
-// The value of `expr` (JSON) for `input`, as canonical JSON, or "missing".
-std::string eval(const char* expr, const char* input = "{}", const bson::document* let = nullptr) {
-  auto e = expression::parse(
-      bson::value(doc(std::string(R"({"e": )") + expr + "}").fields()[0].val), let);
-  EXPECT_TRUE(e) << expr << ": " << (e ? "" : e.error().message);
-  if (!e) return "parse error";
-  auto v = e->evaluate(doc(input));
-  if (!v) return "missing";
-  return json(bson::document{{"v", *v}});
-}
-
-std::string v(const char* json_value) {
-  return json(doc(std::string(R"({"v": )") + json_value + "}"));
-}
-
-void expect_parse_error(const char* expr, int code) {
-  SCOPED_TRACE(expr);
-  auto e = expression::parse(doc(std::string(R"({"e": )") + expr + "}").fields()[0].val);
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().code, code) << e.error().message;
-}
-
-// The code of the run-time error, and its message.
-std::pair<int, std::string> run_error(const char* expr, const char* input = "{}") {
-  auto e = expression::parse(doc(std::string(R"({"e": )") + expr + "}").fields()[0].val);
-  EXPECT_TRUE(e) << expr;
-  if (!e) return {0, ""};
-  try {
-    (void)e->evaluate(doc(input));
-  } catch (const expression_error& err) {
-    return {err.code(), err.what()};
-  }
-  return {0, "no error"};
-}
 
 TEST(expression, comparisons_use_bson_order_and_missing_ranks_lowest) {
   EXPECT_EQ(eval(R"({"$eq": ["$a", 1]})", R"({"a": 1.0})"), v("true"));
@@ -148,7 +113,7 @@ TEST(expression, if_null_cond_and_type) {
   EXPECT_EQ(eval(R"({"$ifNull": ["$missing", null, "x"]})"), v(R"("x")"));
   EXPECT_EQ(eval(R"({"$ifNull": ["$a", "x"]})", R"({"a": 0})"), v("0"));
   EXPECT_EQ(eval(R"({"$ifNull": ["$missing", "$other"]})"), "missing");
-  expect_parse_error(R"({"$ifNull": ["$a"]})", 16021);
+  expect_parse_error(R"({"$ifNull": ["$a"]})", 1257300);  // "$ifNull needs at least two arguments"
   EXPECT_EQ(
       eval(R"({"$cond": {"if": {"$gte": ["$q", 250]}, "then": 30, "else": 20}})", R"({"q": 300})"),
       v("30"));
@@ -302,6 +267,9 @@ TEST(expression, strings_count_code_points) {
   EXPECT_EQ(eval(R"({"$substrCP": ["寿司sushi", 0, 2]})"), v(R"("寿司")"));
   EXPECT_EQ(eval(R"({"$substrCP": ["abc", 5, 2]})"), v(R"("")"));
   EXPECT_EQ(eval(R"({"$substrCP": ["$missing", 0, 2]})"), v(R"("")"));
+  // coerceToString: numbers and dates are text first (MongoDB 6.0 ExpressionSubstrCP).
+  EXPECT_EQ(eval(R"({"$substrCP": [12345, 1, 2]})"), v(R"("23")"));
+  EXPECT_EQ(run_error(R"({"$substrCP": [[1], 0, 1]})").first, 16007);
   EXPECT_EQ(run_error(R"({"$substrCP": ["abc", "0", 1]})").first, 34450);
   EXPECT_EQ(run_error(R"({"$substrCP": ["abc", 0, -1]})").first, 34454);
   EXPECT_EQ(run_error(R"({"$substrCP": ["abc", -1, 1]})").first, 34455);

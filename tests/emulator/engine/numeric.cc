@@ -2,10 +2,12 @@
 
 #include <bson/bson.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <decimal/decimal>
 #include <limits>
@@ -140,6 +142,133 @@ std::int64_t decimal_to_int64(const bson::decimal128& d) {
   if (rest > half || (rest == half && (whole % 2) != 0)) ++whole;
   if (rest < -half || (rest == -half && (whole % 2) != 0)) --whole;
   return whole;
+}
+
+namespace {
+
+__extension__ typedef unsigned __int128 u128;
+
+// A finite decimal128 as sign, coefficient and exponent (BID encoding; a coefficient past
+// 10^34 is non-canonical and reads as zero, as IEEE 754 says).
+struct decimal_parts {
+  bool negative = false;
+  u128 coefficient = 0;
+  int exponent = 0;
+};
+
+constexpr int exponent_bias = 6176;
+
+u128 power_of_ten(int n) {
+  u128 p = 1;
+  for (int i = 0; i < n; ++i)
+    p *= 10;
+  return p;
+}
+
+const u128 ten_to_34 = power_of_ten(34);
+
+decimal_parts decode(const bson::decimal128& d) {
+  decimal_parts p;
+  p.negative = (d.high >> 63) != 0;
+  if (((d.high >> 61) & 3) == 3) {
+    p.exponent = static_cast<int>((d.high >> 47) & 0x3FFF) - exponent_bias;
+    return p;  // the large-coefficient form: always past 10^34, so zero
+  }
+  p.exponent = static_cast<int>((d.high >> 49) & 0x3FFF) - exponent_bias;
+  p.coefficient = (static_cast<u128>(d.high & 0x1FFFFFFFFFFFFULL) << 64) | d.low;
+  if (p.coefficient >= ten_to_34) p.coefficient = 0;
+  return p;
+}
+
+bson::decimal128 encode(const decimal_parts& p) {
+  const auto biased = static_cast<std::uint64_t>(p.exponent + exponent_bias);
+  std::uint64_t high = static_cast<std::uint64_t>(p.coefficient >> 64) | (biased << 49);
+  if (p.negative) high |= 1ULL << 63;
+  return {static_cast<std::uint64_t>(p.coefficient), high};
+}
+
+bool is_special(const bson::decimal128& d) {
+  return ((d.high >> 59) & 0xF) == 0xF;  // combination field 1111x: infinity or NaN
+}
+
+}  // namespace
+
+bool decimal_is_nan(const bson::decimal128& d) {
+  return ((d.high >> 58) & 0x1F) == 0x1F;
+}
+
+bool decimal_is_infinite(const bson::decimal128& d) {
+  return ((d.high >> 58) & 0x1F) == 0x1E;
+}
+
+bson::decimal128 decimal_quantize(const bson::decimal128& d, int exponent, decimal_rounding mode) {
+  if (is_special(d)) return decimal_is_nan(d) ? parse_decimal("NaN") : d;
+  decimal_parts p = decode(d);
+  if (p.exponent >= exponent) {
+    const int shift = p.exponent - exponent;
+    if (p.coefficient != 0 && (shift > 33 || p.coefficient * power_of_ten(shift) >= ten_to_34))
+      return parse_decimal("NaN");
+    p.coefficient = p.coefficient == 0 ? 0 : p.coefficient * power_of_ten(shift);
+  } else {
+    const int shift = exponent - p.exponent;
+    u128 quotient = 0;
+    u128 remainder = p.coefficient;
+    u128 divisor = 0;  // 0: 10^shift is past any coefficient
+    if (shift <= 38) {
+      divisor = power_of_ten(shift);
+      quotient = p.coefficient / divisor;
+      remainder = p.coefficient % divisor;
+    }
+    if (mode == decimal_rounding::half_even && divisor != 0) {
+      const u128 twice = remainder * 2;
+      if (twice > divisor || (twice == divisor && (quotient % 2) == 1)) ++quotient;
+    }
+    p.coefficient = quotient;
+    if (p.coefficient >= ten_to_34) return parse_decimal("NaN");
+  }
+  p.exponent = exponent;
+  return encode(p);
+}
+
+bson::decimal128 decimal_modulo(const bson::decimal128& a, const bson::decimal128& b) {
+  if (is_special(a) || is_special(b) || decimal_is_zero(b)) {
+    if (decimal_is_infinite(b) && !is_special(a)) return a;
+    return parse_decimal("NaN");
+  }
+  const decimal_parts x = decode(a);
+  const decimal_parts y = decode(b);
+  const int exponent = std::min(x.exponent, y.exponent);
+  const int dx = x.exponent - exponent;
+  const int dy = y.exponent - exponent;
+  const auto fits = [](u128 c, int shift) {
+    return shift <= 38 && (c == 0 || c <= (~static_cast<u128>(0)) / power_of_ten(shift));
+  };
+  if (!fits(x.coefficient, dx) || !fits(y.coefficient, dy)) {
+    const double r = std::fmod(decimal_to_double(a), decimal_to_double(b));
+    return to_decimal128(bson::value(r), 34);
+  }
+  decimal_parts out;
+  out.negative = x.negative;
+  out.coefficient = (x.coefficient * power_of_ten(dx)) % (y.coefficient * power_of_ten(dy));
+  out.exponent = exponent;
+  return encode(out);
+}
+
+std::string decimal_text(const bson::decimal128& d) {
+  bson_decimal128_t raw{d.low, d.high};
+  char text[BSON_DECIMAL128_STRING];
+  bson_decimal128_to_string(&raw, text);
+  return text;
+}
+
+double decimal_to_double(const bson::decimal128& d) {
+  return std::strtod(decimal_text(d).c_str(), nullptr);
+}
+
+std::optional<bson::decimal128> parse_decimal128(const std::string& text) {
+  bson_decimal128_t d;
+  if (!bson_decimal128_from_string(text.c_str(), &d)) return std::nullopt;
+  return bson::decimal128{d.low, d.high};
 }
 
 bson::value bitwise(bitwise_op op, const bson::value& a, const bson::value& b) {

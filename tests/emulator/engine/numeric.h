@@ -42,6 +42,25 @@ bool decimal_is_zero(const denormd::bson::decimal128& d);
 // Rounded half to even, as Decimal128::toLong (saturating; NaN gives INT64_MIN, as MongoDB's).
 std::int64_t decimal_to_int64(const denormd::bson::decimal128& d);
 
+// Decimal128::quantize: `d` rounded to a multiple of 10^exponent (half to even, or toward zero),
+// with that exponent; infinities unchanged; NaN when the result would need more than 34
+// digits (IEEE's invalid operation), as for a huge value rounded to units.
+enum class decimal_rounding { half_even, toward_zero };
+denormd::bson::decimal128 decimal_quantize(const denormd::bson::decimal128& d, int exponent,
+                                           decimal_rounding mode);
+// Decimal128::modulo (the remainder of truncating division, the dividend's sign); exact when
+// the aligned operands fit 38 digits, otherwise through doubles.
+denormd::bson::decimal128 decimal_modulo(const denormd::bson::decimal128& a,
+                                         const denormd::bson::decimal128& b);
+// The nearest double (Decimal128::toDouble, ties to even).
+double decimal_to_double(const denormd::bson::decimal128& d);
+bool decimal_is_nan(const denormd::bson::decimal128& d);
+bool decimal_is_infinite(const denormd::bson::decimal128& d);
+// Decimal128::toString (libbson's form: the IEEE to-scientific-string rules MongoDB's follows).
+std::string decimal_text(const denormd::bson::decimal128& d);
+// Parses a decimal string as Decimal128's constructor does; nullopt when it is not one.
+std::optional<denormd::bson::decimal128> parse_decimal128(const std::string& text);
+
 // The sum of $group's $sum and $avg, as MongoDB's accumulators keep it: integers and doubles
 // in a compensated double-double sum (exact for any run of int32/int64 values), decimals in a
 // decimal128 sum, and the widest type seen. Non-numbers are the caller's to skip.

@@ -156,12 +156,12 @@ bson::value result_of(const accumulator& acc, const accumulator_state& st) {
 }
 
 bool is_known_unsupported_stage(std::string_view name) {
-  static constexpr std::array<std::string_view, 22> names = {
-      "$lookup",      "$facet",       "$bucket",         "$bucketAuto",      "$graphLookup",
-      "$out",         "$merge",       "$sample",         "$geoNear",         "$redact",
-      "$sortByCount", "$densify",     "$fill",           "$setWindowFields", "$unionWith",
-      "$collStats",   "$indexStats",  "$planCacheStats", "$currentOp",       "$listSessions",
-      "$documents",   "$changeStream"};
+  static constexpr std::array<std::string_view, 21> names = {
+      "$lookup",      "$facet",      "$bucket",         "$bucketAuto",      "$graphLookup",
+      "$out",         "$merge",      "$sample",         "$geoNear",         "$redact",
+      "$sortByCount", "$densify",    "$fill",           "$setWindowFields", "$unionWith",
+      "$collStats",   "$indexStats", "$planCacheStats", "$currentOp",       "$listSessions",
+      "$changeStream"};
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
@@ -431,6 +431,9 @@ expected<stage_impl> parse_stage_impl(const std::string& name, const bson::value
       return fail("the count field cannot contain '.'", 40160);
     s.k = stage_impl::kind::count;
     s.count_field = field;
+  } else if (name == "$documents") {
+    // Only an {aggregate: 1} pipeline's first stage (documents_stage) is one.
+    return fail("$documents is only valid as the first stage in a pipeline", 40602);
   } else if (is_known_unsupported_stage(name)) {
     return fail("The " + name + " stage is not supported by mongo-emulator", bad_value);
   } else {
@@ -600,6 +603,32 @@ expected<std::optional<bson::document>> pipeline_stage::transform(bson::document
 
 expected<std::vector<bson::document>> pipeline_stage::run(std::vector<bson::document> docs) const {
   return impl_->run(std::move(docs));
+}
+
+expected<std::vector<bson::document>> documents_stage(const bson::value& spec,
+                                                      const bson::document* let) {
+  auto e = expression::parse(spec, let);
+  if (!e) return propagate(e.error());
+  return catch_expression_errors([&]() -> expected<std::vector<bson::document>> {
+    const auto v = e->evaluate(bson::document{});
+    if (!v || !v->is_array()) return fail("an array is expected", 5858203);
+    std::vector<bson::document> out;
+    out.reserve(v->as_array().size());
+    for (const auto& item : v->as_array()) {
+      if (!item.is_document()) {
+        // MongoDB's desugared stages hold each element in this field when they check it.
+        const bson::document input{{"_tempDocumentsField", item}};
+        return fail(
+            "elements within the array passed to $documents must evaluate to an object, "
+            "but resulting value was: " +
+                value_text(item) + ". Type of resulting value: '" + type_of(item) +
+                "'. Input document: " + document_text(input),
+            40228);
+      }
+      out.push_back(item.as_document());
+    }
+    return out;
+  });
 }
 
 expected<stage_list> parse_pipeline(const bson::array& stages, const bson::document* let) {

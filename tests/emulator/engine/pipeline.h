@@ -1,7 +1,8 @@
 #pragma once
 // The aggregation stages mongo-emulator runs over in-memory documents: $match, $sort, $skip,
 // $limit, $project, $addFields/$set, $unset, $replaceRoot/$replaceWith, $unwind, $group
-// (_id expression; $sum $avg $min $max $first $last $push $addToSet $count) and $count.
+// (_id expression; $sum $avg $min $max $first $last $push $addToSet $count), $count, and
+// $documents first in an {aggregate: 1} pipeline (documents_stage).
 // Other MongoDB stages fail to parse with code 2 (unknown names: 40324, as MongoDB).
 // Lifecycle: parsed once, immutable; copies share state; safe to use from several threads.
 
@@ -39,6 +40,13 @@ class pipeline_stage {
 };
 
 using stage_list = std::vector<pipeline_stage>;
+
+// The $documents stage of an {aggregate: 1} pipeline (MongoDB 5.1+, first stage only): its
+// expression, evaluated once with no document, must give an array (5858203, "an array is
+// expected", as the $unwind MongoDB desugars it into says), each element a document (40228, as
+// its $replaceWith says). The documents are then the rest of the pipeline's input.
+denormd::expected<std::vector<denormd::bson::document>> documents_stage(
+    const denormd::bson::value& spec, const denormd::bson::document* let = nullptr);
 
 denormd::expected<stage_list> parse_pipeline(const denormd::bson::array& stages,
                                              const denormd::bson::document* let = nullptr);

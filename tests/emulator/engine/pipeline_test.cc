@@ -132,8 +132,8 @@ TEST(pipeline, project_add_fields_unset_replace_root) {
   expect_parse_error(R"([{"$project": {"a": 1, "b": 0}}])", 31254,
                      "Invalid $project :: caused by :: Cannot do exclusion on field b in "
                      "inclusion projection");
-  expect_parse_error(R"([{"$project": {"a": {"$toUpper": "x"}}}])", 168,
-                     "Invalid $project :: caused by :: Unrecognized expression '$toUpper'");
+  expect_parse_error(R"([{"$project": {"a": {"$sqrt": 4}}}])", 168,
+                     "Invalid $project :: caused by :: Unrecognized expression '$sqrt'");
   expect_parse_error(R"([{"$unset": []}])", 31119, nullptr);
   expect_parse_error(R"([{"$unset": [1]}])", 31120, nullptr);
   expect_parse_error(R"([{"$replaceRoot": {}}])", 40414, nullptr);
@@ -204,6 +204,70 @@ TEST(pipeline, streaming_stages_transform_one_document) {
   ASSERT_TRUE(group);
   EXPECT_FALSE(group->is_streaming());
   EXPECT_FALSE(group->transform(doc("{}")));
+}
+
+}  // namespace
+}  // namespace mongo_emulator::engine::testing
+
+namespace mongo_emulator::engine::testing {
+namespace {
+
+const char* const lines = R"([
+  {"_id": 1, "o": "a", "quantity": 2, "price": 2.5, "sku": "  ab "},
+  {"_id": 2, "o": "a", "quantity": 3, "price": {"$numberDecimal": "1.10"}, "sku": "cd"},
+  {"_id": 3, "o": "b", "quantity": 1, "price": 4, "sku": null}
+])";
+
+TEST(pipeline, group_accumulators_evaluate_expression_arguments) {
+  EXPECT_EQ(run(R"([{"$group": {"_id": "$o",
+                                "total": {"$sum": {"$multiply": ["$quantity", "$price"]}},
+                                "avg": {"$avg": {"$multiply": ["$quantity", 2]}},
+                                "min": {"$min": {"$toUpper": {"$trim": {"input": "$sku"}}}},
+                                "max": {"$max": {"$mod": ["$quantity", 2]}},
+                                "first": {"$first": {"$toString": "$quantity"}},
+                                "last": {"$last": {"$round": ["$price", 0]}},
+                                "skus": {"$push": {"$ifNull": ["$sku", "none"]}}}},
+                    {"$sort": {"_id": 1}}])",
+                lines),
+            out(R"([{"_id": "a", "total": {"$numberDecimal": "8.30"}, "avg": 5.0, "min": "AB",
+                     "max": 1, "first": "2", "last": {"$numberDecimal": "1"},
+                     "skus": ["  ab ", "cd"]},
+                    {"_id": "b", "total": 4, "avg": 2.0, "min": "", "max": 1, "first": "1",
+                     "last": 4, "skus": ["none"]}])"));
+}
+
+TEST(pipeline, project_and_add_fields_evaluate_the_operators) {
+  EXPECT_EQ(run(R"([{"$project": {"_id": 1, "t": {"$multiply": ["$quantity", "$price"]},
+                                  "s": {"$toLower": "$o"}}},
+                    {"$set": {"r": {"$trunc": ["$t", 0]}}}, {"$limit": 1}])",
+                lines),
+            out(R"([{"_id": 1, "t": 5.0, "s": "a", "r": 5.0}])"));
+}
+
+std::string documents_of(const char* spec) {
+  auto d = documents_stage(doc(std::string(R"({"s": )") + spec + "}").fields()[0].val);
+  if (!d) return std::to_string(d.error().code) + " " + d.error().message;
+  denormd::bson::array items;
+  for (auto& x : *d)
+    items.emplace_back(std::move(x));
+  return json(denormd::bson::document{{"out", items}});
+}
+
+TEST(pipeline, documents_stage_takes_an_array_of_documents) {
+  // $literal keeps `$`-prefixed strings and `$`-keys as data.
+  EXPECT_EQ(documents_of(R"({"$literal": [{"_id": 1, "a": "$x", "b": {"$gt": 1}}, {}]})"),
+            out(R"([{"_id": 1, "a": "$x", "b": {"$gt": 1}}, {}])"));
+  EXPECT_EQ(documents_of(R"([{"a": {"$add": [1, 2]}}])"), out(R"([{"a": 3}])"));
+  EXPECT_EQ(documents_of("[]"), out("[]"));
+  EXPECT_EQ(documents_of(R"({"$literal": 5})"), "5858203 an array is expected");
+  EXPECT_EQ(documents_of(R"("$x")"), "5858203 an array is expected");
+  EXPECT_EQ(documents_of(R"([{"a": 1}, 5])"),
+            "40228 elements within the array passed to $documents must evaluate to an object, "
+            "but resulting value was: 5. Type of resulting value: 'int'. Input document: "
+            "{ _tempDocumentsField: 5 }");
+  EXPECT_EQ(documents_of(R"([{"$divide": [1, 0]}])"), "2 can't $divide by zero");
+  expect_parse_error(R"([{"$match": {}}, {"$documents": []}])", 40602,
+                     "$documents is only valid as the first stage in a pipeline");
 }
 
 }  // namespace

@@ -105,4 +105,13 @@ denormd::expected<std::vector<bson::document>> run_pipeline(const bson::array& s
   return engine::run_pipeline(*parsed, std::move(docs));
 }
 
+denormd::expected<std::vector<bson::document>> run_documents_pipeline(const bson::array& stages,
+                                                                      const bson::document* let) {
+  auto docs = engine::documents_stage(stages.front().as_document().fields().front().val, let);
+  if (!docs) return docs.error();
+  auto parsed = engine::parse_pipeline(bson::array(stages.begin() + 1, stages.end()), let);
+  if (!parsed) return parsed.error();
+  return engine::run_pipeline(*parsed, std::move(docs).value());
+}
+
 }  // namespace mongo_emulator

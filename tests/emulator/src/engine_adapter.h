@@ -67,4 +67,9 @@ denormd::expected<std::vector<bson::document>> run_pipeline(const bson::array& s
                                                             const std::vector<doc_ptr>& input,
                                                             const bson::document* let);
 
+// An {aggregate: 1} pipeline whose first stage is $documents: that stage's documents through
+// the other stages (engine::documents_stage).
+denormd::expected<std::vector<bson::document>> run_documents_pipeline(const bson::array& stages,
+                                                                      const bson::document* let);
+
 }  // namespace mongo_emulator

@@ -9,7 +9,7 @@ namespace mongo_emulator {
 
 namespace {
 
-constexpr std::array<std::pair<int, std::string_view>, 75> names{{
+constexpr std::array<std::pair<int, std::string_view>, 77> names{{
     {1, "InternalError"},
     {2, "BadValue"},
     {4, "NoSuchKey"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<int, std::string_view>, 75> names{{
     {11, "UserNotFound"},
     {13, "Unauthorized"},
     {14, "TypeMismatch"},
+    {15, "Overflow"},
     {16, "InvalidLength"},
     {20, "IllegalOperation"},
     {22, "InvalidBSON"},
@@ -62,6 +63,7 @@ constexpr std::array<std::pair<int, std::string_view>, 75> names{{
     {234, "RetryChangeStream"},
     {225, "TransactionTooOld"},
     {238, "NotImplemented"},
+    {241, "ConversionFailure"},
     {251, "NoSuchTransaction"},
     {256, "TransactionCommitted"},
     {260, "InvalidResumeToken"},

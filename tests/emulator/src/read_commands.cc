@@ -382,6 +382,53 @@ command_outcome open_change_stream(command_context& ctx, const std::string& coll
       cursor_reply(id, ns, std::move(batch.events), true, &batch.post_batch_resume_token), {}};
 }
 
+// A pipeline's output as a cursor's first batch on `ns`.
+command_outcome pipeline_batch(command_context& ctx, const std::string& ns,
+                               std::vector<bson::document> out, std::size_t batch_size,
+                               std::optional<bson::timestamp> at) {
+  std::vector<doc_ptr> docs;
+  docs.reserve(out.size());
+  for (auto& d : out)
+    docs.push_back(std::make_shared<const bson::document>(std::move(d)));
+  return command_result{first_batch(ctx, ns, std::make_unique<query_cursor>(std::move(docs)),
+                                    batch_size, false, false, at),
+                        {}};
+}
+
+// {aggregate: 1, pipeline: [{$documents: <expr>}, ...]}: the stage's documents through the rest
+// of the pipeline; no collection is read. The cursor's namespace is MongoDB's "db.$cmd.aggregate".
+command_outcome aggregate_documents(command_context& ctx, const bson::array& stages,
+                                    std::size_t batch_size, const bson::document& let) {
+  auto out = run_documents_pipeline(stages, &let);
+  if (!out) return out.error();
+  return pipeline_batch(ctx, ctx.db + ".$cmd.aggregate", std::move(out).value(), batch_size,
+                        std::nullopt);
+}
+
+// A collection's pipeline. A leading $match picks its input through the indexes, like MongoDB's
+// planner.
+command_outcome aggregate_collection(command_context& ctx, const std::string& coll,
+                                     const bson::array& stages, std::size_t batch_size,
+                                     const bson::document& let, const read_concern& rc) {
+  std::vector<doc_ptr> input;
+  matcher m;
+  if (!stages.empty()) {
+    const auto& first = stages.front().as_document().fields().front();
+    if (first.name == "$match" && first.val.is_document()) {
+      auto compiled = compile_filter(&first.val.as_document(), &let);
+      if (!compiled) return compiled.error();
+      m = std::move(compiled).value();
+    }
+  }
+  auto read = locked_read(ctx, "aggregate", rc, [&] {
+    input = matching(ctx.server.store().find(ctx.db, coll, ctx.txn), m);
+  });
+  if (!read) return read.error();
+  auto out = run_pipeline(stages, input, &let);
+  if (!out) return out.error();
+  return pipeline_batch(ctx, ctx.db + "." + coll, std::move(out).value(), batch_size, *read);
+}
+
 command_outcome aggregate(command_context& ctx) {
   const auto& target = ctx.body.fields().front().val;
   std::string coll;
@@ -428,39 +475,18 @@ command_outcome aggregate(command_context& ctx) {
     }
     return open_change_stream(ctx, coll, stages, batch_size->value_or(default_first_batch), *let);
   }
-  if (coll.empty())
-    return fail("{aggregate: 1} is only supported with $changeStream by mongo-emulator",
-                codes::invalid_namespace);
-
-  // A leading $match picks its input through the indexes, like MongoDB's planner.
-  std::vector<doc_ptr> input;
-  std::optional<bson::timestamp> at;
-  {
-    matcher m;
-    if (!stages.empty()) {
-      const auto& first = stages.front().as_document().fields().front();
-      if (first.name == "$match" && first.val.is_document()) {
-        auto compiled = compile_filter(&first.val.as_document(), &*let);
-        if (!compiled) return compiled.error();
-        m = std::move(compiled).value();
-      }
-    }
-    auto read = locked_read(ctx, "aggregate", *rc, [&] {
-      input = matching(ctx.server.store().find(ctx.db, coll, ctx.txn), m);
-    });
-    if (!read) return read.error();
-    at = *read;
+  if (coll.empty() && !stages.empty() &&
+      stages.front().as_document().fields().front().name == "$documents") {
+    return aggregate_documents(ctx, stages, batch_size->value_or(default_first_batch), *let);
   }
-  auto out = run_pipeline(stages, input, &*let);
-  if (!out) return out.error();
-  std::vector<doc_ptr> docs;
-  docs.reserve(out->size());
-  for (auto& d : *out)
-    docs.push_back(std::make_shared<const bson::document>(std::move(d)));
-  auto results = std::make_unique<query_cursor>(std::move(docs));
-  return command_result{first_batch(ctx, ctx.db + "." + coll, std::move(results),
-                                    batch_size->value_or(default_first_batch), false, false, at),
-                        {}};
+  if (coll.empty())
+    return fail(
+        "{aggregate: 1} is only supported with $changeStream or $documents by "
+        "mongo-emulator",
+        codes::invalid_namespace);
+
+  return aggregate_collection(ctx, coll, stages, batch_size->value_or(default_first_batch), *let,
+                              *rc);
 }
 
 }  // namespace

@@ -64,6 +64,52 @@ TEST_F(expr, find_compares_fields_of_one_document) {
       bson::value(std::int32_t{1}));
 }
 
+// Issue 33's evaluation path: raw documents sent back as data ($literal keeps `$`-strings and
+// `$`-keys as they are) through {aggregate: 1, pipeline: [{$documents}, {$project}]}.
+TEST_F(expr, documents_stage_evaluates_expressions_without_a_collection) {
+  const auto r = run_ok(J(R"({"aggregate": 1, "cursor": {}, "pipeline": [
+      {"$documents": {"$literal": [
+          {"_id": 1, "q": 3, "p": 2.5, "name": " Ann ", "tag": "$x", "k": {"$gt": 1},
+           "at": {"$date": {"$numberLong": "1577934245006"}}},
+          {"_id": 2, "q": 2147483647, "p": 1, "name": null}]}},
+      {"$project": {"_id": 1,
+                    "total": {"$multiply": ["$q", "$p"]},
+                    "wide": {"$add": ["$q", 1]},
+                    "name": {"$toUpper": {"$trim": {"input": {"$ifNull": ["$name", ""]}}}},
+                    "day": {"$dateToString": {"date": "$at", "format": "%Y-%m-%d",
+                                              "onNull": "none"}},
+                    "r": {"$round": [{"$divide": ["$q", 7]}, 2]},
+                    "s": {"$toString": "$q"},
+                    "tag": 1, "k": 1}}]})"));
+  EXPECT_EQ(at(at(r, "cursor").as_document(), "ns"),
+            bson::value(std::string(db()) + ".$cmd.aggregate"));
+  ASSERT_EQ(batch(r).size(), 2U);
+  EXPECT_EQ(batch(r)[0], bson::value(J(R"({"_id": 1, "tag": "$x", "k": {"$gt": 1}, "total": 7.5,
+                                          "wide": 4, "name": "ANN", "day": "2020-01-02",
+                                          "r": 0.43, "s": "3"})")));
+  EXPECT_EQ(batch(r)[1], bson::value(J(R"({"_id": 2, "total": 2147483647,
+                              "wide": {"$numberLong": "2147483648"}, "name": "", "day": "none",
+                              "r": 306783378.14, "s": "2147483647"})")));
+  // Past the first batch, the rest comes through getMore on "$cmd.aggregate".
+  const auto first = run_ok(J(R"({"aggregate": 1, "cursor": {"batchSize": 1}, "pipeline": [
+      {"$documents": [{"a": 1}, {"a": 2}]},
+      {"$set": {"b": {"$abs": {"$subtract": [0, "$a"]}}}}]})"));
+  ASSERT_EQ(batch(first).size(), 1U);
+  const auto next = get_more(first);
+  ASSERT_EQ(batch(next).size(), 1U);
+  EXPECT_EQ(batch(next)[0], bson::value(J(R"({"a": 2, "b": 2})")));
+  // One document that makes an expression fail fails the whole command, with MongoDB's error.
+  const auto e = run_fail(J(R"({"aggregate": 1, "cursor": {}, "pipeline": [
+      {"$documents": {"$literal": [{"_id": 1, "v": "12"}, {"_id": 2, "v": "abc"}]}},
+      {"$project": {"n": {"$toInt": "$v"}}}]})"),
+                          241);
+  EXPECT_EQ(at(e, "codeName"), bson::value("ConversionFailure"));
+  EXPECT_EQ(at(e, "errmsg"), bson::value("Failed to parse number 'abc' in $convert with no onError "
+                                         "value: Did not consume whole string."));
+  run_fail(J(R"({"aggregate": 1, "cursor": {}, "pipeline": [{"$documents": 5}]})"), 5858203);
+  run_fail(J(R"({"aggregate": 1, "cursor": {}, "pipeline": [{"$documents": [1]}]})"), 40228);
+}
+
 TEST_F(expr, errors_have_mongodbs_codes) {
   // At parse time: an unknown operator, an undefined variable, a bad `let` name.
   auto parse_error =

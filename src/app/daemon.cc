@@ -12,6 +12,7 @@
 #include <malloc.h>
 #endif
 
+#include "app/http_routes.h"
 #include "app/mapping_watch.h"
 #include "app/reload_requests.h"
 #include "app/reloader.h"
@@ -142,9 +143,9 @@ pipeline::pipeline_options pipeline_options_of(const options& o) {
 
 // What /readyz reports: every watched namespace streaming, else which are not and why. With
 // --ha, every namespace this instance holds: a standby that holds none is ready (healthy).
-http::readiness readiness_of(const std::vector<mapping::ns>& watched,
-                             const pipeline::supervisor& pipelines, bool ha) {
-  http::readiness r{true, ""};
+readiness readiness_of(const std::vector<mapping::ns>& watched,
+                       const pipeline::supervisor& pipelines, bool ha) {
+  readiness r{true, ""};
   for (const auto& src : watched) {
     const auto s = pipelines.status(src);
     if (s && s->ready) continue;
@@ -248,6 +249,102 @@ void start_leases(ha_parts& ha, const options& o, const std::string& instance_id
   ha.coordinator->start();
 }
 
+// Before anything starts: an incremental mapping cannot apply a change without images.
+// False (logged) when one lacks them.
+bool images_ready(mongo::connection& conn, const mapping::planner& planner) {
+  bool missing = false;
+  for (const auto& problem : ops::check_images(conn, planner)) {
+    if (problem.fatal) {
+      log::error("daemon", problem.message);
+      missing = true;
+    } else {
+      log::warn("daemon", problem.message);
+    }
+  }
+  return !missing;
+}
+
+// The HTTP endpoint and its routes; null (logged) when it cannot listen.
+std::unique_ptr<http::endpoint> start_endpoint(const options& o, metrics::metrics& m,
+                                               const reloader& running,
+                                               pipeline::supervisor& pipelines,
+                                               reload_requests& reloads) {
+  route_sources sources;
+  sources.metrics = [&m] { return m.serialize(); };
+  sources.ready = [&running, &pipelines, ha = o.ha] {
+    return readiness_of(running.watched(), pipelines, ha);
+  };
+  sources.reload = [&reloads](reload_requests::answer done) {
+    log::info("reload", "reload asked for over HTTP");
+    reloads.post(std::move(done));
+  };
+  sources.applied = [&pipelines](std::string_view name) { return pipelines.applied_through(name); };
+  auto endpoint = http::endpoint::start(o.metrics_addr, daemon_routes(std::move(sources)));
+  if (!endpoint) {
+    log::error("daemon", "cannot serve metrics: " + endpoint.error().message,
+               {{"address", o.metrics_addr}});
+    return nullptr;
+  }
+  log::info("daemon", "metrics listening",
+            {{"address", o.metrics_addr}, {"port", static_cast<int>((*endpoint)->port())}});
+  return std::move(endpoint).value();
+}
+
+// What runs beside the pipelines: the history-headroom probe, which reads their stored
+// positions, and the background verifier, which reads what they applied (a mapping is verified
+// where its source streams: with --ha, by the holder of that namespace's lease). Started after
+// the pipelines, stopped before them.
+class side_services {
+ public:
+  side_services(const options& o, mongo::connection& conn, metrics::metrics& m,
+                const std::string& meta_db, const reloader& running,
+                pipeline::supervisor& pipelines)
+      : opts_(o),
+        headroom_(
+            conn, m, [&pipelines] { return stored_positions(pipelines); },
+            std::chrono::milliseconds(o.headroom_interval_ms)),
+        verify_(
+            conn, m, meta_db, [&running] { return running.planner(); },
+            [&pipelines](const mapping::mapping& mp) -> std::optional<bson::timestamp> {
+              if (!pipelines.status(mp.source)) return std::nullopt;
+              return pipelines.applied_through(mp.name);
+            },
+            verify_options(o)) {}
+
+  void start() {
+    if (opts_.headroom_interval_ms > 0) headroom_.start();
+    if (opts_.verify_interval_ms <= 0) return;
+    verify_.start();
+    log::info("daemon", "background verify on",
+              {{"interval_s", static_cast<double>(opts_.verify_interval_ms) / 1000.0},
+               {"repair", verify_options(opts_).repair}});
+  }
+
+  void stop() {
+    verify_.stop();
+    headroom_.stop();
+  }
+
+ private:
+  static std::vector<ops::source_position> stored_positions(pipeline::supervisor& pipelines) {
+    std::vector<ops::source_position> out;
+    for (auto& [source, at] : pipelines.stored_positions())
+      out.push_back(ops::source_position{std::move(source), at});
+    return out;
+  }
+
+  static ops::background_verify_options verify_options(const options& o) {
+    ops::background_verify_options vo;
+    vo.interval = std::chrono::milliseconds(o.verify_interval_ms);
+    vo.repair = !o.verify_no_repair && !o.dry_run;
+    return vo;
+  }
+
+  const options& opts_;
+  ops::history_probe headroom_;
+  ops::background_verifier verify_;
+};
+
 // Stops the pipelines (within the stop deadline), then releases the leases (after the last
 // checkpoints, so a peer starts exactly where this instance stopped), then the endpoint.
 void shut_down(pipeline::supervisor& pipelines, lease::coordinator* leases,
@@ -304,17 +401,7 @@ int daemon::run() {
     log::error("daemon", conn.error().to_string(), {{"uri", mongo::redact_uri(opts_.uri)}});
     return 2;
   }
-  // Before anything starts: an incremental mapping cannot apply a change without images.
-  bool images_missing = false;
-  for (const auto& problem : ops::check_images(**conn, *planner)) {
-    if (problem.fatal) {
-      log::error("daemon", problem.message);
-      images_missing = true;
-    } else {
-      log::warn("daemon", problem.message);
-    }
-  }
-  if (images_missing) return 2;
+  if (!images_ready(**conn, *planner)) return 2;
   const std::string meta_db = meta_database(opts_, (*conn)->default_database());
   for (const auto& mp : planner->mappings())
     m.set_mapping_info(mp.name, mp.fingerprint());
@@ -325,34 +412,16 @@ int daemon::run() {
   mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run, instance_id);
   pipeline::supervisor pipelines(parts, m, pipeline_options_of(opts_));
   reloader running(opts_, **conn, m, pipelines, checkpoints, meta_db, planner);
-
-  auto endpoint = http::endpoint::start(
-      opts_.metrics_addr, [&] { return m.serialize(); },
-      [&] { return readiness_of(running.watched(), pipelines, opts_.ha); },
-      [&reloads](std::function<void(http::reload_outcome)> done) {
-        log::info("reload", "reload asked for over HTTP");
-        reloads.post(std::move(done));
-      },
-      [&pipelines](std::string_view name) -> std::optional<http::op_time> {
-        const auto at = pipelines.applied_through(name);
-        if (!at) return std::nullopt;
-        return http::op_time{at->t, at->i};
-      });
-  if (!endpoint) {
-    log::error("daemon", "cannot serve metrics: " + endpoint.error().message,
-               {{"address", opts_.metrics_addr}});
-    return 2;
-  }
-  log::info("daemon", "metrics listening",
-            {{"address", opts_.metrics_addr}, {"port", static_cast<int>((*endpoint)->port())}});
+  const auto endpoint = start_endpoint(opts_, m, running, pipelines, reloads);
+  if (!endpoint) return 2;
 
   log::info("daemon", "starting",
             {{"uri", mongo::redact_uri(opts_.uri)},
              {"sources", static_cast<int>(planner->watched_namespaces().size())},
              {"checkpoints", meta_db + "." + checkpoint::collection_name},
              {"dry_run", opts_.dry_run}});
-  // The pipelines, then the automatic backfill, then the history-headroom probe, which reads
-  // the pipelines' stored positions; stopped in reverse order.
+  // The pipelines, then the automatic backfill, then the services beside them; stopped in
+  // reverse order.
   running.start(*replay, stop_.get_token());
   // With --ha the namespaces start as their leases are taken: the coordinator asks, the main
   // thread (serve, below) starts and stops them.
@@ -360,44 +429,17 @@ int daemon::run() {
   if (opts_.ha)
     start_leases(ha, opts_, instance_id, **conn, meta_db, *planner, m, running, reloads,
                  checkpoints, stop_.get_token());
-  ops::history_probe headroom(
-      **conn, m,
-      [&pipelines] {
-        std::vector<ops::source_position> out;
-        for (auto& [source, at] : pipelines.stored_positions())
-          out.push_back(ops::source_position{std::move(source), at});
-        return out;
-      },
-      std::chrono::milliseconds(opts_.headroom_interval_ms));
-  if (opts_.headroom_interval_ms > 0) headroom.start();
-  // Last: it reads what the pipelines applied. A mapping is verified where its source streams
-  // (with --ha, by the holder of that namespace's lease).
-  ops::background_verify_options vo;
-  vo.interval = std::chrono::milliseconds(opts_.verify_interval_ms);
-  vo.repair = !opts_.verify_no_repair && !opts_.dry_run;
-  ops::background_verifier verify(
-      **conn, m, meta_db, [&running] { return running.planner(); },
-      [&pipelines](const mapping::mapping& mp) -> std::optional<bson::timestamp> {
-        if (!pipelines.status(mp.source)) return std::nullopt;
-        return pipelines.applied_through(mp.name);
-      },
-      vo);
-  if (opts_.verify_interval_ms > 0) {
-    verify.start();
-    log::info("daemon", "background verify on",
-              {{"interval_s", static_cast<double>(opts_.verify_interval_ms) / 1000.0},
-               {"repair", vo.repair}});
-  }
+  side_services services(opts_, **conn, m, meta_db, running, pipelines);
+  services.start();
   {
     std::optional<mapping_watch> watch;
     if (opts_.watch_mappings) watch.emplace(opts_.mappings_dir, [&reloads] { reloads.post({}); });
     running.serve(reloads, stop_.get_token());
   }
-  verify.stop();
-  headroom.stop();
+  services.stop();
   running.stop();
   if (ha.coordinator) ha.coordinator->drain();
-  shut_down(pipelines, ha.coordinator.get(), **endpoint);
+  shut_down(pipelines, ha.coordinator.get(), *endpoint);
   return 0;
 }
 

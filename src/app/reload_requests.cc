@@ -4,7 +4,7 @@ namespace denormd::app {
 
 namespace {
 
-const http::reload_outcome stopping{false, "denormd is stopping"};
+const reload_outcome stopping{false, "denormd is stopping"};
 
 }  // namespace
 
@@ -54,7 +54,7 @@ void reload_requests::close() {
   answer_all(refused, stopping);
 }
 
-void answer_all(std::vector<reload_requests::answer>& to, const http::reload_outcome& outcome) {
+void answer_all(std::vector<reload_requests::answer>& to, const reload_outcome& outcome) {
   for (auto& done : to)
     done(outcome);
   to.clear();

@@ -10,16 +10,21 @@
 #include <functional>
 #include <mutex>
 #include <stop_token>
+#include <string>
 #include <vector>
 
-#include "http/http_server.h"
-
 namespace denormd::app {
+
+// How a reload ended; `message` says what failed.
+struct reload_outcome {
+  bool ok = false;
+  std::string message;
+};
 
 class reload_requests {
  public:
   // Called with the reload's outcome; may be empty (nobody waits for the answer).
-  using answer = std::function<void(http::reload_outcome)>;
+  using answer = std::function<void(reload_outcome)>;
 
   void post(answer done);
   // Work for the main thread; dropped once closed.
@@ -42,6 +47,6 @@ class reload_requests {
 };
 
 // Calls every answer in `to` with `outcome`.
-void answer_all(std::vector<reload_requests::answer>& to, const http::reload_outcome& outcome);
+void answer_all(std::vector<reload_requests::answer>& to, const reload_outcome& outcome);
 
 }  // namespace denormd::app

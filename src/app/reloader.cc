@@ -199,7 +199,7 @@ void reloader::serve(reload_requests& requests, std::stop_token stop) {
     for (auto& task : tasks)
       task();
     if (!reload_asked) continue;
-    const http::reload_outcome outcome = reload(stop);
+    const reload_outcome outcome = reload(stop);
     answer_all(waiting, outcome);
   }
   requests.close();
@@ -253,13 +253,13 @@ void reloader::start_backfill() {
   backfill_->start(wall_ms(), !opts_.no_auto_backfill && !opts_.dry_run, policy_.removed());
 }
 
-http::reload_outcome reloader::reload(std::stop_token stop) {
+reload_outcome reloader::reload(std::stop_token stop) {
   log::info("reload", "reloading the mappings", {{"path", opts_.mappings_dir}});
   auto failed = [&](const std::string& what, const std::string& detail) {
     metrics_.count_reload("error");
     log::error("reload", what + "; the running mappings run on unchanged",
                {{"path", opts_.mappings_dir}});
-    return http::reload_outcome{false, detail};
+    return reload_outcome{false, detail};
   };
   auto loaded = config::load_mappings(opts_.mappings_dir, opts_.db);
   if (!loaded) {

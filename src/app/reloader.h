@@ -36,7 +36,6 @@
 #include "app/reload_requests.h"
 #include "app/replay.h"
 #include "checkpoint/position_store.h"
-#include "http/http_server.h"
 #include "mapping/planner.h"
 #include "mapping/reload_policy.h"
 #include "metrics/metrics.h"
@@ -87,7 +86,7 @@ class reloader {
   // Reads which mappings went away and where they stopped (also those gone since the last
   // run: at their namespaces' checkpoints). False when stopped first.
   bool note_removed_at_start(std::stop_token stop);
-  http::reload_outcome reload(std::stop_token stop);
+  reload_outcome reload(std::stop_token stop);
   // Moves from the running set to `next`; stopped midway, what has moved runs with `next`.
   void move_to(std::shared_ptr<const mapping::planner> next, std::stop_token stop);
   // How many pipelines a reload kept, handed over, started and stopped.

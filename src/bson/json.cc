@@ -73,6 +73,102 @@ std::string base64(const std::vector<std::uint8_t>& data) {
   return s;
 }
 
+// A double, int32 or int64: a bare number in relaxed mode (but for non-finite doubles), else
+// wrapped in its type.
+void write_number(std::string& out, const value& v, bool canonical) {
+  switch (v.kind()) {
+    case type::double_: {
+      const double d = v.as<double>();
+      if (canonical || !std::isfinite(d)) {
+        write_wrapped(out, "$numberDouble", double_text(d));
+      } else {
+        out += double_text(d);
+      }
+      return;
+    }
+    case type::int32:
+      if (canonical) return write_wrapped(out, "$numberInt", std::to_string(v.as<std::int32_t>()));
+      return write_int(out, v.as<std::int32_t>());
+    case type::int64:
+      if (canonical) return write_wrapped(out, "$numberLong", std::to_string(v.as<std::int64_t>()));
+      return write_int(out, v.as<std::int64_t>());
+    default:
+      return;  // write_json writes the other types
+  }
+}
+
+void write_array(std::string& out, const array& items, json_mode mode) {
+  out += '[';
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += ',';
+    first = false;
+    write_json(out, item, mode);
+  }
+  out += ']';
+}
+
+void write_binary(std::string& out, const binary& b) {
+  char sub[3];
+  std::snprintf(sub, sizeof sub, "%02x", b.subtype);
+  out += "{\"$binary\":{\"base64\":";
+  write_string(out, base64(b.data));
+  out += ",\"subType\":\"";
+  out += sub;
+  out += "\"}}";
+}
+
+void write_date(std::string& out, std::int64_t ms, bool canonical) {
+  // Relaxed form uses ISO-8601 only for years 1970..9999, as the specification says.
+  if (!canonical && ms >= 0 && ms <= 253402300799999) return write_iso_date(out, ms);
+  out += "{\"$date\":";
+  write_wrapped(out, "$numberLong", std::to_string(ms));
+  out += '}';
+}
+
+// The types Extended JSON writes as an object with a $-key, in both modes.
+void write_extended(std::string& out, const value& v, bool canonical) {
+  switch (v.kind()) {
+    case type::binary:
+      return write_binary(out, v.as<binary>());
+    case type::undefined:
+      out += "{\"$undefined\":true}";
+      return;
+    case type::oid:
+      return write_wrapped(out, "$oid", v.as<oid>().to_hex());
+    case type::date:
+      return write_date(out, v.as<date_time>().millis, canonical);
+    case type::regex:
+      out += "{\"$regularExpression\":{\"pattern\":";
+      write_string(out, v.as<regex>().pattern);
+      out += ",\"options\":";
+      write_string(out, v.as<regex>().options);
+      out += "}}";
+      return;
+    case type::code:
+      return write_wrapped(out, "$code", v.as<code>().text);
+    case type::symbol:
+      return write_wrapped(out, "$symbol", v.as<symbol>().text);
+    case type::timestamp:
+      out += "{\"$timestamp\":{\"t\":";
+      write_int(out, v.as<timestamp>().t);
+      out += ",\"i\":";
+      write_int(out, v.as<timestamp>().i);
+      out += "}}";
+      return;
+    case type::decimal128:
+      return write_wrapped(out, "$numberDecimal", v.as<decimal128>().to_string());
+    case type::min_key:
+      out += "{\"$minKey\":1}";
+      return;
+    case type::max_key:
+      out += "{\"$maxKey\":1}";
+      return;
+    default:
+      return;  // write_json writes the other types
+  }
+}
+
 }  // namespace
 
 expected<document> parse_json(std::string_view text) {
@@ -98,113 +194,35 @@ expected<document> parse_json(std::string_view text) {
 }
 
 void write_json(std::string& out, const value& v, json_mode mode) {
-  const bool canonical = mode == json_mode::canonical;
   switch (v.kind()) {
-    case type::double_: {
-      const double d = v.as<double>();
-      if (canonical || !std::isfinite(d)) {
-        write_wrapped(out, "$numberDouble", double_text(d));
-      } else {
-        out += double_text(d);
-      }
-      break;
-    }
+    case type::double_:
     case type::int32:
-      if (canonical) {
-        write_wrapped(out, "$numberInt", std::to_string(v.as<std::int32_t>()));
-      } else {
-        write_int(out, v.as<std::int32_t>());
-      }
-      break;
     case type::int64:
-      if (canonical) {
-        write_wrapped(out, "$numberLong", std::to_string(v.as<std::int64_t>()));
-      } else {
-        write_int(out, v.as<std::int64_t>());
-      }
-      break;
+      return write_number(out, v, mode == json_mode::canonical);
     case type::string:
-      write_string(out, v.as_string());
-      break;
+      return write_string(out, v.as_string());
     case type::document:
-      write_document(out, v.as_document(), mode);
-      break;
-    case type::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& item : v.as_array()) {
-        if (!first) out += ',';
-        first = false;
-        write_json(out, item, mode);
-      }
-      out += ']';
-      break;
-    }
-    case type::binary: {
-      const auto& b = v.as<binary>();
-      char sub[3];
-      std::snprintf(sub, sizeof sub, "%02x", b.subtype);
-      out += "{\"$binary\":{\"base64\":";
-      write_string(out, base64(b.data));
-      out += ",\"subType\":\"";
-      out += sub;
-      out += "\"}}";
-      break;
-    }
-    case type::undefined:
-      out += "{\"$undefined\":true}";
-      break;
-    case type::oid:
-      write_wrapped(out, "$oid", v.as<oid>().to_hex());
-      break;
+      return write_document(out, v.as_document(), mode);
+    case type::array:
+      return write_array(out, v.as_array(), mode);
     case type::boolean:
       out += v.as<bool>() ? "true" : "false";
-      break;
-    case type::date: {
-      const std::int64_t ms = v.as<date_time>().millis;
-      // Relaxed form uses ISO-8601 only for years 1970..9999, as the specification says.
-      if (!canonical && ms >= 0 && ms <= 253402300799999) {
-        write_iso_date(out, ms);
-      } else {
-        out += "{\"$date\":";
-        write_wrapped(out, "$numberLong", std::to_string(ms));
-        out += '}';
-      }
-      break;
-    }
+      return;
     case type::null:
       out += "null";
-      break;
-    case type::regex: {
-      out += "{\"$regularExpression\":{\"pattern\":";
-      write_string(out, v.as<regex>().pattern);
-      out += ",\"options\":";
-      write_string(out, v.as<regex>().options);
-      out += "}}";
-      break;
-    }
+      return;
+    case type::binary:
+    case type::undefined:
+    case type::oid:
+    case type::date:
+    case type::regex:
     case type::code:
-      write_wrapped(out, "$code", v.as<code>().text);
-      break;
     case type::symbol:
-      write_wrapped(out, "$symbol", v.as<symbol>().text);
-      break;
     case type::timestamp:
-      out += "{\"$timestamp\":{\"t\":";
-      write_int(out, v.as<timestamp>().t);
-      out += ",\"i\":";
-      write_int(out, v.as<timestamp>().i);
-      out += "}}";
-      break;
     case type::decimal128:
-      write_wrapped(out, "$numberDecimal", v.as<decimal128>().to_string());
-      break;
     case type::min_key:
-      out += "{\"$minKey\":1}";
-      break;
     case type::max_key:
-      out += "{\"$maxKey\":1}";
-      break;
+      return write_extended(out, v, mode == json_mode::canonical);
   }
 }
 

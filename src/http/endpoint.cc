@@ -2,17 +2,11 @@
 
 namespace denormd::http {
 
-expected<std::unique_ptr<endpoint>> endpoint::start(std::string_view address,
-                                                    http_server::metrics_callback metrics,
-                                                    http_server::readiness_callback ready,
-                                                    http_server::reload_callback reload,
-                                                    http_server::applied_callback applied) {
+expected<std::unique_ptr<endpoint>> endpoint::start(std::string_view address, route_table routes) {
   std::unique_ptr<endpoint> e(new endpoint());
-  auto server = http_server::create(e->io_, address, std::move(metrics), std::move(ready));
+  auto server = http_server::create(e->io_, address, std::move(routes));
   if (!server) return server.error();
   e->server_ = std::move(server).value();
-  if (reload) e->server_->set_reload(std::move(reload));
-  if (applied) e->server_->set_applied(std::move(applied));
   e->server_->start();
   e->thread_ = std::thread([io = &e->io_] { io->run(); });
   return e;

@@ -1,11 +1,11 @@
 #pragma once
-// The daemon's HTTP endpoint (GET /metrics, /healthz, /readyz, POST /-/reload) on a thread of its
-// own: an http_server over an io_context this owns, so nothing else the daemon does rides on it.
+// The daemon's HTTP endpoint on a thread of its own: an http_server serving the routes it is
+// given, over an io_context this owns, so nothing else the daemon does rides on it.
 //
 // Lifecycle: start() binds and listens (a bad address or a port in use is an error value)
 // and starts the thread; stop() closes the listener and every connection and joins the
 // thread; the destructor stops. Thread-safety: port() from any thread, start() and stop()
-// from one; the callbacks are called on the endpoint's thread, concurrently with the caller.
+// from one; the handlers are called on the endpoint's thread, concurrently with the caller.
 
 #include <cstdint>
 #include <memory>
@@ -21,12 +21,7 @@ namespace denormd::http {
 
 class endpoint {
  public:
-  // `reload` (optional) serves POST /-/reload, `applied` (optional) GET /applied.
-  static expected<std::unique_ptr<endpoint>> start(std::string_view address,
-                                                   http_server::metrics_callback metrics,
-                                                   http_server::readiness_callback ready,
-                                                   http_server::reload_callback reload = {},
-                                                   http_server::applied_callback applied = {});
+  static expected<std::unique_ptr<endpoint>> start(std::string_view address, route_table routes);
   ~endpoint();
   endpoint(const endpoint&) = delete;
   endpoint& operator=(const endpoint&) = delete;

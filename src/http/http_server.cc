@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -29,7 +31,6 @@ using error_code = boost::system::error_code;
 
 namespace {
 
-constexpr beast::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
 constexpr beast::string_view text_content_type = "text/plain; charset=utf-8";
 // After an error response the rest of the request is read and dropped for a short while, so
 // that closing with unread data does not reset the connection before the client has read
@@ -82,104 +83,13 @@ expected<listen_address> parse_listen_address(std::string_view text) {
   return listen_address{std::string(host), static_cast<std::uint16_t>(value)};
 }
 
-namespace {
-
-// %XX and '+' decoded; nullopt for a malformed escape.
-std::optional<std::string> url_decoded(std::string_view in) {
-  std::string out;
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    if (in[k] == '+') {
-      out += ' ';
-    } else if (in[k] != '%') {
-      out += in[k];
-    } else {
-      if (k + 2 >= in.size()) return std::nullopt;
-      auto hex = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-      };
-      const int hi = hex(in[k + 1]);
-      const int lo = hex(in[k + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out += static_cast<char>(hi * 16 + lo);
-      k += 2;
-    }
-  }
-  return out;
-}
-
-std::optional<std::uint32_t> whole(std::string_view s) {
-  if (s.empty() || s.size() > 10) return std::nullopt;
-  std::uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  if (v > 0xFFFFFFFFULL) return std::nullopt;
-  return static_cast<std::uint32_t>(v);
-}
-
-constexpr auto applied_poll = std::chrono::milliseconds(20);
-constexpr auto max_applied_wait = std::chrono::seconds(60);
-
-std::string to_text(op_time at) {
-  return std::to_string(at.t) + ":" + std::to_string(at.i);
-}
-
-}  // namespace
-
-expected<applied_query> parse_applied_query(std::string_view query) {
-  applied_query q;
-  bool has_after = false;
-  auto bad = [](std::string_view name, std::string_view value, std::string_view why) {
-    return fail("bad " + std::string(name) + "=\"" + std::string(value) +
-                "\": " + std::string(why));
-  };
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view part = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (part.empty()) continue;
-    const auto eq = part.find('=');
-    const std::string_view name = part.substr(0, eq);
-    const auto value = url_decoded(eq == std::string_view::npos ? "" : part.substr(eq + 1));
-    if (!value) return bad(name, part.substr(eq + 1), "malformed %-escape");
-    if (name == "after") {
-      const auto colon = value->find(':');
-      const auto t = whole(std::string_view(*value).substr(0, colon));
-      const auto i = colon == std::string::npos ? std::optional<std::uint32_t>(0)
-                                                : whole(std::string_view(*value).substr(colon + 1));
-      if (!t || !i) return bad(name, *value, "expected an operation time T or T:I (whole numbers)");
-      q.after = op_time{*t, *i};
-      has_after = true;
-    } else if (name == "mapping") {
-      q.mapping = *value;
-    } else if (name == "timeout") {
-      char* end = nullptr;
-      const double seconds = std::strtod(value->c_str(), &end);
-      if (value->empty() || *end != '\0' || !(seconds >= 0) ||
-          seconds > static_cast<double>(max_applied_wait.count()))
-        return bad(name, *value, "expected seconds from 0 to 60");
-      q.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
-    } else {
-      return fail("unknown parameter \"" + std::string(name) +
-                  "\" (GET /applied takes after, mapping and timeout)");
-    }
-  }
-  if (!has_after) return fail("missing after=T[:I], the operation time to wait for");
-  return q;
-}
-
 struct http_server::state : std::enable_shared_from_this<state> {
-  state(net::io_context& context, const options& o, metrics_callback m, readiness_callback r)
+  state(net::io_context& context, const options& o, route_table r)
       : io(context),
         acceptor(net::make_strand(context)),
         accept_retry(acceptor.get_executor()),
         opts(o),
-        metrics(std::move(m)),
-        ready(std::move(r)) {}
+        routes(std::move(r)) {}
 
   void do_accept();
   void on_accept(error_code ec, tcp::socket socket);
@@ -195,10 +105,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
   tcp::acceptor acceptor;          // used only on its strand
   net::steady_timer accept_retry;  // likewise
   const options opts;
-  const metrics_callback metrics;
-  const readiness_callback ready;
-  reload_callback reload;    // set before start()
-  applied_callback applied;  // likewise
+  const route_table routes;
   std::uint16_t port = 0;
 
   struct entry {
@@ -225,6 +132,19 @@ struct http_server::state : std::enable_shared_from_this<state> {
   void leave_idle_locked(entry& e);
 };
 
+// The reply to one request: its answer goes to the session's strand, once.
+class http_server::session_reply final : public reply,
+                                         public std::enable_shared_from_this<session_reply> {
+ public:
+  explicit session_reply(std::shared_ptr<session> s) : session_(std::move(s)) {}
+  void send(response r) override;
+  void after(std::chrono::milliseconds delay, std::function<void()> then) override;
+
+ private:
+  const std::shared_ptr<session> session_;
+  std::atomic<bool> answered_{false};
+};
+
 // One connection: read a request, answer it, repeat while keep-alive. Every handler runs on
 // the connection's strand; close() may be called from any thread.
 class http_server::session : public std::enable_shared_from_this<session> {
@@ -242,15 +162,19 @@ class http_server::session : public std::enable_shared_from_this<session> {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
   }
 
+  auto executor() { return stream_.get_executor(); }
+
   void close() {
     net::post(stream_.get_executor(), [self = shared_from_this()] {
       self->closed_ = true;
       self->stream_.close();  // also cancels the timer; pending handlers see operation_aborted
-      self->poll_.cancel();
+      self->wait_.cancel();
     });
   }
 
  private:
+  friend class session_reply;
+
   // The header has a short deadline of its own; the rest of the request gets what is left of
   // the whole-request timeout.
   void read() {
@@ -295,141 +219,66 @@ class http_server::session : public std::enable_shared_from_this<session> {
     res_ = {};
     res_.version(req.version());
     res_.keep_alive(req.keep_alive());
-    const bool head = req.method() == http::verb::head;
+    head_ = req.method() == http::verb::head;
     // Beast 1.74 uses boost::string_view.
-    std::string_view target(req.target().data(), req.target().size());
+    const std::string_view target(req.target().data(), req.target().size());
     const auto question = target.find('?');
-    const std::string_view query =
-        question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
-    target = target.substr(0, question);
-
-    if (target == "/applied" && owner_->applied && req.method() == http::verb::get) {
-      return start_applied(query);
-    } else if (target == "/-/reload" && owner_->reload) {
-      if (req.method() == http::verb::post || req.method() == http::verb::put)
-        return start_reload();
-      set(http::status::method_not_allowed, text_content_type, "method not allowed\n");
-      res_.set(http::field::allow, "POST, PUT");
-    } else if (req.method() != http::verb::get && !head) {
-      set(http::status::method_not_allowed, text_content_type, "method not allowed\n");
-      res_.set(http::field::allow, "GET, HEAD");
-    } else if (target == "/metrics") {
-      call([&] { set(http::status::ok, metrics_content_type, owner_->metrics()); });
-    } else if (target == "/healthz") {
-      set(http::status::ok, text_content_type, "ok\n");
-    } else if (target == "/readyz") {
-      call([&] {
-        readiness r = owner_->ready();
-        if (r.ready) {
-          set(http::status::ok, text_content_type, "ready\n");
-        } else {
-          set_lines(http::status::service_unavailable, "not ready\n" + r.detail);
-        }
-      });
-    } else {
-      set(http::status::not_found, text_content_type, "not found\n");
+    const request r{
+        std::string_view(req.method_string().data(), req.method_string().size()),
+        target.substr(0, question),
+        question == std::string_view::npos ? std::string_view() : target.substr(question + 1),
+        req.body()};
+    const auto found = owner_->routes.find(r.method, r.path);
+    if (found.serve == nullptr) {
+      if (found.allow.empty()) return answer({404, std::string(text_content_type), "not found\n"});
+      res_.set(http::field::allow, found.allow);
+      return answer({405, std::string(text_content_type), "method not allowed\n"});
     }
-    res_.prepare_payload();
-    if (head) res_.body().clear();  // Content-Length stays that of the GET
-    write(false);
+    auto to = std::make_shared<session_reply>(shared_from_this());
+    guarded(*to, [&] { (*found.serve)(r, to); });
   }
 
-  // The reload runs elsewhere; its outcome comes back to this connection's strand. Until then
-  // this connection reads nothing (it is busy) and the others are served as usual.
-  void start_reload() {
-    auto answer = [self = shared_from_this()](reload_outcome r) {
-      net::post(self->stream_.get_executor(), [self, r = std::move(r)] { self->finish_reload(r); });
-    };
-    try {
-      owner_->reload(std::move(answer));
-    } catch (const std::exception& e) {
-      finish_reload({false, e.what()});
-    }
-  }
-
-  void finish_reload(const reload_outcome& r) {
-    if (closed_) return;
-    if (r.ok) {
-      set(http::status::ok, text_content_type, "reloaded\n");
-    } else {
-      set_lines(http::status::internal_server_error,
-                "reload failed; the mappings running before still run\n" + r.message);
-    }
-    res_.prepare_payload();
-    write(false);
-  }
-
-  // A callback that throws must not take down the io_context's thread: answer 500.
+  // A handler that throws must not take down the io_context's thread: unless it has answered
+  // already, the answer is 500.
   template <class F>
-  void call(F&& f) {
+  static void guarded(reply& to, F&& f) {
     try {
       f();
     } catch (const std::exception& e) {
-      set(http::status::internal_server_error, text_content_type,
-          std::string("internal error: ") + e.what() + "\n");
+      to.send(
+          {500, std::string(text_content_type), std::string("internal error: ") + e.what() + "\n"});
     } catch (...) {
-      set(http::status::internal_server_error, text_content_type, "internal error\n");
+      to.send({500, std::string(text_content_type), "internal error\n"});
     }
+  }
+
+  // On the strand: the handler's answer to the request being served.
+  void answer(response r) {
+    if (closed_) return;
+    res_.result(r.status);
+    res_.set(http::field::content_type, r.content_type);
+    res_.body() = std::move(r.body);
+    res_.prepare_payload();
+    if (head_) res_.body().clear();  // Content-Length stays that of the GET
+    write(false);
+  }
+
+  // The wait holds the reply, so that a `then` that throws is answered.
+  void wait(std::chrono::milliseconds delay, std::function<void()> then,
+            std::shared_ptr<session_reply> to) {
+    if (closed_) return;
+    wait_.expires_after(delay);
+    wait_.async_wait(
+        [self = shared_from_this(), then = std::move(then), to = std::move(to)](error_code ec) {
+          if (ec || self->closed_) return;
+          guarded(*to, then);
+        });
   }
 
   void set(http::status status, beast::string_view content_type, std::string body) {
     res_.result(status);
     res_.set(http::field::content_type, content_type);
     res_.body() = std::move(body);
-  }
-
-  // GET /applied: answers at once when it can, else looks again every applied_poll on this
-  // connection's strand until the deadline.
-  void start_applied(std::string_view query) {
-    auto q = parse_applied_query(query);
-    if (!q) {
-      set_lines(http::status::bad_request, q.error().message);
-      return finish_response();
-    }
-    applied_ = *q;
-    applied_deadline_ = std::chrono::steady_clock::now() + q->timeout;
-    check_applied();
-  }
-
-  void check_applied() {
-    if (closed_) return;
-    std::optional<op_time> at;
-    try {
-      at = owner_->applied(applied_.mapping);
-    } catch (const std::exception& e) {
-      set_lines(http::status::internal_server_error, std::string("internal error: ") + e.what());
-      return finish_response();
-    }
-    if (!at) {
-      set_lines(http::status::not_found, "no running mapping named \"" + applied_.mapping + "\"");
-      return finish_response();
-    }
-    if (*at >= applied_.after) {
-      set_lines(http::status::ok, "applied through " + to_text(*at));
-      return finish_response();
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= applied_deadline_) {
-      set_lines(http::status::request_timeout, "not applied through " + to_text(applied_.after) +
-                                                   " in time; applied through " + to_text(*at));
-      return finish_response();
-    }
-    poll_.expires_after(
-        std::min<std::chrono::steady_clock::duration>(applied_poll, applied_deadline_ - now));
-    poll_.async_wait([self = shared_from_this()](error_code ec) {
-      if (!ec) self->check_applied();
-    });
-  }
-
-  void finish_response() {
-    res_.prepare_payload();
-    write(false);
-  }
-
-  // A text body of lines, the last one ended too.
-  void set_lines(http::status status, std::string body) {
-    if (body.back() != '\n') body += '\n';
-    set(status, text_content_type, std::move(body));
   }
 
   void respond_error(http::status status, std::string body) {
@@ -492,11 +341,24 @@ class http_server::session : public std::enable_shared_from_this<session> {
   std::array<char, 4096> drain_{};
   std::size_t drained_ = 0;
   bool closed_ = false;
-  // GET /applied waiting.
-  net::steady_timer poll_{stream_.get_executor()};
-  applied_query applied_;
-  std::chrono::steady_clock::time_point applied_deadline_;
+  // The request being served: a HEAD (answered without a body), and its wait.
+  bool head_ = false;
+  net::steady_timer wait_{stream_.get_executor()};
 };
+
+void http_server::session_reply::send(response r) {
+  if (answered_.exchange(true)) return;
+  net::dispatch(session_->executor(),
+                [s = session_, r = std::move(r)]() mutable { s->answer(std::move(r)); });
+}
+
+void http_server::session_reply::after(std::chrono::milliseconds delay,
+                                       std::function<void()> then) {
+  net::dispatch(session_->executor(),
+                [s = session_, delay, then = std::move(then), to = shared_from_this()]() mutable {
+                  s->wait(delay, std::move(then), std::move(to));
+                });
+}
 
 void http_server::state::do_accept() {
   acceptor.async_accept(net::make_strand(io),
@@ -598,15 +460,13 @@ void http_server::state::stop() {
 
 expected<std::unique_ptr<http_server>> http_server::create(net::io_context& io,
                                                            std::string_view address,
-                                                           metrics_callback metrics,
-                                                           readiness_callback ready) {
-  return create(io, address, std::move(metrics), std::move(ready), options{});
+                                                           route_table routes) {
+  return create(io, address, std::move(routes), options{});
 }
 
 expected<std::unique_ptr<http_server>> http_server::create(net::io_context& io,
                                                            std::string_view address,
-                                                           metrics_callback metrics,
-                                                           readiness_callback ready,
+                                                           route_table routes,
                                                            const options& opts) {
   auto parsed = parse_listen_address(address);
   if (!parsed) return parsed.error();
@@ -616,7 +476,7 @@ expected<std::unique_ptr<http_server>> http_server::create(net::io_context& io,
   if (ec) return bad_address(address, ec.message());
   const tcp::endpoint endpoint(ip, parsed->port);
 
-  auto s = std::make_shared<state>(io, opts, std::move(metrics), std::move(ready));
+  auto s = std::make_shared<state>(io, opts, std::move(routes));
   auto failed = [&](std::string_view what) {
     return fail("cannot listen on " + std::string(address) + ": " + std::string(what) + ": " +
                 ec.message());
@@ -636,14 +496,6 @@ http_server::http_server(std::shared_ptr<state> s) : state_(std::move(s)) {}
 
 http_server::~http_server() {
   stop();
-}
-
-void http_server::set_applied(applied_callback applied) {
-  state_->applied = std::move(applied);
-}
-
-void http_server::set_reload(reload_callback reload) {
-  state_->reload = std::move(reload);
 }
 
 void http_server::start() {

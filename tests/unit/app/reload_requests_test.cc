@@ -13,9 +13,9 @@ namespace {
 TEST(reload_requests_test, the_requests_waiting_are_answered_by_one_reload) {
   reload_requests r;
   std::vector<std::string> answers;
-  r.post([&](http::reload_outcome o) { answers.push_back("a " + std::to_string(o.ok)); });
+  r.post([&](reload_outcome o) { answers.push_back("a " + std::to_string(o.ok)); });
   r.post({});  // SIGHUP: nobody waits for the answer
-  r.post([&](http::reload_outcome o) { answers.push_back("b " + std::to_string(o.ok)); });
+  r.post([&](reload_outcome o) { answers.push_back("b " + std::to_string(o.ok)); });
   std::stop_source stop;
   std::vector<reload_requests::answer> taken;
   std::vector<std::function<void()>> tasks;
@@ -77,7 +77,7 @@ TEST(reload_requests_test, tasks_wake_the_main_thread_in_order_without_a_reload)
 TEST(reload_requests_test, once_closed_waiting_and_later_requests_are_refused) {
   reload_requests r;
   std::vector<std::string> answers;
-  auto record = [&](http::reload_outcome o) { answers.push_back(o.ok ? "ok" : o.message); };
+  auto record = [&](reload_outcome o) { answers.push_back(o.ok ? "ok" : o.message); };
   r.post(record);
   r.close();
   r.post(record);

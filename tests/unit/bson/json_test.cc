@@ -43,6 +43,34 @@ TEST(json_test, every_type_survives_json_and_bson_round_trips) {
   EXPECT_EQ(*again, *d);
 }
 
+// Every type in canonical form, and back through BSON: the writer and the converters cover
+// each type (they are split per type; issue 32).
+TEST(json_test, every_type_in_canonical_form_and_through_bson) {
+  const char* text =
+      R"({"a":{"$numberDouble":"2.5"},"b":{"$numberInt":"-3"},"c":{"$numberLong":"9000000000"},)"
+      R"("d":"s","e":{"f":[{"$numberInt":"1"},[]]},"g":{"$binary":{"base64":"AQI=","subType":"80"}},)"
+      R"("h":{"$undefined":true},"i":{"$oid":"5f1d7a3b9c8e4a2b1c0d9e8f"},"j":true,"k":false,)"
+      R"("l":{"$date":{"$numberLong":"1000"}},"m":null,)"
+      R"j("n":{"$regularExpression":{"pattern":"^a(b)","options":"im"}},"o":{"$code":"f()"},)j"
+      R"("p":{"$symbol":"sym"},"q":{"$timestamp":{"t":5,"i":2}},"r":{"$numberDecimal":"1.25"},)"
+      R"("s":{"$minKey":1},"t":{"$maxKey":1},"u":{"$numberDouble":"NaN"}})";
+  const auto d = parse_json(text);
+  ASSERT_TRUE(d.has_value()) << d.error().message;
+  EXPECT_EQ(to_json(*d, json_mode::canonical), text);
+  const auto back = from_bson(*to_bson(*d));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(to_json(*back, json_mode::canonical), text);
+  EXPECT_EQ(
+      to_json(*back),
+      R"({"a":2.5,"b":-3,"c":9000000000,"d":"s","e":{"f":[1,[]]},)"
+      R"("g":{"$binary":{"base64":"AQI=","subType":"80"}},"h":{"$undefined":true},)"
+      R"("i":{"$oid":"5f1d7a3b9c8e4a2b1c0d9e8f"},"j":true,"k":false,)"
+      R"("l":{"$date":"1970-01-01T00:00:01Z"},"m":null,)"
+      R"j("n":{"$regularExpression":{"pattern":"^a(b)","options":"im"}},"o":{"$code":"f()"},)j"
+      R"("p":{"$symbol":"sym"},"q":{"$timestamp":{"t":5,"i":2}},"r":{"$numberDecimal":"1.25"},)"
+      R"("s":{"$minKey":1},"t":{"$maxKey":1},"u":{"$numberDouble":"NaN"}})");
+}
+
 TEST(json_test, bad_json_is_an_error_not_a_crash) {
   for (const char* bad : {"", "{", "[1]", R"({"a":})", R"({"a":{"$oid":"xyz"}})", "{\"a\":1}}"}) {
     EXPECT_FALSE(parse_json(bad).has_value()) << bad;

@@ -47,11 +47,15 @@ std::string get(std::uint16_t port, const std::string& path) {
 
 TEST(endpoint_test, serves_on_its_own_thread_until_stopped) {
   std::atomic<bool> ready{false};
-  auto e = endpoint::start(
-      "127.0.0.1:0", [] { return std::string("denormd_up 1\n"); },
-      [&] {
-        return readiness{ready.load(), "shop.customers: starting\n"};
-      });
+  route_table routes;
+  routes.add({"GET"}, "/metrics", [](const request&, std::shared_ptr<reply> to) {
+    to->send({200, "text/plain", "denormd_up 1\n"});
+  });
+  routes.add({"GET"}, "/readyz", [&](const request&, std::shared_ptr<reply> to) {
+    if (ready) return to->send({200, "text/plain", "ready\n"});
+    to->send({503, "text/plain", "not ready\nshop.customers: starting\n"});
+  });
+  auto e = endpoint::start("127.0.0.1:0", std::move(routes));
   ASSERT_TRUE(e) << e.error().message;
   const std::uint16_t port = (*e)->port();
   ASSERT_NE(port, 0);
@@ -69,11 +73,7 @@ TEST(endpoint_test, serves_on_its_own_thread_until_stopped) {
 }
 
 TEST(endpoint_test, a_bad_address_is_an_error_value) {
-  auto e = endpoint::start(
-      "127.0.0.1", [] { return std::string(); },
-      [] {
-        return readiness{true, ""};
-      });
+  auto e = endpoint::start("127.0.0.1", route_table{});
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message.find("\"127.0.0.1\""), std::string::npos) << e.error().message;
 }

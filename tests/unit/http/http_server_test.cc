@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -113,6 +114,10 @@ class client {
   beast::flat_buffer buffer_;
 };
 
+response text(unsigned status, std::string body) {
+  return {status, "text/plain; charset=utf-8", std::move(body)};
+}
+
 bool closed_by_server(const error_code& ec) {
   return ec == net::error::eof || ec == net::error::connection_reset ||
          ec == http::error::end_of_stream;
@@ -132,23 +137,20 @@ bool ensure_descriptors(rlim_t needed) {
 class http_server_test : public ::testing::Test {
  protected:
   void start(http_server::options opts = {}, int threads = 2) {
-    auto created = http_server::create(
-        io_, "127.0.0.1:0",
-        [this] {
-          ++scrapes_;
-          if (throw_) throw std::runtime_error("scrape failed");
-          return std::string(metrics_text);
-        },
-        [this] {
-          if (ready_) return readiness{true, ""};
-          return readiness{false, "shop.customers: resyncing\nshop.products: retrying"};
-        },
-        opts);
+    route_table routes;
+    routes.add({"GET"}, "/metrics", [this](const request&, std::shared_ptr<reply> to) {
+      ++scrapes_;
+      if (throw_) throw std::runtime_error("scrape failed");
+      to->send({200, "text/plain; version=0.0.4; charset=utf-8", metrics_text});
+    });
+    routes.add({"GET"}, "/healthz",
+               [](const request&, std::shared_ptr<reply> to) { to->send(text(200, "ok\n")); });
+    for (auto& [methods, path, h] : more_routes_)
+      routes.add(methods, path, h);
+    auto created = http_server::create(io_, "127.0.0.1:0", std::move(routes), opts);
     ASSERT_TRUE(created) << created.error().message;
     server_ = std::move(created).value();
     ASSERT_NE(server_->port(), 0);
-    if (reload_) server_->set_reload(reload_);
-    if (applied_) server_->set_applied(applied_);
     server_->start();
     for (int i = 0; i < threads; ++i)
       threads_.emplace_back([this] { io_.run(); });
@@ -177,13 +179,12 @@ class http_server_test : public ::testing::Test {
   std::unique_ptr<http_server> server_;
   std::vector<std::thread> threads_;
   std::atomic<int> scrapes_{0};
-  std::atomic<bool> ready_{true};
   std::atomic<bool> throw_{false};
-  http_server::reload_callback reload_;
-  http_server::applied_callback applied_;
+  // Registered by start() after /metrics and /healthz.
+  std::vector<std::tuple<std::vector<std::string>, std::string, handler>> more_routes_;
 };
 
-TEST_F(http_server_test, metrics_returns_the_callback_text_in_the_prometheus_format) {
+TEST_F(http_server_test, a_route_answers_with_its_status_content_type_and_body) {
   start();
   client c(server_->port());
   auto r = c.request(http::verb::get, "/metrics");
@@ -222,30 +223,39 @@ TEST_F(http_server_test, healthz_is_ok) {
   EXPECT_EQ(r.res[http::field::content_type], "text/plain; charset=utf-8");
 }
 
-TEST_F(http_server_test, readyz_follows_the_callback) {
+TEST_F(http_server_test, a_handler_sees_the_method_path_query_and_body) {
+  more_routes_.push_back(
+      {{"GET", "POST"}, "/echo", [](const request& req, std::shared_ptr<reply> to) {
+         to->send({201, "text/x-echo",
+                   std::string(req.method) + " " + std::string(req.path) + " [" +
+                       std::string(req.query) + "] [" + std::string(req.body) + "]"});
+       }});
   start();
   client c(server_->port());
-  auto r = c.request(http::verb::get, "/readyz");
+  auto r = c.request(http::verb::get, "/echo?after=1%3A2&x=");
   ASSERT_FALSE(r.ec) << r.ec.message();
-  EXPECT_EQ(r.res.result(), http::status::ok);
-  EXPECT_EQ(r.res.body(), "ready\n");
-
-  ready_ = false;
-  r = c.request(http::verb::get, "/readyz");
+  EXPECT_EQ(r.res.result(), http::status::created);
+  EXPECT_EQ(r.res[http::field::content_type], "text/x-echo");
+  EXPECT_EQ(r.res.body(), "GET /echo [after=1%3A2&x=] []");
+  r = c.request(http::verb::post, "/echo");
   ASSERT_FALSE(r.ec) << r.ec.message();
-  EXPECT_EQ(r.res.result(), http::status::service_unavailable);
-  EXPECT_EQ(r.res.body(), "not ready\nshop.customers: resyncing\nshop.products: retrying\n");
-
-  ready_ = true;
-  r = c.request(http::verb::get, "/readyz");
-  ASSERT_FALSE(r.ec) << r.ec.message();
-  EXPECT_EQ(r.res.result(), http::status::ok);
+  EXPECT_EQ(r.res.body(), "POST /echo [] []");
 }
 
-TEST_F(http_server_test, unknown_paths_are_404_and_other_methods_405) {
+// Only the route table decides: a path nobody registered is 404 whatever the method (POST
+// /-/reload without a reload route was 405 before the table), a registered path refuses the
+// other methods with the ones it allows.
+TEST_F(http_server_test, unknown_paths_are_404_and_other_methods_405_with_allow) {
+  more_routes_.push_back({{"POST", "PUT"}, "/act", [](const request&, std::shared_ptr<reply> to) {
+                            to->send(text(200, "done\n"));
+                          }});
   start();
   client c(server_->port());
   auto r = c.request(http::verb::get, "/nope");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::not_found);
+  EXPECT_EQ(r.res.body(), "not found\n");
+  r = c.request(http::verb::post, "/nope");
   ASSERT_FALSE(r.ec) << r.ec.message();
   EXPECT_EQ(r.res.result(), http::status::not_found);
 
@@ -253,145 +263,104 @@ TEST_F(http_server_test, unknown_paths_are_404_and_other_methods_405) {
   ASSERT_FALSE(r.ec) << r.ec.message();
   EXPECT_EQ(r.res.result(), http::status::method_not_allowed);
   EXPECT_EQ(r.res[http::field::allow], "GET, HEAD");
-  r = c.request(http::verb::delete_, "/readyz");
+  r = c.request(http::verb::delete_, "/healthz");
   ASSERT_FALSE(r.ec) << r.ec.message();
   EXPECT_EQ(r.res.result(), http::status::method_not_allowed);
   EXPECT_EQ(scrapes_, 0);
+
+  r = c.request(http::verb::get, "/act");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::method_not_allowed);
+  EXPECT_EQ(r.res[http::field::allow], "POST, PUT");
+  r = c.request(http::verb::put, "/act");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.body(), "done\n");
 }
 
-TEST_F(http_server_test,
-       post_reload_answers_once_the_reload_has_run_and_others_are_served_meanwhile) {
-  std::promise<std::function<void(reload_outcome)>> asked;
-  std::atomic<int> reloads{0};
-  reload_ = [&](std::function<void(reload_outcome)> done) {
-    if (++reloads == 1) {
-      asked.set_value(std::move(done));  // answered later, from the test's thread
-    } else {
-      done({false, "orders-customer.json: /fields: must be an object"});
-    }
-  };
+TEST_F(http_server_test, an_answer_sent_later_from_another_thread_is_written_and_others_go_on) {
+  std::promise<std::shared_ptr<reply>> asked;
+  more_routes_.push_back({{"POST"}, "/later", [&](const request&, std::shared_ptr<reply> to) {
+                            asked.set_value(std::move(to));  // answered from the test's thread
+                          }});
   start();
   auto pending = std::async(std::launch::async, [&] {
     client c(server_->port());
-    return c.request(http::verb::post, "/-/reload");
+    return c.request(http::verb::post, "/later");
   });
   auto answer = asked.get_future();
   ASSERT_EQ(answer.wait_for(client_limit), std::future_status::ready);
-  // While that reload runs, another connection is served.
+  // While that request waits, another connection is served.
   client other(server_->port());
   auto h = other.request(http::verb::get, "/healthz");
   ASSERT_FALSE(h.ec) << h.ec.message();
   EXPECT_EQ(h.res.result(), http::status::ok);
   EXPECT_EQ(pending.wait_for(100ms), std::future_status::timeout);  // still waiting
-  std::thread([done = answer.get()] { done({true, ""}); }).join();
+  std::thread([to = answer.get()] {
+    to->send(text(500, "failed\n"));
+    to->send(text(200, "twice\n"));  // only the first answer counts
+  }).join();
   auto r = pending.get();
   ASSERT_FALSE(r.ec) << r.ec.message();
-  EXPECT_EQ(r.res.result(), http::status::ok);
-  EXPECT_EQ(r.res.body(), "reloaded\n");
-
-  // A failed reload is a 500 that says what failed; PUT works as POST does (as Prometheus).
-  client c(server_->port());
-  auto f = c.request(http::verb::put, "/-/reload");
-  ASSERT_FALSE(f.ec) << f.ec.message();
-  EXPECT_EQ(f.res.result(), http::status::internal_server_error);
-  EXPECT_EQ(f.res.body(),
-            "reload failed; the mappings running before still run\n"
-            "orders-customer.json: /fields: must be an object\n");
-  // Only POST and PUT reload.
-  auto g = c.request(http::verb::get, "/-/reload");
-  ASSERT_FALSE(g.ec) << g.ec.message();
-  EXPECT_EQ(g.res.result(), http::status::method_not_allowed);
-  EXPECT_EQ(g.res[http::field::allow], "POST, PUT");
-  EXPECT_EQ(reloads, 2);
+  EXPECT_EQ(r.res.result(), http::status::internal_server_error);
+  EXPECT_EQ(r.res.body(), "failed\n");
+  EXPECT_EQ(r.res[http::field::content_type], "text/plain; charset=utf-8");
 }
 
-TEST(applied_query_test, parses_the_operation_time_the_mapping_and_the_timeout) {
-  auto q = parse_applied_query("after=1700000000:7&mapping=orders%2Dcustomer&timeout=2.5");
-  ASSERT_TRUE(q) << q.error().message;
-  EXPECT_EQ(q->after, (op_time{1700000000, 7}));
-  EXPECT_EQ(q->mapping, "orders-customer");
-  EXPECT_EQ(q->timeout, 2500ms);
-  q = parse_applied_query("after=42");
-  ASSERT_TRUE(q) << q.error().message;
-  EXPECT_EQ(q->after, (op_time{42, 0}));
-  EXPECT_EQ(q->mapping, "");
-  EXPECT_EQ(q->timeout, 10s);
-  EXPECT_EQ(parse_applied_query("").error().message,
-            "missing after=T[:I], the operation time to wait for");
-  EXPECT_EQ(parse_applied_query("after=12x").error().message,
-            "bad after=\"12x\": expected an operation time T or T:I (whole numbers)");
-  EXPECT_EQ(parse_applied_query("after=99999999999").error().message,
-            "bad after=\"99999999999\": expected an operation time T or T:I (whole numbers)");
-  EXPECT_EQ(parse_applied_query("after=1&timeout=61").error().message,
-            "bad timeout=\"61\": expected seconds from 0 to 60");
-  EXPECT_EQ(parse_applied_query("after=1&timeout=nan").error().message,
-            "bad timeout=\"nan\": expected seconds from 0 to 60");
-  EXPECT_EQ(parse_applied_query("after=1&mapping=%zz").error().message,
-            "bad mapping=\"%zz\": malformed %-escape");
-  EXPECT_EQ(parse_applied_query("after=1&wait=1").error().message,
-            "unknown parameter \"wait\" (GET /applied takes after, mapping and timeout)");
-}
-
-TEST_F(http_server_test, applied_answers_once_the_copies_have_caught_up_or_408_in_time) {
-  std::atomic<std::uint32_t> through{100};
-  applied_ = [&](std::string_view name) -> std::optional<op_time> {
-    if (name == "nope") return std::nullopt;
-    return op_time{through.load(), 1};
+// A handler that waits on something without a callback asks again on the connection's strand
+// (reply::after): no thread is held, and other connections are served meanwhile.
+TEST_F(http_server_test, after_calls_back_on_the_connection_until_the_handler_answers) {
+  std::atomic<int> level{0};
+  std::atomic<int> looks{0};
+  std::function<void(std::shared_ptr<reply>)> check = [&](std::shared_ptr<reply> to) {
+    ++looks;
+    if (level >= 1) return to->send(text(200, "level " + std::to_string(level.load()) + "\n"));
+    to->after(20ms, [&check, to] { check(to); });
   };
-  start();
-  client c(server_->port());
-  auto r = c.request(http::verb::get, "/applied?after=100:1");
-  ASSERT_FALSE(r.ec) << r.ec.message();
-  EXPECT_EQ(r.res.result(), http::status::ok);
-  EXPECT_EQ(r.res.body(), "applied through 100:1\n");
-
-  // Not yet: the answer waits until the copies catch up, other connections go on meanwhile.
+  more_routes_.push_back(
+      {{"GET"}, "/wait", [&](const request&, std::shared_ptr<reply> to) { check(std::move(to)); }});
+  more_routes_.push_back({{"GET"}, "/wait-throws", [&](const request&, std::shared_ptr<reply> to) {
+                            to->after(1ms, [] { throw std::runtime_error("lookup failed"); });
+                          }});
+  start(http_server::options{}, 1);  // one thread: the wait cannot be holding it
   auto pending = std::async(std::launch::async, [&] {
     client w(server_->port());
-    return w.request(http::verb::get, "/applied?after=101&mapping=orders-customer&timeout=5");
+    return w.request(http::verb::get, "/wait");
   });
   EXPECT_EQ(pending.wait_for(150ms), std::future_status::timeout);
+  client c(server_->port());
   auto h = c.request(http::verb::get, "/healthz");
   ASSERT_FALSE(h.ec) << h.ec.message();
   EXPECT_EQ(h.res.result(), http::status::ok);
-  through = 101;
-  auto later = pending.get();
-  ASSERT_FALSE(later.ec) << later.ec.message();
-  EXPECT_EQ(later.res.result(), http::status::ok);
-  EXPECT_EQ(later.res.body(), "applied through 101:1\n");
+  level = 1;
+  auto r = pending.get();
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.body(), "level 1\n");
+  EXPECT_GE(looks, 3);
 
-  auto slow = c.request(http::verb::get, "/applied?after=200&timeout=0.1");
-  ASSERT_FALSE(slow.ec) << slow.ec.message();
-  EXPECT_EQ(slow.res.result(), http::status::request_timeout);
-  EXPECT_EQ(slow.res.body(), "not applied through 200:0 in time; applied through 101:1\n");
-  auto unknown = c.request(http::verb::get, "/applied?after=1&mapping=nope");
-  ASSERT_FALSE(unknown.ec) << unknown.ec.message();
-  EXPECT_EQ(unknown.res.result(), http::status::not_found);
-  EXPECT_EQ(unknown.res.body(), "no running mapping named \"nope\"\n");
-  auto bad = c.request(http::verb::get, "/applied?after=soon");
-  ASSERT_FALSE(bad.ec) << bad.ec.message();
-  EXPECT_EQ(bad.res.result(), http::status::bad_request);
+  auto t = c.request(http::verb::get, "/wait-throws");
+  ASSERT_FALSE(t.ec) << t.ec.message();
+  EXPECT_EQ(t.res.result(), http::status::internal_server_error);
+  EXPECT_EQ(t.res.body(), "internal error: lookup failed\n");
 }
 
-TEST_F(http_server_test, stop_ends_a_waiting_applied_request) {
-  applied_ = [](std::string_view) -> std::optional<op_time> { return op_time{1, 0}; };
+TEST_F(http_server_test, a_reply_dropped_unanswered_closes_its_connection) {
+  more_routes_.push_back({{"GET"}, "/drop", [](const request&, std::shared_ptr<reply>) {}});
   start();
   client c(server_->port());
-  ASSERT_FALSE(c.send_raw("GET /applied?after=9&timeout=60 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto r = c.request(http::verb::get, "/drop");
+  EXPECT_TRUE(closed_by_server(r.ec)) << r.ec.message();
+}
+
+TEST_F(http_server_test, stop_ends_a_waiting_request) {
+  more_routes_.push_back({{"GET"}, "/forever", [](const request&, std::shared_ptr<reply> to) {
+                            to->after(60s, [to] { to->send(text(200, "late\n")); });
+                          }});
+  start();
+  client c(server_->port());
+  ASSERT_FALSE(c.send_raw("GET /forever HTTP/1.1\r\nHost: x\r\n\r\n"));
   std::this_thread::sleep_for(100ms);
   EXPECT_LT(stop_and_join(), 2s);
   EXPECT_TRUE(closed_by_server(c.wait_closed()));
-}
-
-TEST_F(http_server_test, without_a_reload_handler_there_is_no_reload_path) {
-  start();
-  client c(server_->port());
-  auto r = c.request(http::verb::get, "/-/reload");
-  ASSERT_FALSE(r.ec) << r.ec.message();
-  EXPECT_EQ(r.res.result(), http::status::not_found);
-  r = c.request(http::verb::post, "/-/reload");
-  ASSERT_FALSE(r.ec) << r.ec.message();
-  EXPECT_EQ(r.res.result(), http::status::method_not_allowed);
 }
 
 TEST_F(http_server_test, keep_alive_serves_several_requests_on_one_connection) {
@@ -525,19 +494,15 @@ TEST_F(http_server_test, a_connection_busy_answering_is_not_closed_for_a_new_one
   std::atomic<bool> block{true};
   http_server::options opts;
   opts.max_connections = 1;
-  auto created = http_server::create(
-      io_, "127.0.0.1:0",
-      [&] {
-        if (block.exchange(false)) {
-          entered.set_value();
-          released.wait();
-        }
-        return std::string("x 1\n");
-      },
-      [] {
-        return readiness{true, ""};
-      },
-      opts);
+  route_table routes;
+  routes.add({"GET"}, "/metrics", [&](const request&, std::shared_ptr<reply> to) {
+    if (block.exchange(false)) {
+      entered.set_value();
+      released.wait();
+    }
+    to->send(text(200, "x 1\n"));
+  });
+  auto created = http_server::create(io_, "127.0.0.1:0", std::move(routes), opts);
   ASSERT_TRUE(created) << created.error().message;
   server_ = std::move(created).value();
   server_->start();
@@ -599,7 +564,7 @@ TEST_F(http_server_test, a_slowloris_client_is_closed_after_the_header_deadline)
   EXPECT_LE(sent, 4u);
 }
 
-TEST_F(http_server_test, a_throwing_callback_gives_500_and_the_server_goes_on) {
+TEST_F(http_server_test, a_throwing_handler_gives_500_and_the_server_goes_on) {
   start();
   throw_ = true;
   client c(server_->port());
@@ -674,23 +639,17 @@ TEST(http_server_address_test, rejects_bad_addresses_with_a_clear_message) {
           << a.error().message;
     }
     net::io_context io;
-    auto s = http_server::create(
-        io, bad, [] { return std::string(); },
-        [] {
-          return readiness{true, ""};
-        });
+    auto s = http_server::create(io, bad, route_table{});
     EXPECT_FALSE(s) << '"' << bad << "\" created a server";
   }
 }
 
 TEST(http_server_address_test, a_port_in_use_is_an_error_value) {
   net::io_context io;
-  auto metrics = [] { return std::string(); };
-  auto ready = [] { return readiness{true, ""}; };
-  auto first = http_server::create(io, "127.0.0.1:0", metrics, ready);
+  auto first = http_server::create(io, "127.0.0.1:0", route_table{});
   ASSERT_TRUE(first) << first.error().message;
   const std::string taken = "127.0.0.1:" + std::to_string((*first)->port());
-  auto second = http_server::create(io, taken, metrics, ready);
+  auto second = http_server::create(io, taken, route_table{});
   ASSERT_FALSE(second);
   EXPECT_NE(second.error().message.find("cannot listen on " + taken), std::string::npos)
       << second.error().message;

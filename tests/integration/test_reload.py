@@ -165,6 +165,17 @@ class ReloadTest(MappingChangeCase):
         self.assertNotIn("backfill: starting mapping=%s" % REVIEWS, d.log())
         self.assertEqual(d.stop(), 0)
 
+    def put_back_and_replay(self, aside, missed):
+        """Starts denormd with products-recent-reviews back; it replays the `missed` reviews of
+        products 4, 5 and 6."""
+        shutil.move(aside, os.path.join(self.mappings, REVIEWS + ".json"))
+        d = self.start()
+        wait_until(lambda: all(r in self.recent_ids(p, "recentReviews") for p, r in zip((4, 5, 6), missed)),
+                   timeout=30, message="the missed reviews replayed")
+        self.converge()
+        self.assertIn("mappings put back replay the changes they missed", d.log())
+        return d
+
     def wait_for_reviews_checkpoint_past(self, token):
         reviews = "%s.reviews" % self.dbname
         wait_until(lambda: self.db.denormd_checkpoints.find_one({"_id": reviews})["token"] != token,
@@ -197,12 +208,7 @@ class ReloadTest(MappingChangeCase):
         self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
         self.assertFalse(self.db.denormd_mappings.find_one({"_id": REVIEWS})["removed"])  # never recorded
 
-        shutil.move(aside, os.path.join(self.mappings, REVIEWS + ".json"))
-        d = self.start()
-        wait_until(lambda: all(r in self.recent_ids(p, "recentReviews") for p, r in zip((4, 5, 6), missed)),
-                   timeout=30, message="the missed reviews replayed")
-        self.converge()
-        self.assertIn("mappings put back replay the changes they missed", d.log())
+        d = self.put_back_and_replay(aside, missed)
         self.assertNotIn("stoppedMappings", self.db.denormd_checkpoints.find_one({"_id": reviews}))
         self.assertEqual(d.stop(), 0)
 
@@ -239,12 +245,7 @@ class ReloadTest(MappingChangeCase):
         rc, out, err = self.cmd("status")
         self.assertIn("removed mapping %s (fingerprint %s) stopped after token" % (REVIEWS, entry["fingerprint"]), out)
 
-        shutil.move(aside, os.path.join(self.mappings, REVIEWS + ".json"))
-        d = self.start()
-        wait_until(lambda: all(r in self.recent_ids(p, "recentReviews") for p, r in zip((4, 5, 6), missed)),
-                   timeout=30, message="the missed reviews replayed")
-        self.converge()
-        self.assertIn("mappings put back replay the changes they missed", d.log())
+        d = self.put_back_and_replay(aside, missed)
         self.assertEqual(d.stop(), 0)
 
     def test_a_changed_stream_goes_on_after_its_last_applied_event_not_from_its_checkpoint(self):

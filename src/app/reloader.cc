@@ -32,7 +32,7 @@ auto until_answered(std::stop_token stop, metrics::metrics& m, std::string_view 
 // The stored checkpoint of `source` (none: never stored), read again after a back-off until the
 // server answers. nullopt when stopped first.
 std::optional<std::optional<checkpoint::checkpoint>> read_checkpoint(
-    const mapping::ns& source, checkpoint::position_store& checkpoints, metrics::metrics& m,
+    const mapping::ns& source, checkpoint::checkpoint_store& checkpoints, metrics::metrics& m,
     std::stop_token stop) {
   auto cp = until_answered(stop, m, "daemon", "cannot read the checkpoint", "source", source.full(),
                            [&] { return checkpoints.load(source); });
@@ -51,36 +51,26 @@ pipeline::start_position position_of(const std::optional<checkpoint::checkpoint>
                                   time,    c.filter,     0,          nullptr};
 }
 
-// With --ha: the mappings that stopped reading the namespace, as its checkpoint keeps them.
+// The mappings that stopped reading the namespace, as its checkpoint keeps them.
 std::vector<checkpoint::stopped_mapping> stopped_of(
     const std::optional<checkpoint::checkpoint>& cp) {
   return cp && cp->stopped ? *cp->stopped : std::vector<checkpoint::stopped_mapping>{};
 }
 
-// Where `source` starts: --resume-after/--start-at, else its stored checkpoint. nullopt when
-// stopped first.
-std::optional<pipeline::start_position> start_position_of(const mapping::ns& source,
-                                                          const replay_point& replay,
-                                                          checkpoint::position_store& checkpoints,
-                                                          metrics::metrics& m,
-                                                          std::stop_token stop) {
+// Where every stream starts with --resume-after/--start-at.
+pipeline::start_position position_of(const replay_point& replay) {
   // A token given by hand may come from a stream whose filter dropped nothing, or from
   // another namespace's: as for a changed filter, each stream starts at its cluster time
   // behind a gate, so it resumes exactly after the token whatever the filter drops.
-  if (replay.resume_after || replay.start_at) {
-    return pipeline::start_position{
-        replay.resume_after,
-        replay.start_at,
-        0,
-        std::nullopt,
-        replay.resume_after ? mapping::token_time(*replay.resume_after) : std::nullopt,
-        "",
-        0,
-        nullptr};
-  }
-  auto cp = read_checkpoint(source, checkpoints, m, stop);
-  if (!cp) return std::nullopt;
-  return position_of(*cp);
+  return pipeline::start_position{
+      replay.resume_after,
+      replay.start_at,
+      0,
+      std::nullopt,
+      replay.resume_after ? mapping::token_time(*replay.resume_after) : std::nullopt,
+      "",
+      0,
+      nullptr};
 }
 
 // Starts the pipeline of `source` planning with `p` from `from`; with --ha, then records that
@@ -131,7 +121,7 @@ void log_replay(const mapping::replay& r, const mapping::ns& source) {
 }  // namespace
 
 reloader::reloader(const options& opts, mongo::connection& conn, metrics::metrics& m,
-                   pipeline::supervisor& pipelines, checkpoint::position_store& checkpoints,
+                   pipeline::supervisor& pipelines, checkpoint::checkpoint_store& checkpoints,
                    std::string meta_db, std::shared_ptr<const mapping::planner> planner)
     : opts_(opts),
       conn_(conn),
@@ -140,6 +130,7 @@ reloader::reloader(const options& opts, mongo::connection& conn, metrics::metric
       checkpoints_(checkpoints),
       meta_db_(std::move(meta_db)),
       planner_(std::move(planner)),
+      policy_(opts.ha),
       watched_(planner_->watched_namespaces()) {}
 
 reloader::~reloader() {
@@ -153,9 +144,8 @@ void reloader::start(const replay_point& replay, std::stop_token stop) {
   // With --ha a namespace starts when its lease is taken (start_unit).
   for (const auto& src : opts_.ha ? std::vector<mapping::ns>{} : watched_) {
     if (stop.stop_requested()) return;  // stopped while starting
-    auto from = start_position_of(src, replay, checkpoints_, metrics_, stop);
+    auto from = replaying ? position_of(replay) : from_checkpoint(src, *planner_, 0, nullptr, stop);
     if (!from) return;
-    if (!replaying) from = with_returning(std::move(*from), src, *planner_, stop);
     start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, planner_,
                     std::move(*from), stop);
   }
@@ -183,11 +173,33 @@ bool reloader::note_removed_at_start(std::stop_token stop) {
   // A mapping gone since the last run stopped at its namespaces' checkpoints.
   std::map<mapping::ns, mapping::resume_position> positions;
   for (const auto& src : mapping::reload_policy::positions_needed(recorded, *planner_)) {
-    auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
-    if (!from) return false;
-    positions.emplace(src, resume_of(*from));
+    auto cp = read_checkpoint(src, checkpoints_, metrics_, stop);
+    if (!cp) return false;
+    positions.emplace(src, resume_of(position_of(*cp)));
   }
-  policy_.start(recorded, *planner_, positions);
+  if (!opts_.dry_run && !note_stopped(recorded, positions, stop)) return false;
+  policy_.start(recorded, *planner_);
+  return true;
+}
+
+bool reloader::note_stopped(const std::vector<ops::recorded_mapping>& recorded,
+                            const std::map<mapping::ns, mapping::resume_position>& positions,
+                            std::stop_token stop) {
+  for (const auto& [src, entries] :
+       mapping::reload_policy::entries_at_start(recorded, *planner_, positions)) {
+    for (const auto& e : entries) {
+      if (!until_answered(stop, metrics_, "daemon", "cannot note where a removed mapping stopped",
+                          "source", src.full(), [&] { return checkpoints_.note_stopped(src, e); }))
+        return false;
+    }
+  }
+  // Kept with the checkpoints now, they are read once (a denormd before this recorded them).
+  for (const auto& r : recorded) {
+    if (r.stopped_at.empty()) continue;
+    if (!until_answered(stop, metrics_, "daemon", "cannot clear a moved stoppedAt", "mapping",
+                        r.name, [&] { return ops::forget_stopped_at(conn_, meta_db_, r.name); }))
+      return false;
+  }
   return true;
 }
 
@@ -214,14 +226,10 @@ void reloader::start_unit(const mapping::ns& source, std::int64_t lease_epoch,
     return;
   }
   if (!contains(watched(), source)) return;  // a reload stopped watching it meanwhile
-  // Read once: where it resumes, and the mappings that stopped reading it.
-  auto cp = read_checkpoint(source, checkpoints_, metrics_, stop);
-  if (!cp) return;
-  pipeline::start_position from = position_of(*cp);
-  from.lease_epoch = lease_epoch;
-  from.lease_deadline = std::move(lease_deadline);
+  auto from = from_checkpoint(source, *planner_, lease_epoch, std::move(lease_deadline), stop);
+  if (!from) return;
   start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, source, planner_,
-                  settle_stopped(std::move(from), source, *planner_, stopped_of(*cp), stop), stop);
+                  std::move(*from), stop);
 }
 
 void reloader::stop_unit(const mapping::ns& source) {
@@ -250,7 +258,7 @@ void reloader::on_watched_changed(std::function<void(const std::vector<mapping::
 
 void reloader::start_backfill() {
   backfill_ = std::make_unique<ops::auto_backfill>(conn_, planner_, metrics_, meta_db_, opts_.ha);
-  backfill_->start(wall_ms(), !opts_.no_auto_backfill && !opts_.dry_run, policy_.removed());
+  backfill_->start(wall_ms(), !opts_.no_auto_backfill && !opts_.dry_run);
 }
 
 reload_outcome reloader::reload(std::stop_token stop) {
@@ -349,49 +357,34 @@ reloader::move_counts reloader::carry_out(const std::vector<mapping::namespace_m
       ++count.handed_over;
     } else {
       metrics_.declare_source(src.full());
-      auto from = start_position_of(src, replay_point{}, checkpoints_, metrics_, stop);
+      auto from = from_checkpoint(src, *next, 0, nullptr, stop);
       if (!from) break;
-      start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, next,
-                      with_returning(std::move(*from), src, *next, stop), stop);
+      start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, next, std::move(*from),
+                      stop);
       ++count.started;
     }
   }
   return count;
 }
 
-pipeline::start_position reloader::with_returning(pipeline::start_position base,
-                                                  const mapping::ns& source,
-                                                  const mapping::planner& next,
-                                                  std::stop_token stop) {
-  auto replay = policy_.returning(resume_of(base), source, next);
-  if (!replay) return base;
-  log_replay(*replay, source);
-  pipeline::start_position out = with_resume(std::move(base), std::move(replay->from));
-  // The checkpoint goes back to where the replay starts before anything is recorded as back:
-  // a crash meanwhile replays from there (the others' writes repeat, harmlessly).
-  if (replay->rewound && !opts_.dry_run) {
-    until_answered(stop, metrics_, "reload", "cannot move the checkpoint back for the replay",
-                   "source", source.full(), [&] {
-                     return checkpoints_.save(
-                         source, checkpoint::checkpoint{*out.resume_after, 0, wall_ms(),
-                                                        out.token_time, out.filter});
-                   });
-  }
-  return out;
+std::optional<pipeline::start_position> reloader::from_checkpoint(
+    const mapping::ns& source, const mapping::planner& next, std::int64_t lease_epoch,
+    std::shared_ptr<const std::atomic<std::int64_t>> lease_deadline, std::stop_token stop) {
+  // Read once: where it resumes, and the mappings that stopped reading it.
+  auto cp = read_checkpoint(source, checkpoints_, metrics_, stop);
+  if (!cp) return std::nullopt;
+  pipeline::start_position from = position_of(*cp);
+  from.lease_epoch = lease_epoch;
+  from.lease_deadline = std::move(lease_deadline);
+  return settle_stopped(std::move(from), source, next, stopped_of(*cp), stop);
 }
 
 pipeline::start_position reloader::restart_position(pipeline::start_position at,
                                                     const mapping::ns& source,
                                                     const mapping::planner& next,
                                                     std::stop_token stop) {
-  if (!opts_.ha) {
-    // Without a token the old pipeline applied nothing and stored nothing: there is no
-    // position to replay from.
-    for (const auto& name : policy_.stopped(source, resume_of(at), *planner_, next))
-      log::warn("reload", "a removed mapping's position is unknown; put back, it is not replayed",
-                {{"mapping", name}, {"source", source.full()}});
-    return with_returning(std::move(at), source, next, stop);
-  }
+  // `at` is where the old pipeline stopped, which its checkpoint may not have reached yet; the
+  // entries are the checkpoint's.
   auto cp = read_checkpoint(source, checkpoints_, metrics_, stop);
   if (!cp) return at;
   return settle_stopped(std::move(at), source, next, stopped_of(*cp), stop);
@@ -401,10 +394,16 @@ pipeline::start_position reloader::settle_stopped(
     pipeline::start_position base, const mapping::ns& source, const mapping::planner& next,
     const std::vector<checkpoint::stopped_mapping>& stored, std::stop_token stop) {
   mapping::settled settled = policy_.settle(resume_of(base), source, next, stored);
+  // Without a token the old pipeline applied nothing and stored nothing: there is no position
+  // to replay from.
+  for (const auto& name : settled.unknown)
+    log::warn("reload", "a removed mapping's position is unknown; put back, it is not replayed",
+              {{"mapping", name}, {"source", source.full()}});
   if (settled.replayed) log_replay(*settled.replayed, source);
   pipeline::start_position out = with_resume(std::move(base), std::move(settled.from));
-  if (!settled.store) return out;
-  // Stored before the pipeline starts: a crash meanwhile replays from here.
+  if (!settled.store || opts_.dry_run) return out;
+  // The token and the entries in one write, before the pipeline starts: a crash meanwhile
+  // replays from here, and no mapping stops here without its entry.
   checkpoint::checkpoint cp{
       *out.resume_after,         0, wall_ms(), out.token_time, out.filter, out.lease_epoch,
       std::move(settled.entries)};

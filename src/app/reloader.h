@@ -17,17 +17,20 @@
 // With --ha (docs/architecture.md, "Reloads with --ha") a reload moves only the namespaces this
 // instance holds; a newly watched one starts when its lease is taken, and the lease units
 // follow the watched set (on_watched_changed). Where a removed mapping stopped is kept with
-// each namespace's checkpoint rather than in memory, so that whichever instance holds the
-// namespace when it is put back replays it.
+// each namespace's checkpoint (with and without --ha), stored with its token before the
+// namespace's next pipeline starts, so that whichever pipeline (and instance) starts the
+// namespace when it is put back replays it, across restarts and kill -9 too.
 //
 // Lifecycle: start() once, serve() on the main thread until stopped, then stop() (the
 // automatic backfill; the pipelines are the supervisor's, stopped after). Thread-safety:
 // watched() from any thread; the rest from the main thread.
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -35,7 +38,7 @@
 #include "app/options.h"
 #include "app/reload_requests.h"
 #include "app/replay.h"
-#include "checkpoint/position_store.h"
+#include "checkpoint/checkpoint_store.h"
 #include "mapping/planner.h"
 #include "mapping/reload_policy.h"
 #include "metrics/metrics.h"
@@ -49,7 +52,7 @@ namespace denormd::app {
 class reloader {
  public:
   reloader(const options& opts, mongo::connection& conn, metrics::metrics& m,
-           pipeline::supervisor& pipelines, checkpoint::position_store& checkpoints,
+           pipeline::supervisor& pipelines, checkpoint::checkpoint_store& checkpoints,
            std::string meta_db, std::shared_ptr<const mapping::planner> planner);
   ~reloader();
   reloader(const reloader&) = delete;
@@ -83,9 +86,14 @@ class reloader {
   void stop_backfill_unit();
 
  private:
-  // Reads which mappings went away and where they stopped (also those gone since the last
-  // run: at their namespaces' checkpoints). False when stopped first.
+  // Reads which mappings went away; notes where those gone since the last run stopped (at
+  // their namespaces' checkpoints). False when stopped first.
   bool note_removed_at_start(std::stop_token stop);
+  // Adds the entries of reload_policy::entries_at_start to the checkpoints, then clears the
+  // stoppedAt they came from. False when stopped first.
+  bool note_stopped(const std::vector<ops::recorded_mapping>& recorded,
+                    const std::map<mapping::ns, mapping::resume_position>& positions,
+                    std::stop_token stop);
   reload_outcome reload(std::stop_token stop);
   // Moves from the running set to `next`; stopped midway, what has moved runs with `next`.
   void move_to(std::shared_ptr<const mapping::planner> next, std::stop_token stop);
@@ -96,19 +104,21 @@ class reloader {
   // Carries out `moves` towards `next`, counting them. Stopped midway, it returns early.
   move_counts carry_out(const std::vector<mapping::namespace_move>& moves,
                         const std::shared_ptr<const mapping::planner>& next, std::stop_token stop);
-  // Where the pipeline of `source` starts when it would start at `base`: earlier, when a
-  // mapping put back must catch up (with a gate so that the others skip what they applied).
-  pipeline::start_position with_returning(pipeline::start_position base, const mapping::ns& source,
-                                          const mapping::planner& next, std::stop_token stop);
+  // Where `source` starts planning with `next` (under lease `lease_epoch`, 0 without --ha):
+  // its checkpoint, settled with the entries it keeps (settle_stopped). nullopt when stopped
+  // first.
+  std::optional<pipeline::start_position> from_checkpoint(
+      const mapping::ns& source, const mapping::planner& next, std::int64_t lease_epoch,
+      std::shared_ptr<const std::atomic<std::int64_t>> lease_deadline, std::stop_token stop);
   void start_backfill();
   // Where the pipeline of `source` that stopped at `at` starts again planning with `next`, with
-  // the mappings put back replaying what they missed; also notes where the mappings `next`
+  // the mappings put back replaying what they missed; also stores where the mappings `next`
   // drops stopped (the only use when `next` no longer watches `source`).
   pipeline::start_position restart_position(pipeline::start_position at, const mapping::ns& source,
                                             const mapping::planner& next, std::stop_token stop);
-  // With --ha: where `source` starts from `base` under `base.lease_epoch`, settled with
+  // Where `source` starts from `base` (under `base.lease_epoch` with --ha), settled with
   // `stored`, the stopped mappings its checkpoint keeps (mapping::reload_policy::settle). The
-  // entries and any rewind are stored before it returns.
+  // entries and any rewind are stored, with the token, before it returns (not with --dry-run).
   pipeline::start_position settle_stopped(pipeline::start_position base, const mapping::ns& source,
                                           const mapping::planner& next,
                                           const std::vector<checkpoint::stopped_mapping>& stored,
@@ -118,10 +128,11 @@ class reloader {
   mongo::connection& conn_;
   metrics::metrics& metrics_;
   pipeline::supervisor& pipelines_;
-  checkpoint::position_store& checkpoints_;
+  checkpoint::checkpoint_store& checkpoints_;
   const std::string meta_db_;
   std::shared_ptr<const mapping::planner> planner_;
-  // What the reloads decide: which mappings went away and where they stopped.
+  // What the reloads decide: which namespaces move, which mappings went away, where streams
+  // start.
   mapping::reload_policy policy_;
   std::function<void(const std::vector<mapping::ns>&)> on_watched_;
   std::unique_ptr<ops::auto_backfill> backfill_;

@@ -146,6 +146,21 @@ mongo::status checkpoint_store::save(const mapping::ns& source, const checkpoint
   return upsert(source, cp.lease_epoch, save_update(cp, wall_ms()));
 }
 
+mongo::status checkpoint_store::note_stopped(const mapping::ns& source,
+                                             const stopped_mapping& entry) {
+  const bson::document filter{{"_id", source.full()},
+                              {"token", bson::document{{"$exists", true}}},
+                              {"stoppedMappings.mapping", bson::document{{"$ne", entry.mapping}}}};
+  const bson::document update{{"$push", bson::document{{"stoppedMappings", to_document(entry)}}}};
+  mongo::write_request r;
+  r.filter = &filter;
+  r.update = &update;
+  auto out = conn_.update_bulk(db_, collection_name, std::span(&r, 1), true);
+  if (!out) return out.error();
+  if (out->write_error) return *out->write_error;
+  return {};
+}
+
 mongo::result<std::int64_t> checkpoint_store::fence(const mapping::ns& source, std::int64_t epoch) {
   auto st = upsert(source, epoch, bson::document{{"$set", bson::document{{"leaseEpoch", epoch}}}});
   if (st) return epoch;

@@ -1,8 +1,8 @@
 #pragma once
 // Where denormd keeps its place: one document per watched namespace in
 // `<db>.denormd_checkpoints`, {_id: "shop.customers", token, wallTime, savedAt, leaseEpoch,
-// stoppedMappings} (the token itself carries the cluster time; leaseEpoch and stoppedMappings
-// only with --ha). Written with w:"majority" only
+// stoppedMappings} (the token itself carries the cluster time; leaseEpoch only with --ha;
+// stoppedMappings: where removed mappings stopped). Written with w:"majority" only
 // after every write up to that point was acknowledged. Stateless apart from the connection;
 // thread-safe.
 
@@ -34,6 +34,10 @@ class checkpoint_store final : public position_store {
   // save with an older epoch is refused from now on. Returns the epoch the checkpoint carries
   // afterwards: `epoch`, or a newer one already there (then nothing changed).
   mongo::result<std::int64_t> fence(const mapping::ns& source, std::int64_t epoch);
+  // Adds `entry` to the stopped mappings of `source`'s stored checkpoint unless it has one for
+  // that mapping already (an earlier stop wins), in one update that touches nothing else, so
+  // that it needs no lease: the holder's own saves keep it. Nothing when no checkpoint is stored.
+  mongo::status note_stopped(const mapping::ns& source, const stopped_mapping& entry);
   const std::string& db() const { return db_; }
 
  private:

@@ -15,10 +15,11 @@
 
 namespace denormd::checkpoint {
 
-// With --ha: a mapping that no longer reads the namespace, and where it stopped (everything up to
-// `token` was applied for it). Kept with the namespace's checkpoint, so that it moves with the
-// lease: whichever instance holds the namespace when the mapping is put back with the same
-// `fingerprint` replays from there (docs/architecture.md, "Reloads with --ha").
+// A mapping that no longer reads the namespace, and where it stopped (everything up to `token`
+// was applied for it). Kept with the namespace's checkpoint, the one record of it, so that it
+// moves with the namespace (with --ha, with its lease): whichever pipeline of the namespace
+// starts with the mapping put back with the same `fingerprint` replays from there
+// (docs/architecture.md, "Mappings put back").
 using mapping::stopped_mapping;
 
 struct checkpoint {
@@ -34,8 +35,8 @@ struct checkpoint {
   // With --ha: the epoch of the lease the writer holds. The store refuses the save when the
   // stored checkpoint carries a newer one (another instance took the namespace over).
   std::int64_t lease_epoch = 0;
-  // With --ha: the mappings that stopped reading the namespace. A save writes them only when
-  // set (an empty list removes them); a pipeline's saves leave them as they are.
+  // The mappings that stopped reading the namespace. A save writes them only when set (an
+  // empty list removes them), with the token; a pipeline's saves leave them as they are.
   std::optional<std::vector<stopped_mapping>> stopped = std::nullopt;
 };
 

@@ -100,117 +100,93 @@ replay replay_from(resume_position base,
   return out;
 }
 
+namespace {
+
+// Ran last time (recorded and not removed) and does not run now.
+bool gone_since_last_run(const recorded_mapping& r, const planner& running) {
+  return !r.removed && find_mapping(running, r.name) == nullptr;
+}
+
+}  // namespace
+
 std::vector<ns> reload_policy::positions_needed(const std::vector<recorded_mapping>& recorded,
                                                 const planner& running) {
   std::vector<ns> out;
+  auto add = [&](const ns& src) {
+    if (!contains(out, src)) out.push_back(src);
+  };
   for (const auto& r : recorded) {
-    if (r.removed || find_mapping(running, r.name) != nullptr) continue;
+    if (gone_since_last_run(r, running)) std::for_each(r.reads.begin(), r.reads.end(), add);
+    for (const auto& p : r.stopped_at)
+      add(p.source);
+  }
+  return out;
+}
+
+std::map<ns, std::vector<stopped_mapping>> reload_policy::entries_at_start(
+    const std::vector<recorded_mapping>& recorded, const planner& running,
+    const std::map<ns, resume_position>& positions) {
+  std::map<ns, std::vector<stopped_mapping>> out;
+  for (const auto& r : recorded) {
+    for (const auto& p : r.stopped_at)
+      out[p.source].push_back({r.name, r.fingerprint, p.token, p.token_time, p.filter});
+    if (!gone_since_last_run(r, running)) continue;
     for (const auto& src : r.reads) {
-      if (!contains(out, src)) out.push_back(src);
+      const auto at = positions.find(src);
+      if (at == positions.end() || !at->second.resume_after) continue;  // never stored: unknown
+      const resume_position& pos = at->second;
+      out[src].push_back({r.name, r.fingerprint, *pos.resume_after, pos.token_time, pos.filter});
     }
   }
   return out;
 }
 
-void reload_policy::start(const std::vector<recorded_mapping>& recorded, const planner& running,
-                          const std::map<ns, resume_position>& positions) {
+void reload_policy::start(const std::vector<recorded_mapping>& recorded, const planner& running) {
+  // Without --ha every namespace this process ran was settled when its mappings went away, or
+  // gets its entries at this start (entries_at_start): no entry means the position is unknown.
+  if (!ha_) return;
   for (const auto& r : recorded) {
-    if (r.removed) {
-      if (!r.stopped_at.empty()) removed_[r.name] = {r.fingerprint, r.stopped_at};
-      continue;
-    }
-    if (find_mapping(running, r.name) != nullptr) continue;
-    // Ran last time, gone now: it applied everything up to each namespace's checkpoint, which
-    // nothing has moved since.
-    removed_mapping gone{r.fingerprint, {}};
-    for (const auto& src : r.reads) {
-      const auto at = positions.find(src);
-      if (at != positions.end() && at->second.resume_after)
-        gone.stopped_at.push_back(
-            stop_point{src, *at->second.resume_after, at->second.token_time, at->second.filter});
-    }
-    removed_[r.name] = std::move(gone);
-  }
-  // With --ha they stopped on other instances too: each namespace's checkpoint keeps where.
-  for (const auto& r : recorded) {
-    if (find_mapping(running, r.name) != nullptr) continue;
-    const auto it = removed_.find(r.name);
-    gone_[r.name] =
-        gone_mapping{r.fingerprint, r.reads,
-                     it != removed_.end() ? it->second.stopped_at : std::vector<stop_point>{}};
+    if (find_mapping(running, r.name) == nullptr) gone_[r.name] = {r.fingerprint, r.reads};
   }
 }
 
 void reload_policy::begin(const planner& was, const planner& next) {
   for (const auto& name : compare(was, next).removed) {
     const mapping* m = find_mapping(was, name);
-    gone_[name] = gone_mapping{m->fingerprint(), reads_of(*m), {}};
+    gone_[name] = gone_mapping{m->fingerprint(), reads_of(*m)};
   }
   for (const auto& m : next.mappings())
     gone_.erase(m.name);
 }
 
 void reload_policy::running(const planner& running) {
+  if (!ha_) {
+    gone_.clear();
+    return;
+  }
   for (const auto& m : running.mappings())
-    removed_.erase(m.name);
-}
-
-std::vector<std::string> reload_policy::stopped(const ns& source, const resume_position& at,
-                                                const planner& was, const planner& next) {
-  std::vector<std::string> unknown;
-  for (const auto& name : was.mappings_reading(source)) {
-    if (find_mapping(next, name) != nullptr) continue;  // still runs (maybe changed)
-    if (!at.resume_after) {
-      unknown.push_back(name);
-      continue;
-    }
-    auto& r = removed_[name];
-    r.fingerprint = find_mapping(was, name)->fingerprint();
-    r.stopped_at.push_back(stop_point{source, *at.resume_after, at.token_time, at.filter});
-  }
-  return unknown;
-}
-
-std::optional<replay> reload_policy::returning(resume_position base, const ns& source,
-                                               const planner& next) {
-  // The mappings of `source` that come back with the definition they had when they left.
-  std::map<std::string, stop_point, std::less<>> back;
-  for (const auto& name : next.mappings_reading(source)) {
-    auto r = removed_.find(name);
-    if (r == removed_.end() || find_mapping(next, name)->fingerprint() != r->second.fingerprint)
-      continue;
-    for (const auto& p : r->second.stopped_at) {
-      if (p.source == source) back.emplace(name, p);
-    }
-  }
-  if (back.empty()) return std::nullopt;
-  for (auto& [name, r] : removed_) {
-    std::erase_if(r.stopped_at,
-                  [&](const stop_point& p) { return p.source == source && back.contains(name); });
-  }
-  return replay_from(std::move(base), back);
+    gone_.erase(m.name);
 }
 
 settled reload_policy::settle(resume_position base, const ns& source, const planner& next,
                               const std::vector<stopped_mapping>& stored) const {
-  settled out{std::move(base), std::nullopt, stored, false};
+  settled out{std::move(base), std::nullopt, stored, false, {}};
   auto has_entry = [&](std::string_view name) {
     return std::any_of(out.entries.begin(), out.entries.end(),
                        [&](const auto& e) { return e.mapping == name; });
   };
   // A mapping that read `source` and does not run now stopped at the base at the latest: the
-  // position through which this or an earlier holder applied it (an earlier recorded stop
-  // point wins; later entries never replace earlier ones).
-  if (const auto& at = out.from; at.resume_after) {
-    for (const auto& [name, g] : gone_) {
-      if (find_mapping(next, name) != nullptr || has_entry(name) || !contains(g.reads, source))
-        continue;
-      stopped_mapping e{name, g.fingerprint, *at.resume_after, at.token_time, at.filter};
-      for (const auto& p : g.stopped_at) {
-        if (p.source == source) e = {name, g.fingerprint, p.token, p.token_time, p.filter};
-      }
-      out.entries.push_back(std::move(e));
+  // position through which this or an earlier holder applied it (an earlier entry wins; later
+  // ones never replace it).
+  for (const auto& [name, g] : gone_) {
+    if (find_mapping(next, name) != nullptr || has_entry(name) || !contains(g.reads, source))
+      continue;
+    const auto& at = out.from;
+    if (!at.resume_after) {
+      out.unknown.push_back(name);
+      continue;
     }
+    out.entries.push_back({name, g.fingerprint, *at.resume_after, at.token_time, at.filter});
   }
   // One put back with the definition it stopped with replays from its entry; one put back
   // changed is backfilled instead (its entry goes either way).

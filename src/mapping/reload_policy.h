@@ -7,12 +7,13 @@
 // sets, positions and stop points in, moves and positions out; app::reloader does the I/O
 // (stopping and starting pipelines, reading and storing checkpoints) and logs.
 //
-// Where a removed mapping stopped is kept in three places, each for one kind of reader:
-// `removed()` (this process, without --ha; recorded in denormd_mappings by the automatic
-// backfill, so that the next start knows it), the gone mappings (with --ha: what this instance
-// knows of mappings not running, to write into a namespace's checkpoint when it holds it), and
-// the stopped entries of each namespace's checkpoint (with --ha, read by whichever instance
-// holds the namespace when the mapping is put back).
+// Where a removed mapping stopped is kept in one place, with and without --ha: the stopped
+// entries of each namespace's checkpoint (`stoppedMappings`), stored in the same write as the
+// checkpoint's token. The instance that stops the namespace's pipeline at a reload writes them,
+// and so does a start that finds a mapping gone since the last run (at the namespace's
+// checkpoint); whichever pipeline of the namespace starts with the mapping back replays from
+// its entry. denormd before this kept them in denormd_mappings (`stoppedAt`) instead: read once
+// at start, they move into the checkpoints.
 //
 // Lifecycle: one per reloader. Not thread-safe: the reloader's thread only.
 
@@ -39,16 +40,9 @@ struct stop_point {
   bool operator==(const stop_point&) const = default;
 };
 
-// A removed mapping's definition and where it stopped, by mapping name.
-struct removed_mapping {
-  std::string fingerprint;
-  std::vector<stop_point> stopped_at;
-  bool operator==(const removed_mapping&) const = default;
-};
-using removed_mappings = std::map<std::string, removed_mapping, std::less<>>;
-
-// With --ha: a mapping that stopped reading a namespace, where (everything up to `token` was
-// applied for it). Kept with the namespace's checkpoint, so that it moves with the lease.
+// A mapping that stopped reading a namespace, where (everything up to `token` was applied for
+// it). Kept with the namespace's checkpoint, so that it moves with the namespace (and, with
+// --ha, its lease).
 struct stopped_mapping {
   std::string mapping;
   std::string fingerprint;
@@ -59,13 +53,14 @@ struct stopped_mapping {
 };
 
 // One mapping as the record of mapping versions keeps it: what the daemon needs at start to
-// know which mappings went away and where they stopped.
+// know which mappings went away.
 struct recorded_mapping {
   std::string name;
   std::string fingerprint;
   bool removed = false;
-  std::vector<ns> reads;               // the namespaces it read (source; filled target)
-  std::vector<stop_point> stopped_at;  // removed ones: where they stopped
+  std::vector<ns> reads;  // the namespaces it read (source; filled target)
+  // Removed ones: where they stopped, as a denormd before the entries recorded it (stoppedAt).
+  std::vector<stop_point> stopped_at;
 };
 
 // The namespaces a mapping's changes come from: its source, and its target when it fills new
@@ -121,59 +116,58 @@ struct replay {
 replay replay_from(resume_position base,
                    const std::map<std::string, stop_point, std::less<>>& back);
 
-// With --ha: where a namespace starts, settled with the stopped entries its checkpoint keeps.
+// Where a namespace starts, settled with the stopped entries its checkpoint keeps.
 struct settled {
   resume_position from;
   std::optional<replay> replayed;
   std::vector<stopped_mapping> entries;  // what its checkpoint keeps from now
   bool store = false;  // the entries or a rewind are to be stored before the pipeline starts
+  // Gone mappings that read it and have no entry, while `from` has no position (the stream
+  // applied nothing yet): where they stopped is unknown; put back, they are backfilled.
+  std::vector<std::string> unknown;
 };
 
 class reload_policy {
  public:
-  // At start, from the record of mapping versions and the set that runs: which mappings went
-  // away and where they stopped. `positions`: where each namespace a mapping gone since the
-  // last run read resumes (its checkpoint; none: never stored), read for the namespaces
-  // `positions_needed` names.
+  // `ha`: the namespaces are spread over instances, each of which may have run a mapping gone
+  // here up to its namespace's checkpoint, without an entry yet.
+  explicit reload_policy(bool ha) : ha_(ha) {}
+
+  // At start, from the record of mapping versions and the set that runs: the namespaces whose
+  // checkpoints get entries before any pipeline starts (entries_at_start), read by a mapping gone
+  // since the last run or named by a stop point an earlier denormd recorded.
   static std::vector<ns> positions_needed(const std::vector<recorded_mapping>& recorded,
                                           const planner& running);
-  void start(const std::vector<recorded_mapping>& recorded, const planner& running,
-             const std::map<ns, resume_position>& positions);
+  // The entries for those namespaces, by namespace, from `positions`, where each resumes (its
+  // checkpoint; no resume_after: never stored): a mapping gone since the last run applied
+  // everything up to its namespaces' checkpoints, which nothing has moved since; a recorded stop
+  // point stays as it was. A checkpoint that has an entry for the mapping keeps that one.
+  static std::map<ns, std::vector<stopped_mapping>> entries_at_start(
+      const std::vector<recorded_mapping>& recorded, const planner& running,
+      const std::map<ns, resume_position>& positions);
+  // Then: with --ha, every recorded mapping that does not run is gone (settle).
+  void start(const std::vector<recorded_mapping>& recorded, const planner& running);
 
-  // A reload from `was` to `next` begins: the mappings it removes are gone (--ha).
+  // A reload from `was` to `next` begins: the mappings it removes are gone.
   void begin(const planner& was, const planner& next);
-  // `running` runs: its mappings are no longer removed (put back and replayed, or backfilled).
+  // `running` runs: its mappings are no longer gone (put back and replayed, or backfilled).
+  // Without --ha every namespace a removed mapping read was settled by now: none is gone.
   void running(const planner& running);
 
-  // Without --ha: the pipeline of `source` stopped at `at`; the mappings of `was` reading it that
-  // `next` lacks stopped there. Returns those whose position is unknown (`at` has no token: the
-  // old pipeline applied nothing; put back, they are not replayed).
-  std::vector<std::string> stopped(const ns& source, const resume_position& at, const planner& was,
-                                   const planner& next);
-  // Without --ha: where `source` starts from `base` planning with `next`, the mappings put back
-  // with the definition they stopped with replaying from where they stopped (their stop points
-  // there are used up). nullopt: none is put back; it starts at `base`.
-  std::optional<replay> returning(resume_position base, const ns& source, const planner& next);
-
-  // With --ha: where `source` starts from `base` planning with `next`, settled with `stored`, the
-  // stopped entries its checkpoint keeps: a mapping gone that read it (at `base`) gets an entry,
-  // and one put back with the definition it stopped with replays from its entry.
+  // Where `source` starts from `base` planning with `next`, settled with `stored`, the stopped
+  // entries its checkpoint keeps: a mapping gone that read it (at `base`) gets an entry, and one
+  // put back with the definition it stopped with replays from its entry.
   settled settle(resume_position base, const ns& source, const planner& next,
                  const std::vector<stopped_mapping>& stored) const;
 
-  // Removed mappings and where they stopped, by name (recorded in denormd_mappings).
-  const removed_mappings& removed() const { return removed_; }
-
  private:
-  // With --ha: a mapping that ran once and does not run now, with the namespaces it read and
-  // where it stopped as recorded (by a denormd without --ha, or at the last start).
+  // A mapping that ran and does not run now, with the namespaces it read.
   struct gone_mapping {
     std::string fingerprint;
     std::vector<ns> reads;
-    std::vector<stop_point> stopped_at;
   };
 
-  removed_mappings removed_;
+  bool ha_;
   std::map<std::string, gone_mapping, std::less<>> gone_;
 };
 

@@ -165,6 +165,89 @@ class ReloadTest(MappingChangeCase):
         self.assertNotIn("backfill: starting mapping=%s" % REVIEWS, d.log())
         self.assertEqual(d.stop(), 0)
 
+    def put_back_and_replay(self, aside, missed):
+        """Starts denormd with products-recent-reviews back; it replays the `missed` reviews of
+        products 4, 5 and 6."""
+        shutil.move(aside, os.path.join(self.mappings, REVIEWS + ".json"))
+        d = self.start()
+        wait_until(lambda: all(r in self.recent_ids(p, "recentReviews") for p, r in zip((4, 5, 6), missed)),
+                   timeout=30, message="the missed reviews replayed")
+        self.converge()
+        self.assertIn("mappings put back replay the changes they missed", d.log())
+        return d
+
+    def wait_for_reviews_checkpoint_past(self, token):
+        reviews = "%s.reviews" % self.dbname
+        wait_until(lambda: self.db.denormd_checkpoints.find_one({"_id": reviews})["token"] != token,
+                   message="the checkpoint of reviews moved on")
+
+    def test_kill9_right_after_a_removal_keeps_where_it_stopped_with_the_checkpoint(self):
+        """Where a removed mapping stopped is stored with its namespace's checkpoint before the
+        namespace's stream goes on: killed before anything else recorded the removal (here the
+        record of mapping versions cannot be written) and started with the mapping back, it
+        still replays what it missed."""
+        self.add_twin_of_recent_reviews()
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.start()
+        wait_until(lambda: self.db.denormd_mappings.find_one({"_id": REVIEWS}) is not None,
+                   message="the mappings recorded")
+        self.fail_point(mode="alwaysOn", failCommands=["find"], errorCode=91,
+                        namespace="%s.denormd_mappings" % self.dbname)
+        aside = os.path.join(self.mappings, REVIEWS + ".json.aside")
+        shutil.move(os.path.join(self.mappings, REVIEWS + ".json"), aside)
+        self.assertEqual(self.post_reload(d), (200, "reloaded\n"))
+        reviews = "%s.reviews" % self.dbname
+        stopped = self.db.denormd_checkpoints.find_one({"_id": reviews})
+        self.assertEqual([e["mapping"] for e in stopped["stoppedMappings"]], [REVIEWS])
+        missed = [self.new_review(p) for p in (4, 5, 6)]
+        wait_until(lambda: all(r in self.recent_ids(p, "recentReviewsTwin") for p, r in zip((4, 5, 6), missed)),
+                   message="the twin pushed them")
+        self.wait_for_reviews_checkpoint_past(stopped["token"])
+        d.kill9()
+        self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+        self.assertFalse(self.db.denormd_mappings.find_one({"_id": REVIEWS})["removed"])  # never recorded
+
+        d = self.put_back_and_replay(aside, missed)
+        self.assertNotIn("stoppedMappings", self.db.denormd_checkpoints.find_one({"_id": reviews}))
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_stop_point_an_earlier_denormd_kept_in_denormd_mappings_moves_to_the_checkpoint(self):
+        """An earlier denormd kept where a removed mapping stopped in denormd_mappings (stoppedAt).
+        The first start after the upgrade moves it into the checkpoint of its namespace, once,
+        and put back, the mapping replays from there; status shows it meanwhile."""
+        self.add_twin_of_recent_reviews()
+        self.shop.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        self.assertEqual(self.start().stop(), 0)
+        reviews = "%s.reviews" % self.dbname
+        cp = self.db.denormd_checkpoints.find_one({"_id": reviews})
+        point = {"db": self.dbname, "collection": "reviews", "token": cp["token"]}
+        point.update({k: cp[k] for k in ("clusterTime", "filter") if k in cp})
+        # As the earlier denormd left it when a reload removed the mapping at that checkpoint.
+        self.db.denormd_mappings.update_one({"_id": REVIEWS}, {"$set": {"removed": True, "stoppedAt": [point]}})
+        aside = os.path.join(self.mappings, REVIEWS + ".json.aside")
+        shutil.move(os.path.join(self.mappings, REVIEWS + ".json"), aside)
+        missed = [self.new_review(p) for p in (4, 5, 6)]
+
+        d = self.start()
+        wait_until(lambda: all(r in self.recent_ids(p, "recentReviewsTwin") for p, r in zip((4, 5, 6), missed)),
+                   message="the twin pushed them")
+        self.wait_for_reviews_checkpoint_past(cp["token"])
+        self.assertEqual(d.stop(), 0)
+        self.assertNotIn("stoppedAt", self.db.denormd_mappings.find_one({"_id": REVIEWS}))
+        (entry,) = self.db.denormd_checkpoints.find_one({"_id": reviews})["stoppedMappings"]
+        self.assertEqual((entry["mapping"], entry["token"]), (REVIEWS, cp["token"]))
+        rc, out, err = self.cmd("status", "--json")
+        self.assertEqual(rc, 0, out + err)
+        (source,) = [s for s in json.loads(out)["sources"] if s["source"] == reviews]
+        self.assertEqual([(e["mapping"], e["token"]) for e in source["stoppedMappings"]], [(REVIEWS, cp["token"])])
+        rc, out, err = self.cmd("status")
+        self.assertIn("removed mapping %s (fingerprint %s) stopped after token" % (REVIEWS, entry["fingerprint"]), out)
+
+        d = self.put_back_and_replay(aside, missed)
+        self.assertEqual(d.stop(), 0)
+
     def test_a_changed_stream_goes_on_after_its_last_applied_event_not_from_its_checkpoint(self):
         """The hand-over of a changed namespace starts the new pipeline just after the last event
         the old one applied, whatever the stored checkpoint says. A dry run stores none, so its

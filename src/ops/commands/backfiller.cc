@@ -380,6 +380,20 @@ mongo::status backfiller::sweep_batch(const mapping::mapping& m, const mapping::
   return write_batch(m, true, *now, find, opts);
 }
 
+// One attempt at one mapping's backfill: what it walks and where it stands (backfill_one).
+struct backfiller::walk_state {
+  const mapping::mapping& m;
+  const backfill_options& opts;
+  mapping_backfill& out;
+  const walk_plan walk;
+  const mapping::copy_kind* const sweeps;  // a copy that unsets the copies of gone sources
+  const std::string fingerprint;
+  position at;
+  const std::optional<std::uint64_t> total;  // documents the walked collection held at first
+  progress_reporter progress;
+  mongo::find_options find;  // of the walked documents, in _id order
+};
+
 mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill_options& opts,
                                        bool first_attempt, clock::time_point began,
                                        std::stop_token& stop, mapping_backfill& out) {
@@ -392,117 +406,128 @@ mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill
   if (at.sweeping && sweeps == nullptr) at = position{std::nullopt, at.started_ms};
   // Known before the first save, so that status can tell how far a backfill has come.
   const std::optional<std::uint64_t> total = count_documents(conn_, walk.walked);
-  auto save = [&](bool done) {
-    return save_progress(m, fingerprint, walk.walked, at, done, {out.documents, total}, opts);
-  };
-
-  if (first_attempt) {
-    announce(m, at.sweeping ? m.target : walk.walked, at.last_key, out);
-    out.resumed_in_targets = at.sweeping && at.last_key.has_value();
-  }
-  if (!at.last_key && !at.sweeping) {
-    out.documents = 0;
-    // Stored at once, so that even a backfill killed before its first batch is on record.
-    if (auto st = save(false); !st) return st;
-  }
-
-  progress_reporter progress(m.name, began, opts, total);
-  auto report = [&](bool done) { progress.report(out, done); };
-
   mongo::find_options find;
   find.sort = bson::document{{"_id", 1}};
   find.projection = walk.projection;
   find.batch_size = static_cast<std::int32_t>(opts.batch_size);
+  walk_state a{m,
+               opts,
+               out,
+               walk,
+               sweeps,
+               fingerprint,
+               std::move(at),
+               total,
+               progress_reporter(m.name, began, opts, total),
+               std::move(find)};
 
-  // Walks `ns` in _id order after at.last_key (`filter` holds that condition), `handle`
-  // writing each batch, and stores the progress after each. False: stopped on request.
-  using batch_handler = std::function<mongo::status(std::vector<bson::document>&)>;
-  auto walk_phase = [&](const mapping::ns& ns, const bson::document& filter,
-                        const mongo::find_options& walk_find,
-                        const batch_handler& handle) -> mongo::result<bool> {
-    std::vector<bson::document> batch;
-    batch.reserve(opts.batch_size);
-    std::optional<mongo::driver_error> failed;
-    auto flush = [&]() -> bool {
-      if (batch.empty()) return true;
-      const bson::value batch_last =
-          batch.back().get("_id") != nullptr ? *batch.back().get("_id") : bson::value{};
-      const std::size_t n = batch.size();
-      auto written = handle(batch);
-      batch.clear();
-      if (!written) {
-        failed = written.error();
-        return false;
-      }
-      at.last_key = batch_last;
-      (at.sweeping ? at.targets : out.documents) += n;
-      if (auto st = save(false); !st) {
-        // Not stored: the next attempt walks the batch again (its writes are idempotent).
-        failed = st.error();
-        return false;
-      }
-      if (at.sweeping) {
-        out.run_targets += n;
-      } else {
-        out.run_documents += n;
-        metrics_.count_backfill(m.name, n);
-      }
-      report(false);
-      return true;
-    };
-    bool stopped = false;
-    auto st = conn_.find_each(ns.db, ns.coll, filter, walk_find, [&](bson::document&& doc) {
-      if (stop.stop_requested()) {
-        stopped = true;
-        return false;
-      }
-      batch.push_back(std::move(doc));
-      return batch.size() < opts.batch_size || flush();
-    });
-    if (failed) return *failed;
-    if (!st) return st.error();
-    if (stopped || stop.stop_requested()) return false;
-    if (!flush()) return *failed;
-    return true;
-  };
-
-  auto walked = mongo::result<bool>(true);
-  if (!at.sweeping) {
-    walked = walk_phase(walk.walked,
-                        at.last_key ? mapping::after_key_filter(*at.last_key) : bson::document{},
-                        find, [&](std::vector<bson::document>& batch) {
-                          return write_batch(m, walk.recheck_sources, batch, find, opts);
-                        });
-    if (walked && *walked && sweeps != nullptr) {
-      at = position{std::nullopt, at.started_ms, true, 0};
-      if (auto st = save(false); !st) return st;
-      log::info("backfill", "sources done; unsetting the copies of sources that no longer exist",
-                {{"mapping", m.name}, {"collection", m.target.full()}});
-    }
+  if (first_attempt) {
+    announce(m, a.at.sweeping ? m.target : walk.walked, a.at.last_key, out);
+    out.resumed_in_targets = a.at.sweeping && a.at.last_key.has_value();
   }
-  if (walked && *walked && at.sweeping) {
-    const orphan_sweep sweep(planner_, m, *sweeps);
-    mongo::find_options targets;
-    targets.sort = find.sort;
-    targets.projection = copy_target_projection(m, *sweeps);
-    targets.batch_size = find.batch_size;
-    walked = walk_phase(m.target, sweep.filter(at.last_key), targets,
-                        [&](std::vector<bson::document>& batch) {
-                          return sweep_batch(m, *sweeps, batch, find, opts, out);
-                        });
+  if (!a.at.last_key && !a.at.sweeping) {
+    out.documents = 0;
+    // Stored at once, so that even a backfill killed before its first batch is on record.
+    if (auto st = save(a, false); !st) return st;
   }
+  auto walked = a.at.sweeping ? mongo::result<bool>(true) : walk_sources(a, stop);
+  if (walked && *walked && a.at.sweeping) walked = walk_targets(a, stop);
   if (!walked) return walked.error();
   if (!*walked) {
     log::info("backfill", "stopped; progress is stored, a new backfill continues from here",
               {{"mapping", m.name},
                {"documents", out.documents},
-               {"phase", at.sweeping ? "targets" : "sources"},
-               {"after", at.last_key ? bson::to_json(*at.last_key) : std::string("(start)")}});
+               {"phase", a.at.sweeping ? "targets" : "sources"},
+               {"after", a.at.last_key ? bson::to_json(*a.at.last_key) : std::string("(start)")}});
     return {};
   }
-  if (auto saved = save(true); !saved) return saved;
+  if (auto saved = save(a, true); !saved) return saved;
   out.done = true;
-  report(true);
+  a.progress.report(out, true);
+  return {};
+}
+
+mongo::status backfiller::save(walk_state& a, bool done) {
+  return save_progress(a.m, a.fingerprint, a.walk.walked, a.at, done, {a.out.documents, a.total},
+                       a.opts);
+}
+
+mongo::result<bool> backfiller::walk_sources(walk_state& a, std::stop_token& stop) {
+  auto walked = walk_phase(
+      a, a.walk.walked,
+      a.at.last_key ? mapping::after_key_filter(*a.at.last_key) : bson::document{}, a.find,
+      [&](std::vector<bson::document>& batch) {
+        return write_batch(a.m, a.walk.recheck_sources, batch, a.find, a.opts);
+      },
+      stop);
+  if (!walked || !*walked || a.sweeps == nullptr) return walked;
+  a.at = position{std::nullopt, a.at.started_ms, true, 0};
+  if (auto st = save(a, false); !st) return st.error();
+  log::info("backfill", "sources done; unsetting the copies of sources that no longer exist",
+            {{"mapping", a.m.name}, {"collection", a.m.target.full()}});
+  return true;
+}
+
+mongo::result<bool> backfiller::walk_targets(walk_state& a, std::stop_token& stop) {
+  const orphan_sweep sweep(planner_, a.m, *a.sweeps);
+  mongo::find_options targets;
+  targets.sort = a.find.sort;
+  targets.projection = copy_target_projection(a.m, *a.sweeps);
+  targets.batch_size = a.find.batch_size;
+  return walk_phase(
+      a, a.m.target, sweep.filter(a.at.last_key), targets,
+      [&](std::vector<bson::document>& batch) {
+        return sweep_batch(a.m, *a.sweeps, batch, a.find, a.opts, a.out);
+      },
+      stop);
+}
+
+mongo::result<bool> backfiller::walk_phase(walk_state& a, const mapping::ns& ns,
+                                           const bson::document& filter,
+                                           const mongo::find_options& find,
+                                           const batch_handler& handle, std::stop_token& stop) {
+  std::vector<bson::document> batch;
+  batch.reserve(a.opts.batch_size);
+  std::optional<mongo::driver_error> failed;
+  auto flush = [&]() -> bool {
+    if (batch.empty()) return true;
+    const bson::value* id = batch.back().get("_id");
+    bson::value last = id != nullptr ? *id : bson::value{};
+    const std::size_t n = batch.size();
+    auto written = handle(batch);
+    batch.clear();
+    if (written) written = batch_written(a, std::move(last), n);
+    if (!written) failed = written.error();
+    return !failed;
+  };
+  bool stopped = false;
+  auto st = conn_.find_each(ns.db, ns.coll, filter, find, [&](bson::document&& doc) {
+    if (stop.stop_requested()) {
+      stopped = true;
+      return false;
+    }
+    batch.push_back(std::move(doc));
+    return batch.size() < a.opts.batch_size || flush();
+  });
+  if (failed) return *failed;
+  if (!st) return st.error();
+  if (stopped || stop.stop_requested()) return false;
+  if (!flush()) return *failed;
+  return true;
+}
+
+mongo::status backfiller::batch_written(walk_state& a, bson::value last, std::size_t n) {
+  a.at.last_key = std::move(last);
+  (a.at.sweeping ? a.at.targets : a.out.documents) += n;
+  // Not stored: the next attempt walks the batch again (its writes are idempotent).
+  if (auto st = save(a, false); !st) return st;
+  if (a.at.sweeping) {
+    a.out.run_targets += n;
+  } else {
+    a.out.run_documents += n;
+    metrics_.count_backfill(a.m.name, n);
+  }
+  a.progress.report(a.out, false);
   return {};
 }
 

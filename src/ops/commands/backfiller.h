@@ -101,6 +101,22 @@ class backfiller {
   mongo::status backfill_one(const mapping::mapping& m, const backfill_options& opts,
                              bool first_attempt, std::chrono::steady_clock::time_point began,
                              std::stop_token& stop, mapping_backfill& out);
+  // One attempt's state while it runs (in the .cc).
+  struct walk_state;
+  mongo::status save(walk_state& a, bool done);
+  // The walk of the sources, in _id order after the stored key; then, for a copy that sweeps,
+  // the start of the sweep (stored). False: stopped on request.
+  mongo::result<bool> walk_sources(walk_state& a, std::stop_token& stop);
+  // The sweep of the targets (orphan_sweep). False: stopped on request.
+  mongo::result<bool> walk_targets(walk_state& a, std::stop_token& stop);
+  // Walks `ns` in _id order from `filter` (after a.at.last_key), `handle` writing each batch,
+  // and stores the progress after each. False: stopped on request.
+  using batch_handler = std::function<mongo::status(std::vector<bson::document>&)>;
+  mongo::result<bool> walk_phase(walk_state& a, const mapping::ns& ns, const bson::document& filter,
+                                 const mongo::find_options& find, const batch_handler& handle,
+                                 std::stop_token& stop);
+  // `handle` wrote a batch of `n` documents ending with _id `last`: counts and stores it.
+  mongo::status batch_written(walk_state& a, bson::value last, std::size_t n);
   // The writes for one batch of walked documents, by kind (consumes `batch`).
   std::vector<mapping::write_op> plan_batch(const mapping::mapping& m,
                                             std::vector<bson::document>& batch,

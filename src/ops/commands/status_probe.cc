@@ -75,6 +75,7 @@ mongo::result<std::vector<source_status>> status_probe::run(
       s.cluster_time = token_cluster_time(s.token);
       s.event_ms = (*cp)->event_ms;
       s.saved_ms = (*cp)->saved_ms;
+      if ((*cp)->stopped) s.stopped = *(*cp)->stopped;
       test_history(s);
       if (!oldest) oldest = oldest_oplog_entry(conn_);
       const auto position = (*cp)->event_time ? (*cp)->event_time : s.cluster_time;
@@ -143,7 +144,12 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) 
       out += ", cluster time " + std::to_string(s.cluster_time->t) + ":" +
              std::to_string(s.cluster_time->i);
     }
-    out += "\n  token " + bson::to_json(s.token) + "\n  history: ";
+    out += "\n  token " + bson::to_json(s.token) + "\n";
+    for (const auto& e : s.stopped) {
+      out += "  removed mapping " + e.mapping + " (fingerprint " + e.fingerprint +
+             ") stopped after token " + bson::to_json(e.token) + "\n";
+    }
+    out += "  history: ";
     switch (s.history) {
       case history_state::reachable:
         out += "reaches back to the checkpoint (denormd run resumes from it)";
@@ -184,6 +190,13 @@ bson::document to_document(const std::vector<source_status>& all, std::int64_t n
       d.append("wallTime", s.event_ms > 0 ? bson::value(iso8601(s.event_ms)) : bson::value());
       d.append("savedAt", iso8601(s.saved_ms));
       d.append("ageSeconds", age_seconds(now_ms, s.saved_ms));
+      if (!s.stopped.empty()) {
+        bson::array stopped;
+        for (const auto& e : s.stopped)
+          stopped.push_back(bson::document{
+              {"mapping", e.mapping}, {"fingerprint", e.fingerprint}, {"token", e.token}});
+        d.append("stoppedMappings", std::move(stopped));
+      }
     }
     d.append("history", std::string(history_name(s.history)));
     if (!s.detail.empty()) d.append("detail", s.detail);

@@ -1,6 +1,7 @@
 #pragma once
 // `denormd status`: per watched namespace, the stored checkpoint (token, the times in it,
-// its age), whether the server's history still reaches back to it, tested by opening a
+// its age) and where removed mappings stopped in it, whether the server's history still reaches
+// back to it, tested by opening a
 // change stream that resumes after the token and closing it at once, its headroom: how
 // far the oldest entry the server keeps is behind it (oplog_window.h), and with --ha its
 // lease: which instance streams it, under which epoch, until when. Stateless apart from
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "bson/value.h"
+#include "checkpoint/position_store.h"
 #include "mapping/ns.h"
 #include "mongo/connection.h"
 
@@ -34,6 +36,9 @@ struct source_status {
   std::optional<bson::timestamp> cluster_time;  // decoded from the token, when it is MongoDB's
   std::int64_t event_ms = 0;                    // wall time of the last applied event (0: unknown)
   std::int64_t saved_ms = 0;                    // when the checkpoint was stored
+  // Removed mappings that stopped reading it, and where: put back with the same fingerprint,
+  // each replays from there.
+  std::vector<checkpoint::stopped_mapping> stopped;
   history_state history = history_state::no_checkpoint;
   std::string detail;  // the server's answer when history is lost or could not be tested
   // Seconds from the oldest kept oplog entry to the checkpoint; nullopt when not measured, and

@@ -75,9 +75,9 @@ auto_backfill::~auto_backfill() {
   stop();
 }
 
-void auto_backfill::start(std::int64_t now_ms, bool backfill, removed_mappings removed) {
-  thread_ = std::jthread([this, now_ms, backfill, removed = std::move(removed)](
-                             std::stop_token stop) { run(now_ms, backfill, removed, stop); });
+void auto_backfill::start(std::int64_t now_ms, bool backfill) {
+  thread_ =
+      std::jthread([this, now_ms, backfill](std::stop_token stop) { run(now_ms, backfill, stop); });
 }
 
 void auto_backfill::stop() {
@@ -86,11 +86,12 @@ void auto_backfill::stop() {
   thread_.join();
 }
 
-std::optional<std::vector<const mapping::mapping*>> auto_backfill::stale(
-    std::int64_t now_ms, bool backfill, const removed_mappings& removed, std::stop_token& stop) {
+std::optional<std::vector<const mapping::mapping*>> auto_backfill::stale(std::int64_t now_ms,
+                                                                         bool backfill,
+                                                                         std::stop_token& stop) {
   backoff retry(std::chrono::seconds(1), std::chrono::seconds(30));
   auto attempt = [&]() -> mongo::result<std::vector<const mapping::mapping*>> {
-    auto st = record_mappings(conn_, meta_db_, planner_->mappings(), now_ms, removed, backfill);
+    auto st = record_mappings(conn_, meta_db_, planner_->mappings(), now_ms, backfill);
     if (!st) return st.error();
     auto versions = read_versions(conn_, meta_db_);
     if (!versions) return versions.error();
@@ -117,9 +118,8 @@ std::optional<std::vector<const mapping::mapping*>> auto_backfill::stale(
   return std::move(**out);
 }
 
-void auto_backfill::run(std::int64_t now_ms, bool enabled, const removed_mappings& removed,
-                        std::stop_token stop) {
-  auto which = stale(now_ms, enabled, removed, stop);
+void auto_backfill::run(std::int64_t now_ms, bool enabled, std::stop_token stop) {
+  auto which = stale(now_ms, enabled, stop);
   if (!which || which->empty()) return;
   const std::string names = joined_names(*which);
   if (!enabled) {

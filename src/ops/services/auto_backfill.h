@@ -35,20 +35,17 @@ class auto_backfill {
   auto_backfill(const auto_backfill&) = delete;
   auto_backfill& operator=(const auto_backfill&) = delete;
 
-  // On a thread of its own: records the planner's mappings as running since `now_ms` (and
-  // where the `removed` ones stopped), then, with `backfill`, backfills the stale ones one
-  // after the other (without, it names them).
-  void start(std::int64_t now_ms, bool backfill, removed_mappings removed);
+  // On a thread of its own: records the planner's mappings as running since `now_ms`, then,
+  // with `backfill`, backfills the stale ones one after the other (without, it names them).
+  void start(std::int64_t now_ms, bool backfill);
   // Stops between two batches (progress is stored) and joins.
   void stop();
 
  private:
-  void run(std::int64_t now_ms, bool backfill, const removed_mappings& removed,
-           std::stop_token stop);
+  void run(std::int64_t now_ms, bool backfill, std::stop_token stop);
   // Records the mappings, then returns those not backfilled under their running definition;
   // nullopt when stopped first.
   std::optional<std::vector<const mapping::mapping*>> stale(std::int64_t now_ms, bool backfill,
-                                                            const removed_mappings& removed,
                                                             std::stop_token& stop);
   void backfill(std::vector<const mapping::mapping*> which, std::stop_token& stop);
 

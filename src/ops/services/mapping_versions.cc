@@ -57,7 +57,7 @@ bson::document ns_document(const mapping::ns& n) {
 
 mongo::status record_mappings(mongo::connection& conn, const std::string& meta_db,
                               const std::vector<mapping::mapping>& mappings, std::int64_t now_ms,
-                              const removed_mappings& removed, bool auto_backfill) {
+                              bool auto_backfill) {
   auto stored = conn.find(meta_db, mappings_collection, bson::document{}, mongo::find_options{});
   if (!stored) return stored.error();
   std::map<std::string, const bson::document*> by_name;
@@ -94,17 +94,6 @@ mongo::status record_mappings(mongo::connection& conn, const std::string& meta_d
     bson::document doc = *old;
     if (bool_field(doc, "removed")) continue;  // recorded when it went
     doc.set("removed", true);
-    if (auto r = removed.find(name); r != removed.end()) {
-      bson::array points;
-      for (const auto& p : r->second.stopped_at) {
-        bson::document point = ns_document(p.source);
-        point.append("token", p.token);
-        if (p.token_time) point.append("clusterTime", *p.token_time);
-        if (!p.filter.empty()) point.append("filter", p.filter);
-        points.push_back(std::move(point));
-      }
-      doc.set("stoppedAt", std::move(points));
-    }
     if (auto st = conn.replace_one(meta_db, mappings_collection, bson::document{{"_id", name}}, doc,
                                    true);
         !st) {
@@ -138,6 +127,19 @@ mongo::result<std::vector<recorded_mapping>> read_recorded(mongo::connection& co
     out.push_back(std::move(r));
   }
   return out;
+}
+
+mongo::status forget_stopped_at(mongo::connection& conn, const std::string& meta_db,
+                                const std::string& name) {
+  const bson::document filter{{"_id", name}};
+  const bson::document update{{"$unset", bson::document{{"stoppedAt", ""}}}};
+  mongo::write_request r;
+  r.filter = &filter;
+  r.update = &update;
+  auto out = conn.update_bulk(meta_db, mappings_collection, std::span(&r, 1), true);
+  if (!out) return out.error();
+  if (out->write_error) return *out->write_error;
+  return {};
 }
 
 mongo::result<std::vector<mapping_version>> read_versions(mongo::connection& conn,

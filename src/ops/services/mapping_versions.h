@@ -1,12 +1,13 @@
 #pragma once
 // Mapping versions: which definition of each mapping denormd runs, kept in the state database
 // as `<meta_db>.denormd_mappings` ({_id: name, fingerprint, definition (the file as loaded),
-// file, reads, activeSince, removed, stoppedAt, autoBackfill}). The daemon records its mappings at
-// start: a new or changed fingerprint becomes active then, an unchanged one keeps its time, and a
-// stored mapping that is no longer loaded is marked removed (its record is kept). `status` lists
-// them with the state of their backfill for the running definition (from denormd_backfill), so a
-// changed mapping whose documents still have the old shape shows as stale. Stateless functions; the
-// connection is the caller's.
+// file, reads, activeSince, removed, autoBackfill}; a removed one may keep `stoppedAt` from a
+// denormd before stop points were kept with the checkpoints, read once at start). The daemon
+// records its mappings at start: a new or changed fingerprint becomes active then, an unchanged one
+// keeps its time, and a stored mapping that is no longer loaded is marked removed (its record is
+// kept). `status` lists them with the state of their backfill for the running definition (from
+// denormd_backfill), so a changed mapping whose documents still have the old shape shows as stale.
+// Stateless functions; the connection is the caller's.
 
 #include <cstdint>
 #include <map>
@@ -30,9 +31,6 @@ enum class backfill_state {
   disabled  // pending, and the daemon runs with --no-auto-backfill: `denormd backfill` must
 };
 
-// Where a removed mapping stopped, and its definition (mapping/reload_policy.h).
-using mapping::removed_mapping;
-using mapping::removed_mappings;
 using mapping::stop_point;
 
 struct mapping_version {
@@ -45,12 +43,12 @@ struct mapping_version {
   std::int64_t backfill_total = 0;      // documents its collection held when it began (0: unknown)
 };
 
-// Records `mappings` as the ones running since `now_ms`, and marks the others removed: one
-// removed now keeps where it stopped from `removed` (stoppedAt). `auto_backfill`: whether the
-// daemon backfills them (status says "disabled" for a stale one otherwise).
+// Records `mappings` as the ones running since `now_ms`, and marks the others removed (where
+// they stopped is kept with the checkpoints: mapping/reload_policy.h). `auto_backfill`: whether
+// the daemon backfills them (status says "disabled" for a stale one otherwise).
 mongo::status record_mappings(mongo::connection& conn, const std::string& meta_db,
                               const std::vector<mapping::mapping>& mappings, std::int64_t now_ms,
-                              const removed_mappings& removed, bool auto_backfill);
+                              bool auto_backfill);
 
 // One stored record, as much as the daemon needs at start to know which mappings went away
 // and where they stopped.
@@ -58,6 +56,10 @@ using mapping::recorded_mapping;
 
 mongo::result<std::vector<recorded_mapping>> read_recorded(mongo::connection& conn,
                                                            const std::string& meta_db);
+// Removes the `stoppedAt` an earlier denormd recorded for mapping `name`, once its stop points
+// are kept with the checkpoints.
+mongo::status forget_stopped_at(mongo::connection& conn, const std::string& meta_db,
+                                const std::string& name);
 
 // The recorded mappings, by name, with the state of their backfill.
 mongo::result<std::vector<mapping_version>> read_versions(mongo::connection& conn,

@@ -79,61 +79,76 @@ TEST(reload_policy_test, with_ha_a_newly_watched_namespace_waits_for_its_lease) 
   EXPECT_EQ(namespace_moves({}, set_of({}), set_of({a}), true), std::vector<namespace_move>{});
 }
 
-TEST(reload_policy_test, removed_then_put_back_replays_from_where_it_stopped_once) {
+stopped_mapping entry(const planner& s, const std::string& name, const std::string& data) {
+  return stopped_mapping{name, fingerprint_of(s, name), token(data), std::nullopt, ""};
+}
+
+TEST(reload_policy_test, removed_then_put_back_replays_from_its_entry_once) {
   const planner both = set_of({a, b}), only_a = set_of({a});
-  reload_policy policy;
+  reload_policy policy(false);
   policy.begin(both, only_a);
-  EXPECT_TRUE(policy.stopped(customers, at("20"), both, only_a).empty());
+  // Its namespace's pipeline stopped at 20: the entry is stored with the checkpoint.
+  const settled gone = policy.settle(at("20"), customers, only_a, {});
+  EXPECT_EQ(gone.entries, std::vector<stopped_mapping>{entry(both, "b", "20")});
+  EXPECT_TRUE(gone.store);
+  EXPECT_FALSE(gone.replayed);
+  EXPECT_EQ(gone.from, at("20"));
   policy.running(only_a);
-  ASSERT_EQ(policy.removed().count("b"), 1u);
-  EXPECT_EQ(
-      policy.removed().at("b"),
-      (removed_mapping{fingerprint_of(both, "b"), {{customers, token("20"), std::nullopt, ""}}}));
+  // The pipeline after it moves the checkpoint on; the entry stays as it was.
+  EXPECT_FALSE(policy.settle(at("35"), customers, only_a, gone.entries).store);
 
   // Put back while a's pipeline applied up to 50: the stream goes back to 20, and a skips to 50.
   policy.begin(only_a, both);
-  const auto replay = policy.returning(at("50"), customers, both);
-  ASSERT_TRUE(replay);
-  EXPECT_TRUE(replay->rewound);
-  EXPECT_EQ(replay->mappings, std::vector<std::string>{"b"});
-  EXPECT_EQ(replay->from.resume_after, token("20"));
-  EXPECT_EQ(replay->from.gate, (replay_gate{"50", {{"b", "20"}}}));
-  // Its stop point is used up: put back again, nothing replays.
-  EXPECT_FALSE(policy.returning(at("50"), customers, both));
+  const settled back = policy.settle(at("50"), customers, both, gone.entries);
+  ASSERT_TRUE(back.replayed);
+  EXPECT_TRUE(back.replayed->rewound);
+  EXPECT_EQ(back.replayed->mappings, std::vector<std::string>{"b"});
+  EXPECT_EQ(back.from.resume_after, token("20"));
+  EXPECT_EQ(back.from.gate, (replay_gate{"50", {{"b", "20"}}}));
+  EXPECT_TRUE(back.entries.empty());
+  EXPECT_TRUE(back.store);
+  // Its entry is used up: settled again with what was stored, nothing replays.
   policy.running(both);
-  EXPECT_EQ(policy.removed().count("b"), 0u);
+  EXPECT_FALSE(policy.settle(at("50"), customers, both, back.entries).replayed);
 }
 
-TEST(reload_policy_test, put_back_changed_is_not_replayed_and_leaves_the_removed_list) {
-  const planner both = set_of({a, b}), only_a = set_of({a}), changed = set_of({a, b_changed});
-  reload_policy policy;
-  policy.stopped(customers, at("20"), both, only_a);
-  EXPECT_FALSE(policy.returning(at("50"), customers, changed));
-  policy.running(changed);
-  EXPECT_TRUE(policy.removed().empty());
+TEST(reload_policy_test, put_back_changed_drops_its_entry_without_a_replay) {
+  const planner both = set_of({a, b}), changed = set_of({a, b_changed});
+  for (const bool ha : {false, true}) {
+    reload_policy policy(ha);
+    const settled s = policy.settle(at("70"), customers, changed, {entry(both, "b", "40")});
+    EXPECT_FALSE(s.replayed);
+    EXPECT_TRUE(s.entries.empty());
+    EXPECT_TRUE(s.store);
+    EXPECT_EQ(s.from, at("70"));
+  }
 }
 
 TEST(reload_policy_test, a_removed_mapping_whose_pipeline_applied_nothing_has_no_stop_point) {
   const planner both = set_of({a, b}), only_a = set_of({a});
-  reload_policy policy;
-  EXPECT_EQ(policy.stopped(customers, resume_position{}, both, only_a),
-            std::vector<std::string>{"b"});
-  EXPECT_TRUE(policy.removed().empty());
-  EXPECT_FALSE(policy.returning(at("50"), customers, both));
+  reload_policy policy(false);
+  policy.begin(both, only_a);
+  const settled s = policy.settle(resume_position{}, customers, only_a, {});
+  EXPECT_EQ(s.unknown, std::vector<std::string>{"b"});
+  EXPECT_TRUE(s.entries.empty());
+  EXPECT_FALSE(s.store);
+  policy.running(only_a);
+  // A later position is not where it stopped: without --ha it never gets an entry.
+  EXPECT_TRUE(policy.settle(at("50"), customers, only_a, {}).entries.empty());
+  EXPECT_TRUE(policy.settle(at("50"), customers, only_a, {}).unknown.empty());
 }
 
-TEST(reload_policy_test, put_back_where_nothing_was_applied_starts_at_its_stop_point_ungated) {
-  const planner both = set_of({a, b}), only_a = set_of({a});
-  reload_policy policy;
-  policy.stopped(customers, at("20"), both, only_a);
+TEST(reload_policy_test, put_back_where_nothing_was_applied_starts_at_its_entry_ungated) {
+  const planner both = set_of({a, b});
   resume_position now;
   now.start_at = bson::timestamp{7, 1};
-  const auto replay = policy.returning(now, customers, both);
-  ASSERT_TRUE(replay);
-  EXPECT_TRUE(replay->rewound);
-  EXPECT_EQ(replay->from.resume_after, token("20"));
-  EXPECT_FALSE(replay->from.start_at);
-  EXPECT_FALSE(replay->from.gate);
+  const settled s = reload_policy(false).settle(now, customers, both, {entry(both, "b", "20")});
+  ASSERT_TRUE(s.replayed);
+  EXPECT_TRUE(s.replayed->rewound);
+  EXPECT_EQ(s.from.resume_after, token("20"));
+  EXPECT_FALSE(s.from.start_at);
+  EXPECT_FALSE(s.from.gate);
+  EXPECT_TRUE(s.store);
 }
 
 TEST(reload_policy_test, the_earliest_stop_point_wins_and_an_existing_gate_keeps_the_earliest) {
@@ -156,36 +171,45 @@ TEST(reload_policy_test, the_earliest_stop_point_wins_and_an_existing_gate_keeps
 
 TEST(reload_policy_test, removed_across_a_restart_stopped_at_its_namespaces_checkpoints) {
   const planner only_a = set_of({a}), both = set_of({a, b});
+  // b ran last time and is gone now; p was removed by a denormd that kept where it stopped in
+  // denormd_mappings (stoppedAt).
   const std::vector<recorded_mapping> recorded{
       {"a", fingerprint_of(both, "a"), false, {customers}, {}},
       {"b", fingerprint_of(both, "b"), false, {customers}, {}},
-      {"p", "fp", true, {products}, {{products, token("05"), std::nullopt, ""}}}};
-  EXPECT_EQ(reload_policy::positions_needed(recorded, only_a), std::vector<ns>{customers});
-  reload_policy policy;
-  policy.start(recorded, only_a, {{customers, at("30")}});
-  EXPECT_EQ(policy.removed().at("b").stopped_at,
-            (std::vector<stop_point>{{customers, token("30"), std::nullopt, ""}}));
-  EXPECT_EQ(policy.removed().at("p").stopped_at.size(), 1u);  // removed before: kept as recorded
-  const auto replay = policy.returning(at("60"), customers, both);
-  ASSERT_TRUE(replay);
-  EXPECT_EQ(replay->from.resume_after, token("30"));
+      {"p", "fp", true, {products}, {{products, token("05"), std::nullopt, "f"}}}};
+  EXPECT_EQ(reload_policy::positions_needed(recorded, only_a),
+            (std::vector<ns>{customers, products}));
+  const auto entries = reload_policy::entries_at_start(
+      recorded, only_a, {{customers, at("30")}, {products, at("40")}});
+  EXPECT_EQ(entries, (std::map<ns, std::vector<stopped_mapping>>{
+                         {customers, {entry(both, "b", "30")}},
+                         {products, {{"p", "fp", token("05"), std::nullopt, "f"}}}}));
+  // A namespace whose checkpoint was never stored: where b stopped is unknown.
+  EXPECT_EQ(reload_policy::entries_at_start(recorded, only_a, {{customers, resume_position{}}})
+                .count(customers),
+            0u);
+  // Put back at the next start, b replays from its entry.
+  reload_policy policy(false);
+  policy.start(recorded, both);
+  const settled back = policy.settle(at("60"), customers, both, entries.at(customers));
+  ASSERT_TRUE(back.replayed);
+  EXPECT_EQ(back.from.resume_after, token("30"));
 }
 
 TEST(reload_policy_test, with_ha_a_removed_mapping_put_back_on_another_instance_replays) {
   const planner both = set_of({a, b}), only_a = set_of({a});
-  reload_policy here;
+  reload_policy here(true);
   here.begin(both, only_a);
   const settled gone = here.settle(at("40"), customers, only_a, {});
-  const std::vector<stopped_mapping> entry{
-      {"b", fingerprint_of(both, "b"), token("40"), std::nullopt, ""}};
-  EXPECT_EQ(gone.entries, entry);
+  const std::vector<stopped_mapping> stored{entry(both, "b", "40")};
+  EXPECT_EQ(gone.entries, stored);
   EXPECT_TRUE(gone.store);
   EXPECT_FALSE(gone.replayed);
   // Settled again with the entry stored: nothing to store.
-  EXPECT_FALSE(here.settle(at("45"), customers, only_a, entry).store);
+  EXPECT_FALSE(here.settle(at("45"), customers, only_a, stored).store);
 
-  reload_policy there;  // knows nothing of b: the checkpoint's entry tells
-  const settled back = there.settle(at("70"), customers, both, entry);
+  reload_policy there(true);  // knows nothing of b: the checkpoint's entry tells
+  const settled back = there.settle(at("70"), customers, both, stored);
   ASSERT_TRUE(back.replayed);
   EXPECT_EQ(back.replayed->mappings, std::vector<std::string>{"b"});
   EXPECT_EQ(back.from.resume_after, token("40"));
@@ -194,37 +218,27 @@ TEST(reload_policy_test, with_ha_a_removed_mapping_put_back_on_another_instance_
   EXPECT_TRUE(back.store);
 }
 
-TEST(reload_policy_test, with_ha_put_back_changed_drops_its_entry_without_a_replay) {
-  const planner both = set_of({a, b}), changed = set_of({a, b_changed});
-  reload_policy policy;
-  const settled s =
-      policy.settle(at("70"), customers, changed,
-                    {{"b", fingerprint_of(both, "b"), token("40"), std::nullopt, ""}});
-  EXPECT_FALSE(s.replayed);
-  EXPECT_TRUE(s.entries.empty());
-  EXPECT_TRUE(s.store);
-  EXPECT_EQ(s.from, at("70"));
-}
-
-TEST(reload_policy_test, with_ha_removed_across_restarts_stopped_where_recorded) {
+TEST(reload_policy_test, with_ha_a_recorded_mapping_that_does_not_run_gets_an_entry_at_the_base) {
   const planner only_a = set_of({a}), both = set_of({a, b});
-  const std::vector<recorded_mapping> recorded{{"b",
-                                                fingerprint_of(both, "b"),
-                                                true,
-                                                {customers},
-                                                {{customers, token("25"), std::nullopt, ""}}}};
-  reload_policy policy;
-  policy.start(recorded, only_a, {});
-  // The recorded stop point wins over the base: b stopped earlier than this holder's position.
+  const std::vector<recorded_mapping> recorded{
+      {"b", fingerprint_of(both, "b"), true, {customers}, {}}};
+  // Removed by another instance: the one that held customers applied it up to its checkpoint.
+  reload_policy policy(true);
+  policy.start(recorded, only_a);
   const settled s = policy.settle(at("50"), customers, only_a, {});
-  EXPECT_EQ(s.entries, (std::vector<stopped_mapping>{
-                           {"b", fingerprint_of(both, "b"), token("25"), std::nullopt, ""}}));
-  const settled back = reload_policy{}.settle(at("90"), customers, both, s.entries);
-  ASSERT_TRUE(back.replayed);
-  EXPECT_EQ(back.from.resume_after, token("25"));
+  EXPECT_EQ(s.entries, std::vector<stopped_mapping>{entry(both, "b", "50")});
+  EXPECT_TRUE(s.store);
+  // An earlier entry wins.
+  const std::vector<stopped_mapping> earlier{entry(both, "b", "25")};
+  EXPECT_EQ(policy.settle(at("50"), customers, only_a, earlier).entries, earlier);
+  EXPECT_FALSE(policy.settle(at("50"), customers, only_a, earlier).store);
   // A namespace the gone mapping did not read gets no entry; one without a position neither.
   EXPECT_TRUE(policy.settle(at("50"), products, only_a, {}).entries.empty());
   EXPECT_FALSE(policy.settle(resume_position{}, customers, only_a, {}).store);
+  // Without --ha a removed mapping without an entry stopped where nobody knows.
+  reload_policy alone(false);
+  alone.start(recorded, only_a);
+  EXPECT_TRUE(alone.settle(at("50"), customers, only_a, {}).entries.empty());
 }
 
 }  // namespace

@@ -155,5 +155,26 @@ TEST(ops_status_probe_test, renders_json) {
   EXPECT_EQ(*refused.get("lease")->as_document().get("expired"), bson::value(true));
 }
 
+// Where removed mappings stopped, as the checkpoint keeps them: listed under the namespace.
+TEST(ops_status_probe_test, renders_the_stopped_mappings_of_a_checkpoint) {
+  std::vector<source_status> all = sample();
+  all[2].stopped.push_back({"p", "0123456789abcdef", doc(R"({"_data":"8266"})"), std::nullopt, ""});
+  const std::string text = to_text(all, 1714557620000);
+  EXPECT_NE(text.find("  token {\"_data\":\"8266321000000000012B\"}\n  removed mapping p "
+                      "(fingerprint 0123456789abcdef) stopped after token {\"_data\":\"8266\"}\n"
+                      "  history: reaches"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("removed mapping", text.find("shop.reviews")), std::string::npos) << text;
+  auto parsed = bson::parse_json(to_json(all, 1714557620000));
+  ASSERT_TRUE(parsed.has_value());
+  const auto& sources = parsed->get("sources")->as_array();
+  const auto& stopped = sources[2].as_document().get("stoppedMappings")->as_array();
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0].as_document(), doc(R"({"mapping":"p","fingerprint":"0123456789abcdef",)"
+                                          R"("token":{"_data":"8266"}})"));
+  EXPECT_EQ(sources[3].as_document().get("stoppedMappings"), nullptr);
+}
+
 }  // namespace
 }  // namespace denormd::ops

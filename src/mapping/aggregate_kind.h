@@ -6,7 +6,9 @@
 // writes the same values again. In "incremental" mode each event is a delta to its parents,
 // applied by a pipeline update that skips the events the parent has already seen (each parent
 // keeps the position of the last one). Members as in copy_kind.h (docs/architecture.md,
-// "Mapping kinds" and "The aggregate kind"); a plain value, immutable once read.
+// "Mapping kinds" and "The aggregate kind"); a plain value, immutable once read. The modes
+// live in files of their own: aggregate_kind.cc (reading, describing, recompute mode) and
+// aggregate_incremental.cc, sharing aggregate_detail.h.
 
 #include <map>
 #include <optional>

@@ -1,7 +1,8 @@
-"""Stopping and readiness while MongoDB is away; stopping while a backfill runs; the operations'
---timeout; re-syncs while the oplog keeps rolling; the driver's own change-stream resumes
-counted."""
+"""Stopping and readiness while MongoDB is away; stopping while a backfill runs; a backfill of a
+NaN source ends; the operations' --timeout; re-syncs while the oplog keeps rolling; the driver's
+own change-stream resumes counted."""
 import json
+import math
 import os
 import random
 import re
@@ -288,6 +289,39 @@ class StopDuringBackfillTest(ShopTestCase):
         self.assertIn("continued after _id %d" % stopped["lastKey"], out)
         self.assertEqual(self.copies_missing(), 0)
 
+
+
+class NanSourceBackfillTest(ShopTestCase):
+    """A backfilled source holding a NaN (the soak's customers carry a NaN sum once an order
+    total is NaN): the backfill's re-read of a batch compared what it read with ==, by which a
+    NaN is unequal to itself, so it read and rewrote that document for ever and a SIGTERM then
+    waited for it without end."""
+
+    def setUp(self):
+        super().setUp()
+        self.mappings = mapping_folder(copy_mapping(self.dbname, "orders-customer", "customers", "orders",
+                                                    "customerId", {"name": "name", "total": "spent.total"},
+                                                    "customer"))
+        self.db.customers.insert_many([{"_id": i, "name": "Customer %d" % i, "spent": {"total": i}}
+                                       for i in range(1, 21)])
+        self.db.customers.update_one({"_id": 7}, {"$set": {"spent.total": float("nan")}})
+        self.db.orders.insert_many([{"_id": i, "customerId": i % 20 + 1} for i in range(1, 41)])
+
+    def test_the_automatic_backfill_of_a_nan_source_finishes_and_sigterm_exits_0_within_5s(self):
+        d = self.start(auto_backfill=True)
+        wait_until(lambda: "new and changed mappings are backfilled" in d.log(), timeout=20,
+                   message="the automatic backfill done")
+        copy = self.db.orders.find_one({"customerId": 7})["customer"]
+        self.assertEqual(copy["name"], "Customer 7")
+        self.assertTrue(math.isnan(copy["total"]), copy)
+        code, _ = stop_within(d, 5)
+        self.assertEqual(code, 0, d.log()[-4000:])
+        self.assertNotIn("stop deadline passed", d.log())
+
+    def test_denormd_backfill_of_a_nan_source_finishes(self):
+        rc, out, err = self.cmd("backfill", timeout=30)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.db.orders.count_documents({"customer.name": {"$exists": False}}), 0)
 
 
 @unittest.skipUnless(os.path.isdir("/dev/shm"), "the driver keeps its counters in /dev/shm")

@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "bson/identical.h"
 #include "bson/json.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -273,7 +274,10 @@ mongo::status backfiller::recheck_copies(const mapping::mapping& m,
     for (auto& doc : *now) {
       const bson::value* id = doc.get("_id");
       auto it = id != nullptr ? at.find(*id) : at.end();
-      if (it == at.end() || !(written[it->second] == doc)) changed.push_back(std::move(doc));
+      // identical, not ==: a NaN is unequal to itself, and a source holding one was read
+      // again and rewritten for ever (nor did the loop see a stop).
+      if (it == at.end() || !bson::identical(written[it->second], doc))
+        changed.push_back(std::move(doc));
     }
     written = changed;
     const auto ops = plan_batch(m, changed, opts);

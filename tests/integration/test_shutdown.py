@@ -1,7 +1,8 @@
-"""Stopping and readiness while MongoDB is away; stopping while a backfill runs; the operations'
---timeout; re-syncs while the oplog keeps rolling; the driver's own change-stream resumes
-counted."""
+"""Stopping and readiness while MongoDB is away; stopping while a backfill runs; a backfill of a
+NaN source ends; the operations' --timeout; re-syncs while the oplog keeps rolling; the driver's
+own change-stream resumes counted."""
 import json
+import math
 import os
 import random
 import re
@@ -288,6 +289,99 @@ class StopDuringBackfillTest(ShopTestCase):
         self.assertIn("continued after _id %d" % stopped["lastKey"], out)
         self.assertEqual(self.copies_missing(), 0)
 
+
+
+class NanSourceBackfillTest(ShopTestCase):
+    """A backfilled source holding a NaN (the soak's customers carry a NaN sum once an order
+    total is NaN): the backfill's re-read of a batch compared what it read with ==, by which a
+    NaN is unequal to itself, so it read and rewrote that document for ever and a SIGTERM then
+    waited for it without end."""
+
+    def setUp(self):
+        super().setUp()
+        self.mappings = mapping_folder(copy_mapping(self.dbname, "orders-customer", "customers", "orders",
+                                                    "customerId", {"name": "name", "total": "spent.total"},
+                                                    "customer"))
+        self.db.customers.insert_many([{"_id": i, "name": "Customer %d" % i, "spent": {"total": i}}
+                                       for i in range(1, 21)])
+        self.db.customers.update_one({"_id": 7}, {"$set": {"spent.total": float("nan")}})
+        self.db.orders.insert_many([{"_id": i, "customerId": i % 20 + 1} for i in range(1, 41)])
+
+    def test_the_automatic_backfill_of_a_nan_source_finishes_and_sigterm_exits_0_within_5s(self):
+        d = self.start(auto_backfill=True)
+        wait_until(lambda: "new and changed mappings are backfilled" in d.log(), timeout=20,
+                   message="the automatic backfill done")
+        copy = self.db.orders.find_one({"customerId": 7})["customer"]
+        self.assertEqual(copy["name"], "Customer 7")
+        self.assertTrue(math.isnan(copy["total"]), copy)
+        code, _ = stop_within(d, 5)
+        self.assertEqual(code, 0, d.log()[-4000:])
+        self.assertNotIn("stop deadline passed", d.log())
+
+    def test_denormd_backfill_of_a_nan_source_finishes(self):
+        rc, out, err = self.cmd("backfill", timeout=30)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.db.orders.count_documents({"customer.name": {"$exists": False}}), 0)
+
+
+class StopDuringRecheckTest(ShopTestCase):
+    """SIGTERM while a copy's backfill reads a batch's sources again: a source written more often
+    than the re-read takes keeps that loop going, which did not look at the stop."""
+
+    def setUp(self):
+        super().setUp()
+        self.mappings = mapping_folder(copy_mapping(self.dbname, "orders-customer", "customers", "orders",
+                                                    "customerId", {"name": "name"}, "customer"))
+        self.db.customers.insert_many([{"_id": i, "name": "Customer %d" % i} for i in range(1, 21)])
+        self.db.orders.insert_many([{"_id": i, "customerId": i % 20 + 1} for i in range(1, 41)])
+        self.writing = threading.Event()
+        self.writer = None
+
+    def tearDown(self):
+        self.writing.clear()
+        if self.writer:
+            self.writer.join()
+        super().tearDown()
+
+    def write_customer_1(self):
+        n = 0
+        while self.writing.is_set():
+            n += 1
+            self.db.customers.update_one({"_id": 1}, {"$set": {"name": "hot %d" % n}})
+            time.sleep(0.02)
+
+    def test_sigterm_while_a_hot_source_is_rechecked_exits_0_within_5s_and_a_rerun_finishes(self):
+        # Each of denormd's reads held 300 ms: customer 1 has always changed by the re-read.
+        self.fail_point(failCommands=["find"], blockConnection=True, blockTimeMS=300, mode="alwaysOn")
+        self.writing.set()
+        self.writer = threading.Thread(target=self.write_customer_1)
+        self.writer.start()
+        d = self.start(auto_backfill=True)
+        # Customer 1's copies are the stream's to write too; the others' only the backfill's.
+        wait_until(lambda: self.db.orders.count_documents({"customerId": {"$ne": 1},
+                                                           "customer.name": {"$exists": True}}) > 0,
+                   timeout=20, message="the backfill's first batch written")
+        time.sleep(1)  # rechecking it
+        self.assertNotIn("new and changed mappings are backfilled", d.log())
+        code, _ = stop_within(d, 5)
+        self.assertEqual(code, 0, d.log()[-4000:])
+        self.assertNotIn("stop deadline passed", d.log())
+        # The unfinished batch is not on record: the next run writes it again.
+        progress = self.db.denormd_backfill.find_one({"_id": "orders-customer"})
+        self.assertFalse(progress["done"])
+        self.assertEqual(progress["documents"], 0)
+
+        self.writing.clear()
+        self.writer.join()
+        self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+        d = self.start(auto_backfill=True)
+        wait_until(lambda: "new and changed mappings are backfilled" in d.log(), timeout=20,
+                   message="the automatic backfill done")
+        name = self.db.customers.find_one({"_id": 1})["name"]
+        wait_until(lambda: self.db.orders.count_documents({"customerId": 1, "customer.name": {"$ne": name}}) == 0,
+                   timeout=20, message="customer 1's copies current")
+        self.assertEqual(self.db.orders.count_documents({"customer.name": {"$exists": False}}), 0)
+        self.assertEqual(d.stop(), 0)
 
 
 @unittest.skipUnless(os.path.isdir("/dev/shm"), "the driver keeps its counters in /dev/shm")

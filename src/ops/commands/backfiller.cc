@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "bson/identical.h"
 #include "bson/json.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -252,11 +253,12 @@ std::optional<std::uint64_t> count_documents(mongo::connection& conn, const mapp
 mongo::status backfiller::recheck_copies(const mapping::mapping& m,
                                          std::vector<bson::document> written,
                                          const mongo::find_options& find,
-                                         const backfill_options& opts) {
+                                         const backfill_options& opts, std::stop_token& stop) {
   auto less = [](const bson::value& a, const bson::value& b) { return bson::compare(a, b) < 0; };
   mongo::find_options again;
   again.projection = find.projection;
-  while (!written.empty() && !opts.dry_run) {
+  // A source written more often than a read takes changes every time: only a stop ends that.
+  while (!written.empty() && !opts.dry_run && !stop.stop_requested()) {
     std::map<bson::value, std::size_t, decltype(less)> at(less);
     bson::array ids;
     for (std::size_t i = 0; i < written.size(); ++i) {
@@ -273,7 +275,10 @@ mongo::status backfiller::recheck_copies(const mapping::mapping& m,
     for (auto& doc : *now) {
       const bson::value* id = doc.get("_id");
       auto it = id != nullptr ? at.find(*id) : at.end();
-      if (it == at.end() || !(written[it->second] == doc)) changed.push_back(std::move(doc));
+      // identical, not ==: a NaN is unequal to itself, and a source holding one was read
+      // again and rewritten for ever.
+      if (it == at.end() || !bson::identical(written[it->second], doc))
+        changed.push_back(std::move(doc));
     }
     written = changed;
     const auto ops = plan_batch(m, changed, opts);
@@ -341,8 +346,8 @@ mongo::status backfiller::save_progress(const mapping::mapping& m, const std::st
 
 mongo::status backfiller::write_batch(const mapping::mapping& m, bool recheck_sources,
                                       std::vector<bson::document>& batch,
-                                      const mongo::find_options& find,
-                                      const backfill_options& opts) {
+                                      const mongo::find_options& find, const backfill_options& opts,
+                                      std::stop_token& stop) {
   // Copies: the daemon's stream of the source may write newer copies meanwhile (beside a
   // re-sync of a fillNewTargets target, or a backfill run by hand); a copy written from this
   // older read must not stay the last one written, so the batch is read again.
@@ -350,13 +355,13 @@ mongo::status backfiller::write_batch(const mapping::mapping& m, bool recheck_so
   if (recheck_sources) read = batch;
   const auto ops = plan_batch(m, batch, opts);
   if (auto st = apply_batch(m, ops, opts); !st) return st;
-  return recheck_copies(m, std::move(read), find, opts);
+  return recheck_copies(m, std::move(read), find, opts, stop);
 }
 
 mongo::status backfiller::sweep_batch(const mapping::mapping& m, const mapping::copy_kind& kind,
                                       std::vector<bson::document>& batch,
                                       const mongo::find_options& find, const backfill_options& opts,
-                                      mapping_backfill& out) {
+                                      mapping_backfill& out, std::stop_token& stop) {
   auto found = read_sources(conn_, m, kind, batch, find);
   if (!found) return found.error();
   const auto planned = orphan_sweep(planner_, m, kind)
@@ -377,7 +382,7 @@ mongo::status backfiller::sweep_batch(const mapping::mapping& m, const mapping::
       bson::document{{kind.source_key, mapping::keys_match(kind.source_key, planned.keys)}}, find);
   if (!now) return now.error();
   if (now->empty()) return {};
-  return write_batch(m, true, *now, find, opts);
+  return write_batch(m, true, *now, find, opts, stop);
 }
 
 // One attempt at one mapping's backfill: what it walks and where it stands (backfill_one).
@@ -457,7 +462,7 @@ mongo::result<bool> backfiller::walk_sources(walk_state& a, std::stop_token& sto
       a, a.walk.walked,
       a.at.last_key ? mapping::after_key_filter(*a.at.last_key) : bson::document{}, a.find,
       [&](std::vector<bson::document>& batch) {
-        return write_batch(a.m, a.walk.recheck_sources, batch, a.find, a.opts);
+        return write_batch(a.m, a.walk.recheck_sources, batch, a.find, a.opts, stop);
       },
       stop);
   if (!walked || !*walked || a.sweeps == nullptr) return walked;
@@ -477,7 +482,7 @@ mongo::result<bool> backfiller::walk_targets(walk_state& a, std::stop_token& sto
   return walk_phase(
       a, a.m.target, sweep.filter(a.at.last_key), targets,
       [&](std::vector<bson::document>& batch) {
-        return sweep_batch(a.m, *a.sweeps, batch, a.find, a.opts, a.out);
+        return sweep_batch(a.m, *a.sweeps, batch, a.find, a.opts, a.out, stop);
       },
       stop);
 }
@@ -489,6 +494,7 @@ mongo::result<bool> backfiller::walk_phase(walk_state& a, const mapping::ns& ns,
   std::vector<bson::document> batch;
   batch.reserve(a.opts.batch_size);
   std::optional<mongo::driver_error> failed;
+  bool stopped = false;
   auto flush = [&]() -> bool {
     if (batch.empty()) return true;
     const bson::value* id = batch.back().get("_id");
@@ -496,11 +502,16 @@ mongo::result<bool> backfiller::walk_phase(walk_state& a, const mapping::ns& ns,
     const std::size_t n = batch.size();
     auto written = handle(batch);
     batch.clear();
+    // Stopped while writing it (its copies' recheck may be cut short): not stored, so the next
+    // run writes the batch again.
+    if (written && stop.stop_requested()) {
+      stopped = true;
+      return false;
+    }
     if (written) written = batch_written(a, std::move(last), n);
     if (!written) failed = written.error();
     return !failed;
   };
-  bool stopped = false;
   auto st = conn_.find_each(ns.db, ns.coll, filter, find, [&](bson::document&& doc) {
     if (stop.stop_requested()) {
       stopped = true;
@@ -512,7 +523,10 @@ mongo::result<bool> backfiller::walk_phase(walk_state& a, const mapping::ns& ns,
   if (failed) return *failed;
   if (!st) return st.error();
   if (stopped || stop.stop_requested()) return false;
-  if (!flush()) return *failed;
+  if (!flush()) {
+    if (failed) return *failed;
+    return false;
+  }
   return true;
 }
 

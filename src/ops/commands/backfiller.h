@@ -110,7 +110,8 @@ class backfiller {
   // The sweep of the targets (orphan_sweep). False: stopped on request.
   mongo::result<bool> walk_targets(walk_state& a, std::stop_token& stop);
   // Walks `ns` in _id order from `filter` (after a.at.last_key), `handle` writing each batch,
-  // and stores the progress after each. False: stopped on request.
+  // and stores the progress after each (not after one a stop cut short). False: stopped on
+  // request.
   using batch_handler = std::function<mongo::status(std::vector<bson::document>&)>;
   mongo::result<bool> walk_phase(walk_state& a, const mapping::ns& ns, const bson::document& filter,
                                  const mongo::find_options& find, const batch_handler& handle,
@@ -133,16 +134,18 @@ class backfiller {
   // Plans, writes and (copy) rechecks one batch of walked documents.
   mongo::status write_batch(const mapping::mapping& m, bool recheck_sources,
                             std::vector<bson::document>& batch, const mongo::find_options& find,
-                            const backfill_options& opts);
+                            const backfill_options& opts, std::stop_token& stop);
   // Orphan sweep: unsets the copies of gone sources in one batch of targets, then reads
   // those sources again and writes the copies of any inserted meanwhile.
   mongo::status sweep_batch(const mapping::mapping& m, const mapping::copy_kind& kind,
                             std::vector<bson::document>& batch, const mongo::find_options& find,
-                            const backfill_options& opts, mapping_backfill& out);
+                            const backfill_options& opts, mapping_backfill& out,
+                            std::stop_token& stop);
   // Copy: reads the sources of `written` (as they were read for the batch just written)
-  // again, and writes those changed since, until none did.
+  // again, and writes those changed since, until none did or `stop` is requested.
   mongo::status recheck_copies(const mapping::mapping& m, std::vector<bson::document> written,
-                               const mongo::find_options& find, const backfill_options& opts);
+                               const mongo::find_options& find, const backfill_options& opts,
+                               std::stop_token& stop);
 
   mongo::connection& conn_;
   const mapping::planner& planner_;

@@ -1,5 +1,7 @@
 #include "command_dispatcher.h"
 
+#include <memory>
+
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -251,11 +253,14 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
 
   // A statement of a multi-document transaction runs in the session's transaction.
   const bool in_transaction = req.body.contains("autocommit");
-  transaction* txn = nullptr;
+  // Held until the statement ends: a step-down (abort_all_transactions) or the lifetime reaper on
+  // another thread may end the transaction as soon as the lock below is released, and the
+  // handler still reads its views.
+  std::shared_ptr<transaction> txn;
   if (in_transaction && !ends_transaction(req.command)) {
     const auto* start = req.body.get("startTransaction");
     const bool starting = start != nullptr;
-    auto entered = [&]() -> denormd::expected<transaction*> {
+    auto entered = [&]() -> denormd::expected<std::shared_ptr<transaction>> {
       if (auto ok = check_transaction_statement(req, starting); !ok) return ok.error();
       auto lock = server_.store().lock_for_write();
       return server_.store().begin_or_continue(req.body.get("lsid")->as_document(),
@@ -266,7 +271,7 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
           labels_for(req, &spec, entered.error().code, {.transaction = true});
       co_return finish(error_reply(entered.error(), &labels));
     }
-    txn = *entered;
+    txn = std::move(entered).value();
   }
   // Ends the transaction after a failed statement.
   const auto abort_failed = [&] {
@@ -294,8 +299,8 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
   if (stored) {
     reply = std::move(*stored);
   } else {
-    command_context ctx{server_, conn, req, req.body, req.db, std::chrono::steady_clock::now(),
-                        txn,     {}};
+    command_context ctx{server_,   conn, req, req.body, req.db, std::chrono::steady_clock::now(),
+                        txn.get(), {}};
     // An expression that fails while a handler evaluates it (a $expr in a filter, whose
     // matcher cannot return an error) fails the command, as on MongoDB.
     const auto handle = [&] {

@@ -260,6 +260,14 @@ denormd::error write_conflict() {
       codes::write_conflict};
 }
 
+// A statement's error when its transaction ended while it ran (begin_or_continue's text).
+denormd::error ended_error(const transaction& t) {
+  const std::string n = std::to_string(t.number());
+  if (t.committed())
+    return {"Transaction " + n + " has been committed.", codes::transaction_committed};
+  return {"Transaction " + n + " has been aborted.", codes::no_such_transaction};
+}
+
 std::string session_key(const bson::document& lsid) {
   const auto* id = lsid.get("id");
   if (id == nullptr || !id->is<bson::binary>()) return {};
@@ -294,6 +302,7 @@ bson::document logged_lsid(const bson::document& lsid) {
 
 denormd::status storage::claim(const collection& c, const bson::value& id) {
   transaction& t = *c.owner();
+  if (t.ended()) return denormd::unexpected<denormd::error>{ended_error(t)};
   const std::string ns = c.ns();
   if (t.changed_since_snapshot(ns, id))
     return denormd::unexpected<denormd::error>{write_conflict()};
@@ -303,6 +312,7 @@ denormd::status storage::claim(const collection& c, const bson::value& id) {
     // The other writer may be a transaction its client left open (killed): past its lifetime
     // MongoDB has aborted it, and the document is free.
     abort_expired_transactions();  // may erase writers_[ns]: look it up again
+    if (t.ended()) return denormd::unexpected<denormd::error>{ended_error(t)};  // t expired too
     auto again = writers_[ns].try_emplace(id, &t);
     if (!again.second && again.first->second != &t)
       return denormd::unexpected<denormd::error>{write_conflict()};
@@ -330,8 +340,8 @@ void storage::note_change(const collection& c, const bson::value& id, const doc_
   }
 }
 
-denormd::expected<transaction*> storage::begin_or_continue(const bson::document& lsid,
-                                                           std::int64_t number, bool start) {
+denormd::expected<std::shared_ptr<transaction>> storage::begin_or_continue(
+    const bson::document& lsid, std::int64_t number, bool start) {
   session& s = sessions_[session_key(lsid)];
   const std::string n = std::to_string(number);
   if (number < s.number) {
@@ -349,9 +359,9 @@ denormd::expected<transaction*> storage::begin_or_continue(const bson::document&
     if (s.st == session::state::in_progress) end_transaction(s, session::state::aborted);
     s.number = number;
     s.st = session::state::in_progress;
-    s.txn = std::make_unique<transaction>(logged_lsid(lsid), number, cluster_time());
+    s.txn = std::make_shared<transaction>(logged_lsid(lsid), number, cluster_time());
     open_.push_back(s.txn.get());
-    return s.txn.get();
+    return s.txn;
   }
   if (number != s.number || s.st == session::state::none)
     return denormd::fail("Given transaction number " + n +
@@ -368,7 +378,7 @@ denormd::expected<transaction*> storage::begin_or_continue(const bson::document&
     return denormd::fail("Transaction " + n + " has been aborted.", codes::no_such_transaction);
   if (s.st == session::state::committed)
     return denormd::fail("Transaction " + n + " has been committed.", codes::transaction_committed);
-  return s.txn.get();
+  return s.txn;
 }
 
 denormd::status storage::commit_transaction(const bson::document& lsid, std::int64_t number) {
@@ -434,6 +444,7 @@ void storage::end_transaction(session& s, session::state outcome) {
     it = it->second.empty() ? writers_.erase(it) : std::next(it);
   }
   s.st = outcome;
+  t->end(outcome == session::state::committed);
   s.txn.reset();
   // A write waiting for this transaction's documents may go on now.
   pending_.everything = true;

@@ -84,8 +84,11 @@ class storage {
   // The transaction a statement with `autocommit: false` runs in: a new one with
   // `startTransaction` (aborting an older one of the session), otherwise the session's
   // transaction `number`, which must be in progress (MongoDB's errors: 225, 117, 251, 256).
-  denormd::expected<transaction*> begin_or_continue(const bson::document& lsid, std::int64_t number,
-                                                    bool start);
+  // The caller keeps the transaction alive while its statement runs, though another thread may
+  // end it as soon as the lock is released (transaction::ended).
+  denormd::expected<std::shared_ptr<transaction>> begin_or_continue(const bson::document& lsid,
+                                                                    std::int64_t number,
+                                                                    bool start);
   // commitTransaction: its changes get one new clusterTime and are numbered in order. Committing
   // a committed transaction again succeeds; an aborted or unknown one fails with 251.
   denormd::status commit_transaction(const bson::document& lsid, std::int64_t number);
@@ -119,7 +122,7 @@ class storage {
     enum class state : std::uint8_t { none, in_progress, committed, aborted };
     std::int64_t number = -1;
     state st = state::none;
-    std::unique_ptr<transaction> txn;  // while in progress
+    std::shared_ptr<transaction> txn;  // while in progress; shared with its running statement
   };
 
   void record(oplog_entry entry);

@@ -9,7 +9,9 @@
 // belongs to a transaction and, instead of recording change events, check for write conflicts
 // and append the write to `ops()`. Commit replays the ops on the real collections under one
 // clusterTime; abort drops the views.
-// Not synchronized: owned by storage (one per session) and accessed under its lock.
+// Not synchronized: owned by storage (one per session) and accessed under its lock. A statement
+// running in it shares that ownership (storage::begin_or_continue), since a step-down or the
+// lifetime reaper may end the transaction on another thread between the statement's lock scopes.
 
 #include <chrono>
 #include <cstdint>
@@ -59,6 +61,13 @@ class transaction {
   // Whether `id` in `ns` changed since the snapshot (writing it now is a write conflict).
   bool changed_since_snapshot(const std::string& ns, const bson::value& id) const;
 
+  // Set by storage when the transaction commits or aborts. A statement that entered it before
+  // may still hold it: its writes then fail (storage::claim) instead of claiming documents for a
+  // transaction that no longer exists.
+  void end(bool committed) { outcome_ = committed ? outcome::committed : outcome::aborted; }
+  bool ended() const { return outcome_ != outcome::open; }
+  bool committed() const { return outcome_ == outcome::committed; }
+
   void add_op(op o) { ops_.push_back(std::move(o)); }
   const std::vector<op>& ops() const { return ops_; }
 
@@ -70,6 +79,7 @@ class transaction {
   std::map<std::string, std::unique_ptr<collection>, std::less<>> views_;  // by namespace
   std::map<std::string, id_map, std::less<>> changed_;                     // by namespace
   std::vector<op> ops_;
+  enum class outcome : std::uint8_t { open, committed, aborted } outcome_ = outcome::open;
 };
 
 }  // namespace mongo_emulator

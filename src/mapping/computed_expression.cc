@@ -166,6 +166,12 @@ std::optional<std::string> too_deep(const json& j, const std::string& at, int de
   return std::nullopt;
 }
 
+constexpr const char* not_deterministic =
+    " is not deterministic: a computed field must give the same value for the same document "
+    "every time";
+constexpr const char* variable_name_rule =
+    " (a lowercase letter first, then letters, digits or '_')";
+
 // Walks one expression: reports errors and collects the paths it reads.
 class walker {
  public:
@@ -233,22 +239,21 @@ class walker {
     operator_call(name, arg, here);
   }
 
-  void operator_call(const std::string& name, const json& arg, const std::string& here) {
+  // The allowed operator `name`, or nullptr after saying why it is refused.
+  const expression_operator* allowed(const std::string& name, const std::string& here) {
     if (is_javascript(name)) {
       error(here, "server-side JavaScript (" + name + ") is not allowed in computed fields");
-      return;
+      return nullptr;
     }
     if (is_nondeterministic(name)) {
-      error(here, name +
-                      " is not deterministic: a computed field must give the same value "
-                      "for the same document every time");
-      return;
+      error(here, name + not_deterministic);
+      return nullptr;
     }
     if (is_stage(name)) {
       error(here, name +
                       " is an aggregation stage, not an expression: a computed field is "
                       "one expression over its own document");
-      return;
+      return nullptr;
     }
     const expression_operator* op = find_operator(name);
     if (op == nullptr) {
@@ -260,58 +265,33 @@ class walker {
         msg += " (did you mean " + best + "?)";
       }
       error(here, msg);
-      return;
     }
-    if (op->family == F::literal) return;  // data, never looked into
+    return op;
+  }
+
+  void operator_call(const std::string& name, const json& arg, const std::string& here) {
+    const expression_operator* op = allowed(name, here);
+    if (op == nullptr || op->family == F::literal) return;  // $literal's is data, never looked into
     // An object without operator keys is the named-argument form ({"if": ..., "then": ...}).
     const bool named_form = !op->arguments.empty() && arg.is_object() &&
                             (arg.empty() || !arg.begin().key().starts_with('$'));
-    if (!named_form) {
-      if (op->named_only) {
-        error(here, name + " takes an object of named arguments (" + std::string(op->arguments) +
-                        "), not " + json_type(arg));
-        return;
-      }
+    if (named_form) {
+      if (named_arguments(*op, arg, here)) named_call(name, arg, here);
+    } else if (op->named_only) {
+      error(here, name + " takes an object of named arguments (" + std::string(op->arguments) +
+                      "), not " + json_type(arg));
+    } else {
       expression(arg, here);
-      return;
     }
-    if (!named_arguments(*op, arg, here)) return;
+  }
+
+  // The arguments of a named-argument object, in the scope each is evaluated in.
+  void named_call(const std::string& name, const json& arg, const std::string& here) {
     const auto at = [&](std::string_view key) { return pointer_join(here, key); };
     if (name == "$let") {
-      const json& vars = arg["vars"];
-      if (!vars.is_object()) {
-        error(at("vars"), "must be an object of variables, not " + json_type(vars));
-        return;
-      }
-      std::vector<std::string> bound;
-      for (auto it = vars.begin(); it != vars.end(); ++it) {
-        const std::string var_at = pointer_join(at("vars"), it.key());
-        if (!valid_variable_name(it.key())) {
-          error(var_at, "\"" + it.key() +
-                            "\" is not a valid variable name (a lowercase letter "
-                            "first, then letters, digits or '_')");
-        }
-        expression(it.value(), var_at);  // in the enclosing scope
-        bound.push_back(it.key());
-      }
-      in_scope(bound, arg["in"], at("in"));
+      let_call(arg, here);
     } else if (name == "$map" || name == "$filter") {
-      expression(arg["input"], at("input"));
-      if (arg.contains("limit")) expression(arg["limit"], at("limit"));
-      std::string as = "this";
-      if (arg.contains("as")) {
-        const json& v = arg["as"];
-        if (!v.is_string() || !valid_variable_name(v.get_ref<const std::string&>())) {
-          error(at("as"),
-                "must name a variable (a lowercase letter first, then letters, "
-                "digits or '_'), not " +
-                    v.dump());
-          return;
-        }
-        as = v.get<std::string>();
-      }
-      const char* body = name == "$map" ? "in" : "cond";
-      in_scope({as}, arg[body], at(body));
+      iteration_call(name, arg, here);
     } else if (name == "$reduce") {
       expression(arg["input"], at("input"));
       expression(arg["initialValue"], at("initialValue"));
@@ -324,6 +304,46 @@ class walker {
         expression(it.value(), at(it.key()));
       }
     }
+  }
+
+  // $let: each of `vars` in the enclosing scope, `in` with them bound.
+  void let_call(const json& arg, const std::string& here) {
+    const std::string vars_at = pointer_join(here, "vars");
+    const json& vars = arg["vars"];
+    if (!vars.is_object()) {
+      error(vars_at, "must be an object of variables, not " + json_type(vars));
+      return;
+    }
+    std::vector<std::string> bound;
+    for (auto it = vars.begin(); it != vars.end(); ++it) {
+      const std::string var_at = pointer_join(vars_at, it.key());
+      if (!valid_variable_name(it.key())) {
+        error(var_at, "\"" + it.key() + "\" is not a valid variable name" + variable_name_rule);
+      }
+      expression(it.value(), var_at);
+      bound.push_back(it.key());
+    }
+    in_scope(bound, arg["in"], pointer_join(here, "in"));
+  }
+
+  // $map and $filter: `input` and `limit` in the enclosing scope, `in`/`cond` with `as`
+  // (default "this") bound.
+  void iteration_call(const std::string& name, const json& arg, const std::string& here) {
+    const auto at = [&](std::string_view key) { return pointer_join(here, key); };
+    expression(arg["input"], at("input"));
+    if (arg.contains("limit")) expression(arg["limit"], at("limit"));
+    std::string as = "this";
+    if (arg.contains("as")) {
+      const json& v = arg["as"];
+      if (!v.is_string() || !valid_variable_name(v.get_ref<const std::string&>())) {
+        error(at("as"),
+              "must name a variable" + std::string(variable_name_rule) + ", not " + v.dump());
+        return;
+      }
+      as = v.get<std::string>();
+    }
+    const char* body = name == "$map" ? "in" : "cond";
+    in_scope({as}, arg[body], at(body));
   }
 
   // Keys of a named-argument object: known, and the required ones present.
@@ -406,9 +426,7 @@ class walker {
       return;  // bound by the expression itself: reads no source path of its own
     }
     if (name == "NOW" || name == "CLUSTER_TIME") {
-      error(at, "$$" + name +
-                    " is not deterministic: a computed field must give the same value "
-                    "for the same document every time");
+      error(at, "$$" + name + not_deterministic);
       return;
     }
     std::vector<std::string_view> defined = {"ROOT", "CURRENT", "REMOVE"};

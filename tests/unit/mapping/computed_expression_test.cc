@@ -65,6 +65,7 @@ TEST(computed_expression_test, root_and_current_alone_read_the_whole_document) {
   const auto e = parsed(R"({"$concat": ["$$CURRENT.a", "$$ROOT.b.c"]})");
   EXPECT_FALSE(e.reads_whole_document());
   EXPECT_EQ(e.reads(), (paths{"a", "b.c"}));
+  EXPECT_EQ(reads(R"({"$ifNull": ["$a", "$$REMOVE"]})"), (paths{"a"}));
 }
 
 TEST(computed_expression_test, literal_is_data_and_reads_nothing) {

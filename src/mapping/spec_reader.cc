@@ -1,5 +1,7 @@
 #include "mapping/spec_reader.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 
 #include "bson/json.h"
@@ -8,7 +10,14 @@ namespace denormd::mapping {
 
 namespace {
 
-// Extended JSON wrapper keys: values, not query operators.
+bool is_subset_operator(std::string_view k) {
+  static const std::set<std::string_view> ops = {"$eq", "$ne",  "$gt",     "$gte", "$lt", "$lte",
+                                                 "$in", "$nin", "$exists", "$and", "$or", "$not"};
+  return ops.contains(k);
+}
+
+}  // namespace
+
 bool is_extended_json_key(std::string_view k) {
   static const std::set<std::string_view> keys = {
       "$oid",           "$date",      "$numberLong", "$numberInt", "$numberDouble",
@@ -17,13 +26,35 @@ bool is_extended_json_key(std::string_view k) {
   return keys.contains(k);
 }
 
-bool is_subset_operator(std::string_view k) {
-  static const std::set<std::string_view> ops = {"$eq", "$ne",  "$gt",     "$gte", "$lt", "$lte",
-                                                 "$in", "$nin", "$exists", "$and", "$or", "$not"};
-  return ops.contains(k);
+std::string closest_name(std::string_view name, std::span<const std::string_view> candidates) {
+  const auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j)
+      row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t prev = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t cur = row[j];
+        const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                          std::tolower(static_cast<unsigned char>(b[j - 1]));
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (same ? 0 : 1)});
+        prev = cur;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string_view best;
+  std::size_t best_distance = 3;
+  for (const auto candidate : candidates) {
+    const std::size_t d = distance(name, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return std::string(best);
 }
-
-}  // namespace
 
 std::string load_error::to_string() const {
   std::string out = file;

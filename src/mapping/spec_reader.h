@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -47,6 +48,13 @@ void for_each_parent(std::string_view path, F&& found) {
     found(path.substr(0, dot));
   }
 }
+
+// The candidate closest to `name` by edit distance, ignoring case, for "did you mean"
+// suggestions of typos: "" when none is within 2 edits.
+std::string closest_name(std::string_view name, std::span<const std::string_view> candidates);
+
+// Extended JSON wrapper keys ("$oid", "$date", ...): values, not operators.
+bool is_extended_json_key(std::string_view k);
 
 // The names in a mapping's "fields", viewing into it.
 std::unordered_set<std::string_view> field_names(const mapping& m);
@@ -134,38 +142,14 @@ class spec_object {
  private:
   std::string unknown_key_message(const std::string& key) const {
     std::string msg = "unknown key \"" + key + "\"";
-    // Suggest the closest allowed key for typos (edit distance <= 2).
-    std::string best;
-    std::size_t best_distance = 3;
-    for (const auto& candidate : allowed_) {
-      const std::size_t d = distance(key, candidate);
-      if (d < best_distance) {
-        best_distance = d;
-        best = candidate;
-      }
+    const std::vector<std::string_view> candidates(allowed_.begin(), allowed_.end());
+    if (auto best = closest_name(key, candidates); !best.empty()) {
+      msg += " (did you mean \"" + best + "\"?)";
     }
-    if (!best.empty()) msg += " (did you mean \"" + best + "\"?)";
     std::string list;
     for (const auto& a : allowed_)
       list += (list.empty() ? "" : ", ") + a;
     return msg + "; allowed here: " + list;
-  }
-
-  static std::size_t distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j)
-      row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-      std::size_t prev = row[0];
-      row[0] = i;
-      for (std::size_t j = 1; j <= b.size(); ++j) {
-        const std::size_t cur = row[j];
-        const bool same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]);
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (same ? 0 : 1)});
-        prev = cur;
-      }
-    }
-    return row[b.size()];
   }
 
   spec_reader& r_;

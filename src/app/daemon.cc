@@ -102,6 +102,10 @@ class mongo_parts final : public pipeline::parts_factory {
         sink::lease_fence{meta_db_, source.full(), instance_id_, lease_epoch});
   }
 
+  std::shared_ptr<sink::computed_evaluator> make_evaluator(const mapping::ns&) override {
+    return std::make_shared<sink::computed_evaluator>(conn_);
+  }
+
   checkpoint::position_store& positions() override { return checkpoints_; }
 
   mongo::result<bson::timestamp> resync_start(const mapping::ns&) override {

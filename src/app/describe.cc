@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bson/json.h"
+#include "mapping/computed_expression.h"
 
 namespace denormd::app {
 
@@ -12,12 +13,37 @@ std::string join_sources(const mapping::mapping& m) {
   // Each path once; an aggregate's $count reads no path.
   std::vector<std::string_view> seen;
   std::string s;
+  auto add = [&](std::string_view path) {
+    if (path.empty() || std::find(seen.begin(), seen.end(), path) != seen.end()) return;
+    seen.push_back(path);
+    s += (s.empty() ? "" : ", ") + std::string(path);
+  };
   for (const auto& f : m.fields) {
-    if (f.source_path.empty() || std::find(seen.begin(), seen.end(), f.source_path) != seen.end()) {
-      continue;
+    if (!f.computed) {
+      add(f.source_path);
+    } else if (f.computed->reads_whole_document()) {
+      add("the whole document");
+    } else {
+      for (const auto& p : f.computed->reads())
+        add(p);
     }
-    seen.push_back(f.source_path);
-    s += (s.empty() ? "" : ", ") + f.source_path;
+  }
+  return s;
+}
+
+// One line per computed field: its expression and the paths it reads (what makes an update
+// rewrite it).
+std::string computed_lines(const mapping::mapping& m) {
+  std::string s;
+  for (const auto& f : m.fields) {
+    if (!f.computed) continue;
+    std::string reads;
+    for (const auto& p : f.computed->reads())
+      reads += (reads.empty() ? "" : ", ") + p;
+    if (f.computed->reads_whole_document()) reads = "the whole document ($$ROOT)";
+    if (reads.empty()) reads = "no field (a constant)";
+    s += "  computed " + f.name + " = " + f.computed->canonical_text() + "\n";
+    s += "    reads " + reads + "; evaluated by the server\n";
   }
   return s;
 }
@@ -34,6 +60,7 @@ std::string describe_mapping(const mapping::mapping& m) {
   std::string s = m.name + " (" + std::string(m.kind_name()) + ", " + m.file + ")\n";
   if (!m.description.empty()) s += "  " + m.description + "\n";
   s += "  reads " + m.source.full() + " (" + join_sources(m) + ")\n";
+  s += computed_lines(m);
   m.visit([&](const auto& k) { k.describe(m, s); });
   for (const auto& ix : indexes_needed(m)) {
     s += "  index " + ix.where.full() + " " + ix.keys + "  (" + ix.why + ")\n";

@@ -13,6 +13,7 @@
 #include "bson/json.h"
 #include "common/json_text.h"
 #include "config/json_reader.h"
+#include "mapping/computed_expression.h"
 #include "mapping/kind_contract.h"
 
 namespace denormd::config {
@@ -77,16 +78,26 @@ std::string kind_names() {
 void read_source_paths(spec_reader& r, spec_object& o, mapping::mapping& m) {
   mapping::read_fields(
       r, o, m, [&](const std::string& here, const std::string& name, const json& value) {
+        if (value.is_object()) {
+          if (auto e = mapping::read_computed(r, value, here))
+            m.fields.push_back({name, e->value_path(), std::move(e)});
+          return;
+        }
         if (!value.is_string()) {
-          r.error(here, "must be a source field path (a string), not " + json_type(value));
+          r.error(here,
+                  "must be a source field path (a string) or a computed field (one "
+                  "expression object), not " +
+                      json_type(value));
           return;
         }
         const auto src_path = value.get<std::string>();
-        if (auto problem = path_problem(src_path); !problem.empty()) {
+        auto problem = path_problem(src_path);
+        if (problem.empty()) problem = mapping::reserved_path_problem(src_path);
+        if (!problem.empty()) {
           r.error(here, "\"" + src_path + "\" is not a valid field path: it " + problem);
           return;
         }
-        m.fields.push_back({name, src_path});
+        m.fields.push_back({name, src_path, nullptr});
       });
 }
 

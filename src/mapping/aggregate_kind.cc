@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "mapping/aggregate_detail.h"
 #include "mapping/change_event.h"
+#include "mapping/computed_expression.h"
 #include "mapping/document_store.h"
 #include "mapping/kind_contract.h"
 #include "mapping/mapping.h"
@@ -80,20 +81,27 @@ void read_accumulator(spec_reader& r, const std::string& here, const std::string
                 "$sum, $avg, $min or $max)");
     return;
   }
-  accumulator a{name, it->second, ""};
+  accumulator a{name, it->second, "", nullptr};
   if (a.op == accumulator_op::count) {
     if (!arg.is_object() || !arg.empty()) {
       r.error(pointer_join(here, op_name), "must be {}, not " + arg.dump());
       return;
     }
+  } else if (arg.is_object()) {
+    a.computed = read_computed(r, arg, pointer_join(here, op_name));
+    if (!a.computed) return;
+    a.path = a.computed->value_path();
   } else {
     if (!arg.is_string()) {
       r.error(pointer_join(here, op_name),
-              "must be a child field path (a string), not " + json_type(arg));
+              "must be a child field path (a string) or an expression (an object), not " +
+                  json_type(arg));
       return;
     }
     a.path = arg.get<std::string>();
-    if (auto problem = path_problem(a.path); !problem.empty()) {
+    auto problem = path_problem(a.path);
+    if (problem.empty()) problem = reserved_path_problem(a.path);
+    if (!problem.empty()) {
       std::string msg = "\"" + a.path + "\" is not a valid field path: it " + problem;
       if (a.path.starts_with('$'))
         msg += " (write the path without '$': \"" + a.path.substr(1) + "\")";
@@ -101,7 +109,7 @@ void read_accumulator(spec_reader& r, const std::string& here, const std::string
       return;
     }
   }
-  m.fields.push_back({name, a.path});
+  m.fields.push_back({name, a.path, a.computed});
   out.push_back(std::move(a));
 }
 
@@ -420,8 +428,9 @@ bson::array aggregate_kind::pipeline(const bson::array& keys) const {
   for (std::size_t i = 0; i < accumulators.size(); ++i) {
     const auto& a = accumulators[i];
     // {$sum: 1} is $count on every server version ($count as an accumulator is 5.0+).
-    const bson::value arg =
-        a.op == accumulator_op::count ? bson::value(1) : bson::value("$" + a.path);
+    const bson::value arg = a.op == accumulator_op::count ? bson::value(1)
+                            : a.computed                  ? bson::value(a.computed->as_bson())
+                                                          : bson::value("$" + a.path);
     const std::string_view op = a.op == accumulator_op::count ? "$sum" : accumulator_name(a.op);
     group.append(group_field(i), bson::document{{std::string(op), arg}});
     if (mode == aggregate_mode::incremental && a.op == accumulator_op::avg) {
@@ -621,52 +630,72 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
   return for_each_parent_chunk(op, store, parent_opts, [&](std::span<const bson::document> page) {
     const std::vector<parent_ref> chunk_parents = recomputable(m, *this, op, page);
     if (chunk_parents.empty()) return true;
-    bson::array keys;
-    for (const auto& [p, key] : chunk_parents)
-      add_key(keys, *key);
-    // What each parent holds now, as a group result (nullptr: none yet known; compare the
-    // parent document itself). With `recheck` the children are aggregated again after the
-    // writes until nothing changes: a child the stream recomputed between our read and our
-    // write is then not lost (docs/architecture.md, "Correctness").
-    std::vector<std::optional<bson::document>> held(chunk_parents.size());
-    bool first = true;
-    while (true) {
-      auto groups = store.aggregate(m.source, pipeline(keys));
-      if (!groups) return false;
-      const group_index by_key(*groups);
-      // The chunk's parents whose values differ, written in one round trip.
-      std::vector<document_store::single_update> updates;
-      for (std::size_t i = 0; i < chunk_parents.size(); ++i) {
-        const auto [parent, key] = chunk_parents[i];
-        const bson::document* group = by_key.find(*key);
-        const bson::document empty;
-        const bool current = first ? holds(m, *this, *parent, group)
-                                   : held[i] && bson::identical(*held[i], group ? *group : empty);
-        if (!current) {
-          updates.push_back({bson::document{{"_id", literal(*parent->get("_id"))}},
-                             update_for(m, group),
-                             {},
-                             nullptr});
-        }
-        held[i] = group ? *group : empty;
+    if (recompute_parents(m, op, rw.recheck, chunk_parents, store)) return true;
+    if (!store.refusal()) return false;
+    // A child on which a computed argument fails makes $group refuse every parent it was read
+    // for: each parent alone, so only that child's parent is left out, as a dead letter.
+    for (const parent_ref& p : chunk_parents) {
+      if (recompute_parents(m, op, rw.recheck, std::span(&p, 1), store)) continue;
+      const auto refusal = store.refusal();
+      if (!refusal) return false;
+      if (!store.dead_letter(
+              op, "the parent with " + parent_field + " " + bson::to_json(*p.second) +
+                      " was not recomputed: the server refused its children: " + *refusal)) {
+        return false;
       }
-      first = false;
-      if (updates.empty()) break;
-      const auto written = store.update_each(op, updates);
-      if (!written) return false;
-      const bool wrote =
-          std::find(written->begin(), written->end(), store_write::applied) != written->end();
-      if (!rw.recheck || !wrote) break;
     }
     return true;
   });
+}
+
+bool aggregate_kind::recompute_parents(const mapping& m, const write_op& op, bool recheck,
+                                       std::span<const parent_ref> chunk_parents,
+                                       document_store& store) const {
+  bson::array keys;
+  for (const auto& [p, key] : chunk_parents)
+    add_key(keys, *key);
+  // What each parent holds now, as a group result (nullptr: none yet known; compare the
+  // parent document itself). With `recheck` the children are aggregated again after the
+  // writes until nothing changes: a child the stream recomputed between our read and our
+  // write is then not lost (docs/architecture.md, "Correctness").
+  std::vector<std::optional<bson::document>> held(chunk_parents.size());
+  bool first = true;
+  while (true) {
+    auto groups = store.aggregate(m.source, pipeline(keys));
+    if (!groups) return false;
+    const group_index by_key(*groups);
+    // The chunk's parents whose values differ, written in one round trip.
+    std::vector<document_store::single_update> updates;
+    for (std::size_t i = 0; i < chunk_parents.size(); ++i) {
+      const auto [parent, key] = chunk_parents[i];
+      const bson::document* group = by_key.find(*key);
+      const bson::document empty;
+      const bool current = first ? holds(m, *this, *parent, group)
+                                 : held[i] && bson::identical(*held[i], group ? *group : empty);
+      if (!current) {
+        updates.push_back({bson::document{{"_id", literal(*parent->get("_id"))}},
+                           update_for(m, group),
+                           {},
+                           nullptr});
+      }
+      held[i] = group ? *group : empty;
+    }
+    first = false;
+    if (updates.empty()) return true;
+    const auto written = store.update_each(op, updates);
+    if (!written) return false;
+    const bool wrote =
+        std::find(written->begin(), written->end(), store_write::applied) != written->end();
+    if (!recheck || !wrote) return true;
+  }
 }
 
 void aggregate_kind::describe(const mapping& m, std::string& s) const {
   std::string values;
   for (const auto& a : accumulators) {
     values += (values.empty() ? "" : ", ") + target_path(m, a.name) + " = " +
-              std::string(accumulator_name(a.op)) + "(" + (a.path.empty() ? "" : a.path) + ")";
+              std::string(accumulator_name(a.op)) + "(" +
+              (a.computed ? a.computed->canonical_text() : a.path) + ")";
   }
   s += "  computes on " + m.target.full() + ": " + values + "\n";
   s += "  over the children in " + m.source.full() + " whose " + parent_key + " = parent " +
@@ -712,7 +741,8 @@ void aggregate_kind::fingerprint(std::string& s) const {
   s += "|" + parent_key + "|" + parent_field + "|";
   if (filter) s += bson::to_json(filter->filter(), bson::json_mode::canonical);
   for (const auto& a : accumulators)
-    s += "|" + a.name + ":" + std::string(accumulator_name(a.op)) + ":" + a.path;
+    s += "|" + a.name + ":" + std::string(accumulator_name(a.op)) + ":" +
+         (a.computed ? "expr:" + a.computed->canonical_text() : a.path);
   s += mode == aggregate_mode::recompute ? "|recompute" : "|incremental";
 }
 

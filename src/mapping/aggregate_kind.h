@@ -11,6 +11,7 @@
 // aggregate_incremental.cc, sharing aggregate_detail.h.
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -27,10 +28,13 @@ namespace denormd::mapping {
 enum class accumulator_op { count, sum, avg, min, max };
 
 // One computed field: `name` (under `into`) is `op` over the children's `path` ("" for count).
+// A computed argument (`computed` set) is an expression the server evaluates in $group, and on
+// each event's documents (its value at `path`, computed_expression::value_path).
 struct accumulator {
   std::string name;
   accumulator_op op = accumulator_op::count;
   std::string path;
+  std::shared_ptr<const computed_expression> computed;
 };
 
 enum class aggregate_mode { recompute, incremental };
@@ -124,6 +128,12 @@ struct aggregate_kind {
   // values and the snapshot's position unless it has applied a later event, in which case it
   // is recomputed again.
   bool complete_incremental(const mapping& m, const write_op& op, document_store& store) const;
+  // Recompute mode: aggregates the children of `parents` (each with its key) and writes those
+  // whose values differ, again until current with `recheck`. False when the store failed.
+  bool recompute_parents(
+      const mapping& m, const write_op& op, bool recheck,
+      std::span<const std::pair<const bson::document*, const bson::value*>> parents,
+      document_store& store) const;
   // The same for consecutive recomputes, one after the other.
   bool complete(const mapping& m, std::span<const write_op* const> ops,
                 document_store& store) const;

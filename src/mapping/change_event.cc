@@ -182,6 +182,7 @@ expected<change_event> change_event::parse_bson(std::span<const std::uint8_t> by
 
 bool touches(const std::vector<std::string>& touched, const std::vector<std::string>& paths) {
   if (touched.empty() || paths.empty()) return false;
+  if (std::find(paths.begin(), paths.end(), whole_document_path) != paths.end()) return true;
   std::vector<std::vector<std::string_view>> watched;
   watched.reserve(paths.size());
   for (const auto& p : paths)

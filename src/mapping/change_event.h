@@ -26,6 +26,16 @@ enum class operation {
   other
 };
 
+// A computed field's expression the server could not evaluate on this event's document
+// (`before`: on its pre-image): the planner turns it into a dead letter of each mapping that
+// writes from that document, and the field is absent meanwhile (docs/architecture.md,
+// "Computed fields").
+struct computed_failure {
+  std::string key;  // computed_expression::key()
+  std::string error;
+  bool before = false;
+};
+
 struct change_event {
   operation op = operation::other;
   std::string op_name;  // operationType as received
@@ -38,6 +48,7 @@ struct change_event {
   bson::document token;  // the event's _id (its resume token)
   bson::timestamp cluster_time;
   std::optional<bson::date_time> wall_time;
+  std::vector<computed_failure> computed_failures;
 
   // Validates and takes apart a change event; errors say which field is wrong.
   static expected<change_event> parse(bson::document raw);
@@ -53,8 +64,11 @@ struct change_event {
   }
 };
 
-// True when any touched path overlaps any of `paths`: with array indexes left out
-// (query::field_components), one is a prefix of the other, component by component
+// A watched path that stands for every path: a computed field reading $$ROOT or $$CURRENT.
+inline constexpr std::string_view whole_document_path = "$$ROOT";
+
+// True when any touched path overlaps any of `paths` (whole_document_path overlaps all): with array
+// indexes left out (query::field_components), one is a prefix of the other, component by component
 // ("address" touches "address.city"; "items.0.status" and "items.3" touch "items.status").
 // planner::stream_filter has the server apply the same rule.
 bool touches(const std::vector<std::string>& touched, const std::vector<std::string>& paths);

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <optional>
 #include <set>
 #include <unordered_set>
+
+#include "bson/json.h"
+#include "common/fnv.h"
 
 namespace denormd::mapping {
 
@@ -517,7 +521,35 @@ expected<computed_expression, std::vector<expression_error>> computed_expression
   out.whole_document_ = w.whole_document_;
   if (!out.whole_document_) out.reads_ = fold_paths(std::move(w.paths_));
   out.canonical_ = expression.dump();
+  auto as_bson = bson::parse_json(out.canonical_);
+  if (!as_bson) {
+    errors.push_back({pointer, "the expression holds a value that is not valid Extended JSON: " +
+                                   as_bson.error().message});
+    return errors;
+  }
+  out.bson_ = std::move(as_bson).value();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(out.canonical_)));
+  out.key_ = std::string("c") + hex;
+  out.value_path_ = std::string(computed_root) + "." + out.key_;
   return out;
+}
+
+std::shared_ptr<const computed_expression> read_computed(spec_reader& r, const json& value,
+                                                         const std::string& pointer) {
+  auto parsed = computed_expression::parse(value, pointer);
+  if (!parsed) {
+    for (const auto& e : parsed.error())
+      r.error(e.pointer, e.message);
+    return nullptr;
+  }
+  return std::make_shared<const computed_expression>(std::move(parsed).value());
+}
+
+std::string reserved_path_problem(std::string_view path) {
+  if (path.substr(0, path.find('.')) != computed_root) return "";
+  return "is under \"" + std::string(computed_root) +
+         "\", where denormd keeps computed values (write an expression instead)";
 }
 
 }  // namespace denormd::mapping

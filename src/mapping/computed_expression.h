@@ -4,11 +4,13 @@
 // the source paths it reads and gives its canonical text for the mapping fingerprint.
 // denormd never evaluates it; the server does (docs/architecture.md, "Computed fields").
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "bson/value.h"
 #include "common/expected.h"
 #include "mapping/spec_reader.h"
 
@@ -49,6 +51,12 @@ std::span<const expression_operator> expression_operators();
 // needs (one operator with an argument array is two levels).
 inline constexpr int max_expression_depth = 50;
 
+// Where a document read from a source carries the server's values of computed fields once
+// they are evaluated: {"__denormd_computed": {"c<16 hex digits>": value, ...}}, one key per
+// distinct expression. The loader refuses plain paths under it, so no user field is read from
+// there (docs/architecture.md, "Computed fields").
+inline constexpr std::string_view computed_root = "__denormd_computed";
+
 // A problem in an expression: the JSON pointer of the offending part (below the expression's
 // own pointer given to parse; the loader adds the file) and why.
 struct expression_error {
@@ -75,6 +83,15 @@ class computed_expression {
   // Compact JSON as written (key order kept: it is the author's and MongoDB's order).
   const std::string& canonical_text() const { return canonical_; }
 
+  // The expression as BSON, as the server is sent it (Extended JSON values such as
+  // {"$numberDecimal": "0.1"} read as the values they stand for).
+  const bson::document& as_bson() const { return bson_; }
+
+  // Its key under computed_root ("c" and 16 hex digits of the canonical text's hash: one
+  // expression written in two mappings is evaluated once), and the path of its value there.
+  const std::string& key() const { return key_; }
+  const std::string& value_path() const { return value_path_; }
+
  private:
   computed_expression() = default;
 
@@ -82,6 +99,18 @@ class computed_expression {
   bool whole_document_ = false;
   std::vector<std::string> reads_;
   std::string canonical_;
+  bson::document bson_;
+  std::string key_;
+  std::string value_path_;
 };
+
+// Reads a computed field's expression at `pointer` of the file `r` reads, reporting every
+// problem there; nullptr after a problem.
+std::shared_ptr<const computed_expression> read_computed(spec_reader& r, const json& value,
+                                                         const std::string& pointer);
+
+// Why a plain field path may not be read ("" when it may): paths under computed_root hold
+// computed values, which no user field may pose as.
+std::string reserved_path_problem(std::string_view path);
 
 }  // namespace denormd::mapping

@@ -5,6 +5,7 @@
 // and the implementation keeps why: the completion stops and its caller returns that error.
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "bson/value.h"
@@ -56,6 +57,13 @@ class document_store {
   };
   virtual std::optional<std::vector<store_write>> update_each(
       const write_op& op, const std::vector<single_update>& updates) = 0;
+  // When the last call that failed was refused because of the data it read (a computed
+  // field's expression failing on a document, docs/architecture.md "Computed fields"): the
+  // server's error. The same call cannot succeed; the kind leaves out what it was for, as a
+  // dead letter. nullopt for any other failure (retry).
+  virtual std::optional<std::string> refusal() const { return std::nullopt; }
+  // Stores a dead letter of `op` saying `reason`; false when the store failed.
+  virtual bool dead_letter(const write_op& /*op*/, const std::string& /*reason*/) { return false; }
   // One single-document update made on behalf of `op`.
   virtual store_write update_one(const write_op& op, const bson::document& filter,
                                  const bson::document& update,

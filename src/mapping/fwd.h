@@ -12,6 +12,7 @@ struct index_need;
 class spec_reader;
 class spec_object;
 class document_store;
+class computed_expression;
 enum class delete_policy;
 enum class merge_rule;
 

@@ -4,6 +4,7 @@
 // read, plan, complete, describe and verify them. Built by config/mapping_loader; immutable
 // afterwards and safe to share between threads.
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,10 +34,13 @@ enum class delete_policy {
 };
 
 // One copied field: `name` under `into` in the target, read from `source_path` (aggregate:
-// the accumulator's child path, "" for $count).
+// the accumulator's child path, "" for $count). A computed field is the server's value of
+// `computed`: its `source_path` is where that value sits in a document once evaluated
+// (computed_expression::value_path), and the paths it watches are those the expression reads.
 struct field_map {
   std::string name;
   std::string source_path;
+  std::shared_ptr<const computed_expression> computed;
 };
 
 // An index a mapping's reads and writes want (`denormd check` lists them).
@@ -61,8 +65,10 @@ struct mapping {
   std::string_view kind_name() const;
   // The target paths this mapping writes (for overlap checks and `check`).
   std::vector<std::string> written_paths() const;
-  // Source paths whose change can change the dependents (fields, keys, filter).
+  // Source paths whose change can change the dependents (fields, keys, filter; a computed
+  // field's: the paths its expression reads, or whole_document_path).
   std::vector<std::string> watched_paths() const;
+  bool has_computed_fields() const;
   const field_map* field_named(std::string_view n) const;
   // A digest of everything that decides what the mapping writes (16 hex digits): a backfill's
   // stored progress, or a running pipeline, belongs to one definition.

@@ -20,6 +20,10 @@ bool replay_gate::passed(std::string_view position) const {
 
 planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings)) {
   auto add_field = [](source_plan& plan, const std::string& path) {
+    if (path == whole_document_path) {
+      plan.whole = true;
+      return;
+    }
     const std::string top = path.substr(0, path.find('.'));
     if (std::find(plan.fields.begin(), plan.fields.end(), top) == plan.fields.end()) {
       plan.fields.push_back(top);
@@ -47,6 +51,23 @@ planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings))
       add_field(target_plan, p);
     target_plan.fills.push_back(std::move(t));
   }
+  for (auto& [n, plan] : by_source_) {
+    std::vector<const mapping*> sources;
+    for (const compiled& c : plan.mappings)
+      sources.push_back(c.m);
+    auto fields = std::make_shared<const computed_fields>(sources);
+    if (!fields->empty()) plan.computed = std::move(fields);
+  }
+}
+
+bool planner::reads_whole_document(const ns& source) const {
+  auto it = by_source_.find(source);
+  return it != by_source_.end() && it->second.whole;
+}
+
+const computed_fields* planner::computed(const ns& source) const {
+  auto it = by_source_.find(source);
+  return it == by_source_.end() ? nullptr : it->second.computed.get();
 }
 
 std::vector<ns> planner::source_namespaces() const {
@@ -207,13 +228,18 @@ bson::array planner::stream_filter(const ns& source) const {
   add(it->second.mappings);
   add(it->second.fills);
   std::sort(paths.begin(), paths.end());
+  // A computed field reading the whole document watches every path: no update is skipped.
+  if (it->second.whole) paths.clear();
   // Every kind skips an update that touches none of its watched paths, and a fill skips a
   // delete (the dependent is gone); every other event, whatever its type, passes.
   bson::array skipped{"update"};
   if (it->second.mappings.empty()) skipped.push_back("delete");
   bson::array kept{bson::document{{"operationType", bson::document{{"$nin", std::move(skipped)}}}}};
-  if (!paths.empty())
+  if (it->second.whole) {
+    kept.push_back(bson::document{{"operationType", "update"}});
+  } else if (!paths.empty()) {
     kept.push_back(bson::document{{"operationType", "update"}, {"$expr", update_touches(paths)}});
+  }
   return bson::array{bson::document{{"$match", bson::document{{"$or", std::move(kept)}}}}};
 }
 
@@ -236,6 +262,7 @@ bson::document trimmed(const std::string& field, const std::vector<std::string>&
 bson::array planner::stream_projection(const ns& source) const {
   auto it = by_source_.find(source);
   if (it == by_source_.end()) return {};
+  if (it->second.whole) return {};
   const auto& names = it->second.fields;
   // Top-level names from the mappings' paths, which the loader allows; one an expression
   // could not carry keeps the documents whole rather than read as an operator.
@@ -272,11 +299,28 @@ void planner::plan(const change_event& ev, std::vector<write_op>& out,
     return gate == nullptr || gate->admits(c.m->name, position);
   };
   for (const compiled& c : it->second.mappings) {
-    if (admitted(c)) c.m->visit([&](const auto& k) { k.plan(*c.m, c.watched, ev, out, notes); });
+    if (!admitted(c)) continue;
+    const std::size_t first = out.size();
+    c.m->visit([&](const auto& k) { k.plan(*c.m, c.watched, ev, out, notes); });
+    if (out.size() > first && !ev.computed_failures.empty()) dead_letter_failures(*c.m, ev, out);
   }
   for (const compiled& c : it->second.fills) {
     if (admitted(c))
       c.m->visit([&](const auto& k) { k.plan_new_target(*c.m, c.watched, ev, out); });
+  }
+}
+
+void planner::dead_letter_failures(const mapping& m, const change_event& ev,
+                                   std::vector<write_op>& out) const {
+  const computed_fields* fields = computed(ev.source);
+  if (fields == nullptr) return;
+  for (const auto& failure : ev.computed_failures) {
+    const computed_fields::entry* e = fields->find(failure.key);
+    if (e == nullptr) continue;
+    for (const auto& o : e->owners) {
+      if (o.m == &m)
+        out.push_back(dead_letter_op(m, computed_fields::failure_reason(o.field, ev.id, failure)));
+    }
   }
 }
 

@@ -3,11 +3,13 @@
 // driver. Built once from the loaded mappings; const afterwards and safe to share.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "mapping/change_event.h"
+#include "mapping/computed_fields.h"
 #include "mapping/mapping.h"
 #include "mapping/write_op.h"
 
@@ -45,6 +47,12 @@ class planner {
   // The top-level fields of a source document that any mapping reading `source` needs
   // (for change_event::parse_bson). Empty when no mapping reads it.
   const std::vector<std::string>& document_fields(const ns& source) const;
+  // True when a computed field of a mapping reading `source` reads $$ROOT or $$CURRENT: its
+  // documents are read whole, and document_fields() does not apply.
+  bool reads_whole_document(const ns& source) const;
+  // The computed fields of the mappings reading `source` as their source, evaluated on each
+  // event's documents before planning; nullptr when they have none.
+  const computed_fields* computed(const ns& source) const;
   // The document states some mapping reading `source` (as a source, or as a target it
   // watches) needs with each change.
   stream_images needs_images(const ns& source) const;
@@ -67,7 +75,9 @@ class planner {
 
   // Appends the writes one event needs. `notes` (optional) receives the reason an event
   // produced nothing where that is surprising (a key that cannot be known, for example).
-  // With `gate`, only the mappings it admits at the event's position plan it.
+  // With `gate`, only the mappings it admits at the event's position plan it. A mapping that
+  // writes from a document on which one of its computed fields failed (ev.computed_failures)
+  // also gets a dead letter per failure.
   void plan(const change_event& ev, std::vector<write_op>& out,
             std::vector<std::string>* notes = nullptr, const replay_gate* gate = nullptr) const;
 
@@ -81,7 +91,13 @@ class planner {
     std::vector<compiled> mappings;   // mappings reading this namespace as their source
     std::vector<compiled> fills;      // fillNewTargets mappings whose target this is
     std::vector<std::string> fields;  // top-level fields any of them reads
+    bool whole = false;               // ... or all of them (a computed field reads $$ROOT)
+    std::shared_ptr<const computed_fields> computed;  // nullptr: none
   };
+
+  // Appends a dead letter of `m` for each of ev.computed_failures in a field of `m`.
+  void dead_letter_failures(const mapping& m, const change_event& ev,
+                            std::vector<write_op>& out) const;
 
   std::vector<mapping> mappings_;
   std::map<ns, source_plan> by_source_;

@@ -95,6 +95,10 @@ void recent_kind::read_rest(spec_reader& r, spec_object& root, const mapping& m)
     const auto* f = m.field_named(*id);
     if (f == nullptr) {
       r.error("/idField", "\"" + *id + "\" is not one of the names in \"fields\"");
+    } else if (f->computed) {
+      r.error("/idField", "\"" + *id +
+                              "\" must copy the child's \"_id\", not an expression: the element "
+                              "is found by it when the child is deleted");
     } else if (f->source_path != "_id") {
       r.error("/idField", "\"" + *id + "\" must copy the child's \"_id\" (it is \"" +
                               f->source_path +
@@ -108,6 +112,12 @@ void recent_kind::read_rest(spec_reader& r, spec_object& root, const mapping& m)
       const std::string here = pointer_join("/sort", it.key());
       if (!names.contains(it.key())) {
         r.error(here, "sort field \"" + it.key() + "\" is not one of the names in \"fields\"");
+        continue;
+      }
+      if (const field_map* f = m.field_named(it.key()); f != nullptr && f->computed) {
+        r.error(here, "sort field \"" + it.key() +
+                          "\" is computed: the newest children are read with a sorted query, "
+                          "which sorts by stored fields only");
         continue;
       }
       if (!it->is_number_integer() || (it->get<int>() != 1 && it->get<int>() != -1)) {

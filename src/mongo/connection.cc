@@ -22,6 +22,7 @@ namespace {
 using uri_ptr = c_handle<mongoc_uri_t, mongoc_uri_destroy>;
 using pool_ptr = c_handle<mongoc_client_pool_t, mongoc_client_pool_destroy>;
 using collection_ptr = c_handle<mongoc_collection_t, mongoc_collection_destroy>;
+using database_ptr = c_handle<mongoc_database_t, mongoc_database_destroy>;
 using stream_ptr = c_handle<mongoc_change_stream_t, mongoc_change_stream_destroy>;
 using cursor_ptr = c_handle<mongoc_cursor_t, mongoc_cursor_destroy>;
 using bulk_ptr = c_handle<mongoc_bulk_operation_t, mongoc_bulk_operation_destroy>;
@@ -554,12 +555,19 @@ result<std::vector<bson::document>> connection::impl::aggregate(mongoc_client_t*
                                                                 const std::string& db,
                                                                 const std::string& coll,
                                                                 const bson::array& pipeline) const {
-  const collection_ptr c = collection(client, db, coll);
   const bson::bson_ptr p = bson::to_bson(bson::document{{"pipeline", pipeline}});
   auto opts = read_opts(session);
   if (!opts) return opts.error();
-  cursor_ptr cursor(
-      mongoc_collection_aggregate(c.get(), MONGOC_QUERY_NONE, p.get(), opts->get(), nullptr));
+  cursor_ptr cursor;
+  if (coll.empty()) {
+    // {aggregate: 1}: a pipeline that reads no collection ($documents).
+    const database_ptr d(mongoc_client_get_database(client, db.c_str()));
+    cursor.reset(mongoc_database_aggregate(d.get(), p.get(), opts->get(), nullptr));
+  } else {
+    const collection_ptr c = collection(client, db, coll);
+    cursor.reset(
+        mongoc_collection_aggregate(c.get(), MONGOC_QUERY_NONE, p.get(), opts->get(), nullptr));
+  }
   std::vector<bson::document> out;
   const bson_t* doc = nullptr;
   while (mongoc_cursor_next(cursor.get(), &doc)) {

@@ -70,7 +70,8 @@ class document_client {
   virtual result<std::optional<bson::document>> find_one(const std::string& db,
                                                          const std::string& coll,
                                                          const bson::document& filter) = 0;
-  // Runs an aggregation pipeline and returns every result document.
+  // Runs an aggregation pipeline and returns every result document. An empty `coll` runs it
+  // on the database ({aggregate: 1}), for pipelines that start with $documents.
   virtual result<std::vector<bson::document>> aggregate(const std::string& db,
                                                         const std::string& coll,
                                                         const bson::array& pipeline) = 0;

@@ -16,6 +16,7 @@
 #include "mapping/planner.h"
 #include "mongo/driver_error.h"
 #include "sink/batch_writer.h"
+#include "sink/computed_evaluator.h"
 #include "source/change_source.h"
 #include "source/event_queue.h"
 #include "source/watcher.h"
@@ -56,6 +57,11 @@ class parts_factory {
   // `lease_epoch` not 0 (--ha): every write is fenced under `source`'s lease at that epoch.
   virtual std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns& source,
                                                           std::int64_t lease_epoch) = 0;
+  // Where `source`'s computed fields are evaluated (called only when its mappings have some);
+  // nullptr leaves them absent (fakes of plain mappings).
+  virtual std::shared_ptr<sink::computed_evaluator> make_evaluator(const mapping::ns& /*source*/) {
+    return nullptr;
+  }
   // Shared by every pipeline; each applier calls it from its own thread.
   virtual checkpoint::position_store& positions() = 0;
   // History of `source` was lost and everything read before is applied: the cluster's

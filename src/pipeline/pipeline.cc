@@ -67,6 +67,7 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   ao.filter = filter_text_;
   ao.lease_epoch = from_.lease_epoch;
   ao.lease_deadline = from_.lease_deadline;
+  if (planner_->computed(source_) != nullptr) ao.evaluator = parts.make_evaluator(source_);
   if (from_.start_at) ao.start_at_ms = static_cast<std::int64_t>(from_.start_at->t) * 1000;
   // Where a restart resumes until this pipeline stores a position of its own.
   if (from_.resume_after) {

@@ -139,18 +139,22 @@ bool applier::store_pending(std::stop_token& stop) {
   return true;
 }
 
-std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) {
-  const auto& fields = planner_->document_fields(opts_.source);
+std::optional<std::int64_t> applier::plan_batch(const std::vector<source::stream_item>& items,
+                                                std::stop_token& stop) {
+  const std::vector<std::string>* keep = planner_->reads_whole_document(opts_.source)
+                                             ? nullptr
+                                             : &planner_->document_fields(opts_.source);
   events_.clear();
   tokens_.clear();
   ops_.clear();
+  std::vector<const source::stream_item*> item_of;  // the item each event came in
   std::int64_t last_event_ms = 0;
   for (const auto& item : items) {
     last_item_time_.reset();  // set below when this item is an event
     if (item.event.empty()) continue;
     if (in_flight_oldest_ms_.load() == 0) in_flight_oldest_ms_ = item.event_ms;
     last_event_ms = item.event_ms;
-    auto ev = mapping::change_event::parse_bson(item.event, &fields);
+    auto ev = mapping::change_event::parse_bson(item.event, keep);
     if (!ev) {
       metrics_.count_error("plan", "bad_event");
       log::error("applier", "change event not understood; skipped",
@@ -158,19 +162,24 @@ std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) 
       continue;
     }
     metrics_.count_events(name_, ev->op_name);
+    last_item_time_ = ev->cluster_time;
+    events_.push_back(std::move(ev).value());
+    item_of.push_back(&item);
+  }
+  if (!evaluate_computed(stop)) return std::nullopt;
+  for (std::size_t e = 0; e < events_.size(); ++e) {
+    const mapping::change_event& ev = events_[e];
     const std::size_t first = ops_.size();
     std::vector<std::string> notes;
-    if (opts_.gate && opts_.gate->passed(mapping::token_position(ev->token))) opts_.gate.reset();
-    planner_->plan(*ev, ops_, &notes, opts_.gate ? &*opts_.gate : nullptr);
+    if (opts_.gate && opts_.gate->passed(mapping::token_position(ev.token))) opts_.gate.reset();
+    planner_->plan(ev, ops_, &notes, opts_.gate ? &*opts_.gate : nullptr);
     for (const auto& n : notes)
       log::warn("planner", n, {{"source", name_}});
     for (std::size_t i = first; i < ops_.size(); ++i) {
       ops_[i].event = tokens_.size();
-      ops_[i].event_ms = item.event_ms;
+      ops_[i].event_ms = item_of[e]->event_ms;
     }
-    tokens_.push_back(item.token);
-    last_item_time_ = ev->cluster_time;
-    events_.push_back(std::move(ev).value());
+    tokens_.push_back(item_of[e]->token);
   }
   if (!events_.empty()) metrics_.observe_batch(name_, events_.size());
   ops_ = mapping::coalesce(std::move(ops_));
@@ -181,6 +190,43 @@ std::int64_t applier::plan_batch(const std::vector<source::stream_item>& items) 
   }
   written_.assign(groups_.size() - 1, false);
   return last_event_ms;
+}
+
+bool applier::evaluate_computed(std::stop_token& stop) {
+  const mapping::computed_fields* fields = planner_->computed(opts_.source);
+  if (fields == nullptr || !opts_.evaluator) return true;
+  std::vector<bson::document*> docs;
+  struct origin {
+    std::size_t event;
+    bool before;
+  };
+  std::vector<origin> origins;
+  for (std::size_t e = 0; e < events_.size(); ++e) {
+    auto& ev = events_[e];
+    if (ev.full_document) {
+      docs.push_back(&*ev.full_document);
+      origins.push_back({e, false});
+    }
+    if (ev.full_document_before_change) {
+      docs.push_back(&*ev.full_document_before_change);
+      origins.push_back({e, true});
+    }
+  }
+  if (docs.empty()) return true;
+  std::vector<computed_evaluator::failure> failures;
+  if (!with_retry(stop, "compute", [&]() -> mongo::status {
+        auto r = opts_.evaluator->evaluate(opts_.source.db, *fields, docs);
+        if (!r) return r.error();
+        failures = std::move(r).value();
+        return {};
+      })) {
+    return false;
+  }
+  for (auto& f : failures) {
+    f.what.before = origins[f.doc].before;
+    events_[origins[f.doc].event].computed_failures.push_back(std::move(f.what));
+  }
+  return true;
 }
 
 mongo::status applier::write_groups() {
@@ -256,7 +302,9 @@ void applier::run(std::stop_token stop) {
       auto more = queue_.pop_batch(opts_.max_batch - items.size(), std::chrono::milliseconds(0));
       std::move(more.begin(), more.end(), std::back_inserter(items));
     }
-    const std::int64_t last_event_ms = plan_batch(items);
+    const auto planned = plan_batch(items, stop);
+    if (!planned) break;  // stopped while computing: nothing of this batch was written
+    const std::int64_t last_event_ms = *planned;
     read_any_ = true;
 
     // The checkpoint rule: the batch's token is taken only once its writes are acknowledged.

@@ -24,6 +24,7 @@
 #include "mapping/planner.h"
 #include "metrics/metrics.h"
 #include "sink/batch_writer.h"
+#include "sink/computed_evaluator.h"
 #include "source/event_queue.h"
 
 namespace denormd::sink {
@@ -61,6 +62,9 @@ struct applier_options {
   // The cluster time of the stored position the stream starts from (its checkpoint's, or
   // --start-at's), if known: stored_through() until this applier stores one.
   std::optional<bson::timestamp> initial_position_time;
+  // Where the computed fields of the planner's mappings are evaluated on each batch's
+  // documents; none when they have none (or in tests of plain mappings).
+  std::shared_ptr<computed_evaluator> evaluator;
 };
 
 class applier {
@@ -124,8 +128,13 @@ class applier {
   mongo::status save_position();
   // Without a lease, or before its deadline.
   bool lease_valid() const;
-  // Parses and plans `items` into the batch buffers; returns the newest event's wall time.
-  std::int64_t plan_batch(const std::vector<source::stream_item>& items);
+  // Parses and plans `items` into the batch buffers; returns the newest event's wall time, or
+  // nullopt when stopped while the server computed the batch's computed fields.
+  std::optional<std::int64_t> plan_batch(const std::vector<source::stream_item>& items,
+                                         std::stop_token& stop);
+  // Has the server compute the events' computed fields (retrying until done or stopped; false
+  // when stopped) and notes on each event what failed.
+  bool evaluate_computed(std::stop_token& stop);
   // Writes the batch's groups not written yet, at the same time; the first failure, if any
   // (the groups written are not written again when the batch is retried).
   mongo::status write_groups();

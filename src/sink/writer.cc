@@ -10,8 +10,10 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/overloaded.h"
+#include "mapping/computed_expression.h"
 #include "mapping/document_store.h"
 #include "mapping/reference.h"
+#include "sink/computed_evaluator.h"
 
 namespace denormd::sink {
 
@@ -215,6 +217,15 @@ class writer::store final : public mapping::document_store {
   store(writer& w, std::span<const bson::document> tokens, const mapping::ns& source)
       : w_(w), tokens_(tokens), source_(source) {}
 
+  // Documents read from `computed_for`'s source get its computed fields; a field that fails on
+  // one becomes a dead letter of `computed_for` and is absent (docs/architecture.md,
+  // "Computed fields").
+  void compute_for(const mapping::write_op& op) {
+    computed_op_ = &op;
+    const mapping::mapping* m = op.source_mapping;
+    computed_ = mapping::computed_fields(std::span<const mapping::mapping* const>(&m, 1));
+  }
+
   std::optional<std::vector<bson::document>> find(const mapping::ns& where,
                                                   const bson::document& filter,
                                                   const mapping::read_options& opts) override {
@@ -224,6 +235,7 @@ class writer::store final : public mapping::document_store {
     find.limit = opts.limit;
     auto docs = w_.conn_.find(where.db, where.coll, filter, find);
     if (!docs) return fail(docs.error());
+    if (!compute(where, *docs)) return std::nullopt;
     return std::move(docs).value();
   }
 
@@ -231,6 +243,8 @@ class writer::store final : public mapping::document_store {
                                                         const bson::document& filter) override {
     auto doc = w_.conn_.find_one(where.db, where.coll, filter);
     if (!doc) return fail(doc.error());
+    if (doc->has_value() && !compute(where, std::span<bson::document>(&**doc, 1)))
+      return std::nullopt;
     return std::move(doc).value();
   }
 
@@ -239,6 +253,20 @@ class writer::store final : public mapping::document_store {
     auto docs = w_.conn_.aggregate(where.db, where.coll, pipeline);
     if (!docs) return fail(docs.error());
     return std::move(docs).value();
+  }
+
+  std::optional<std::string> refusal() const override {
+    // Only a computed field's expression can make a read refused for good.
+    if (computed_op_ == nullptr || computed_.empty() || !error_ || !refused_for_the_data(*error_))
+      return std::nullopt;
+    return error_->to_string();
+  }
+
+  bool dead_letter(const mapping::write_op& op, const std::string& reason) override {
+    auto st = w_.dead_letter(op, nullptr, bson::document{{"reason", reason}}, token_of(op, tokens_),
+                             source_);
+    if (!st) fail(st.error());
+    return st.has_value();
   }
 
   std::optional<snapshot> aggregate_snapshot(const mapping::ns& where,
@@ -317,10 +345,45 @@ class writer::store final : public mapping::document_store {
     return mapping::store_write::failed;
   }
 
+  // Evaluates the computed fields on `docs` when they are the computed mapping's source
+  // documents; false when that failed (error_ says why).
+  bool compute(const mapping::ns& where, std::span<bson::document> docs) {
+    if (computed_op_ == nullptr || computed_.empty() || docs.empty() ||
+        !(where == computed_op_->source_mapping->source)) {
+      return true;
+    }
+    std::vector<bson::document*> each;
+    for (auto& d : docs)
+      each.push_back(&d);
+    computed_evaluator evaluator(w_.conn_);
+    auto failures = evaluator.evaluate(where.db, computed_, each);
+    if (!failures) {
+      fail(failures.error());
+      return false;
+    }
+    for (const auto& f : *failures) {
+      const auto* e = computed_.find(f.what.key);
+      const bson::value* id = docs[f.doc].get("_id");
+      for (const auto& o : e->owners) {
+        auto reason =
+            mapping::computed_fields::failure_reason(o.field, id ? *id : bson::value(), f.what);
+        if (auto st = w_.dead_letter(*computed_op_, nullptr, bson::document{{"reason", reason}},
+                                     token_of(*computed_op_, tokens_), source_);
+            !st) {
+          fail(st.error());
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
   writer& w_;
   std::span<const bson::document> tokens_;
   const mapping::ns& source_;
   std::optional<mongo::driver_error> error_;
+  const mapping::write_op* computed_op_ = nullptr;
+  mapping::computed_fields computed_;
 };
 
 mongo::status writer::run_completion(const mapping::write_op& op,
@@ -335,9 +398,22 @@ mongo::status writer::run_completions(std::span<const mapping::write_op* const> 
                                       const mapping::ns& source) {
   const mapping::mapping& m = *ops.front()->source_mapping;
   store s(*this, event_tokens, source);
+  const bool computed = m.has_computed_fields();
+  if (computed) s.compute_for(*ops.front());
   if (!m.visit([&](const auto& k) { return k.complete(m, ops, s); })) {
     assert(!s.status() && "a completion stops only after a failed call");
-    return s.status();
+    // Only an expression can make the server refuse a read for good (an aggregate's $group
+    // over a child on which it fails): those ops are dead letters, and the rest goes on.
+    if (!computed || !refused_for_the_data(s.status().error())) return s.status();
+    saw_refusal_ = true;
+    for (const auto* op : ops) {
+      if (auto st = rejected_by_server(*op, bson::document{}, s.status().error(),
+                                       token_of(*op, event_tokens), source);
+          !st) {
+        return st;
+      }
+    }
+    return {};
   }
   const std::int64_t now = wall_ms();
   for (const auto* op : ops)

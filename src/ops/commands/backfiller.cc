@@ -14,6 +14,7 @@
 #include "common/retry.h"
 #include "mapping/change_event.h"
 #include "mapping/reference.h"
+#include "ops/commands/computed_reads.h"
 #include "ops/commands/drift.h"
 #include "ops/commands/orphan_sweep.h"
 #include "sink/writer.h"
@@ -41,6 +42,7 @@ struct walk_plan {
 walk_plan plan_walk(const mapping::mapping& m, const mapping::planner& planner) {
   return m.visit(overloaded{[&](const mapping::copy_kind&) {
                               walk_plan w{m.source, {}, true, false};
+                              if (planner.reads_whole_document(m.source)) return w;
                               for (const auto& f : planner.document_fields(m.source))
                                 w.projection.append(f, 1);
                               return w;
@@ -152,27 +154,27 @@ mongo::result<backfill_outcome> backfiller::run(const std::vector<const mapping:
   return out;
 }
 
-std::vector<mapping::write_op> backfiller::plan_batch(const mapping::mapping& m,
-                                                      std::vector<bson::document>& batch,
-                                                      const backfill_options& opts) const {
-  return m.visit(overloaded{[&](const mapping::copy_kind&) { return plan_copies(m, batch); },
-                            [&](const mapping::recent_kind& k) {
-                              return plan_parent_shares(batch, opts, [&](bson::document parents) {
-                                auto op = k.refill(m, std::move(parents),
-                                                   mapping::merge_rule::mapping_barrier);
-                                // The source's own stream may push to these parents meanwhile (a
-                                // re-sync, or a backfill beside the daemon): the refill reads the
-                                // children again until what it wrote holds.
-                                op.as<mapping::refill_write>()->recheck = true;
-                                return op;
-                              });
-                            },
-                            [&](const mapping::aggregate_kind& k) {
-                              return plan_parent_shares(batch, opts, [&](bson::document parents) {
-                                // Rechecked for the same reason as a refill.
-                                return k.recompute_selected(m, std::move(parents), true);
-                              });
-                            }});
+mongo::result<std::vector<mapping::write_op>> backfiller::plan_batch(
+    const mapping::mapping& m, std::vector<bson::document>& batch,
+    const backfill_options& opts) const {
+  return m.visit(overloaded{
+      [&](const mapping::copy_kind&) { return plan_copies(m, batch); },
+      [&](const mapping::recent_kind& k) -> mongo::result<std::vector<mapping::write_op>> {
+        return plan_parent_shares(batch, opts, [&](bson::document parents) {
+          auto op = k.refill(m, std::move(parents), mapping::merge_rule::mapping_barrier);
+          // The source's own stream may push to these parents meanwhile (a
+          // re-sync, or a backfill beside the daemon): the refill reads the
+          // children again until what it wrote holds.
+          op.as<mapping::refill_write>()->recheck = true;
+          return op;
+        });
+      },
+      [&](const mapping::aggregate_kind& k) -> mongo::result<std::vector<mapping::write_op>> {
+        return plan_parent_shares(batch, opts, [&](bson::document parents) {
+          // Rechecked for the same reason as a refill.
+          return k.recompute_selected(m, std::move(parents), true);
+        });
+      }});
 }
 
 std::vector<mapping::write_op> backfiller::plan_parent_shares(
@@ -194,13 +196,20 @@ std::vector<mapping::write_op> backfiller::plan_parent_shares(
   return ops;
 }
 
-std::vector<mapping::write_op> backfiller::plan_copies(const mapping::mapping& m,
-                                                       std::vector<bson::document>& batch) const {
+mongo::result<std::vector<mapping::write_op>> backfiller::plan_copies(
+    const mapping::mapping& m, std::vector<bson::document>& batch) const {
   // What a fresh insert of each source document plans, for this mapping only.
   std::vector<mapping::write_op> ops;
   std::vector<mapping::write_op> planned;
-  for (auto& doc : batch) {
+  auto computed = compute_fields(conn_, m, batch);
+  if (!computed) return computed.error();
+  std::vector<std::vector<mapping::computed_failure>> failures(batch.size());
+  for (auto& f : *computed)
+    failures[f.doc].push_back(std::move(f.what));
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    auto& doc = batch[i];
     mapping::change_event ev;
+    ev.computed_failures = std::move(failures[i]);
     ev.op = mapping::operation::insert;
     ev.op_name = "insert";
     ev.source = m.source;
@@ -282,7 +291,8 @@ mongo::status backfiller::recheck_copies(const mapping::mapping& m,
     }
     written = changed;
     const auto ops = plan_batch(m, changed, opts);
-    if (auto st = apply_batch(m, ops, opts); !st) return st;
+    if (!ops) return ops.error();
+    if (auto st = apply_batch(m, *ops, opts); !st) return st;
   }
   return {};
 }
@@ -354,7 +364,8 @@ mongo::status backfiller::write_batch(const mapping::mapping& m, bool recheck_so
   std::vector<bson::document> read;
   if (recheck_sources) read = batch;
   const auto ops = plan_batch(m, batch, opts);
-  if (auto st = apply_batch(m, ops, opts); !st) return st;
+  if (!ops) return ops.error();
+  if (auto st = apply_batch(m, *ops, opts); !st) return st;
   return recheck_copies(m, std::move(read), find, opts, stop);
 }
 

@@ -119,11 +119,11 @@ class backfiller {
   // `handle` wrote a batch of `n` documents ending with _id `last`: counts and stores it.
   mongo::status batch_written(walk_state& a, bson::value last, std::size_t n);
   // The writes for one batch of walked documents, by kind (consumes `batch`).
-  std::vector<mapping::write_op> plan_batch(const mapping::mapping& m,
-                                            std::vector<bson::document>& batch,
-                                            const backfill_options& opts) const;
-  std::vector<mapping::write_op> plan_copies(const mapping::mapping& m,
-                                             std::vector<bson::document>& batch) const;
+  mongo::result<std::vector<mapping::write_op>> plan_batch(const mapping::mapping& m,
+                                                           std::vector<bson::document>& batch,
+                                                           const backfill_options& opts) const;
+  mongo::result<std::vector<mapping::write_op>> plan_copies(
+      const mapping::mapping& m, std::vector<bson::document>& batch) const;
   // The parents of `batch` in one contiguous share per refill thread, one `make` op each
   // (recent's refills, aggregate's recomputes).
   std::vector<mapping::write_op> plan_parent_shares(

@@ -7,6 +7,7 @@
 #include "mapping/mapping.h"
 #include "mapping/reference.h"
 #include "mapping/write_op.h"
+#include "ops/commands/computed_reads.h"
 
 namespace denormd::ops {
 
@@ -39,13 +40,19 @@ mongo::result<source_map> read_source_keys(mongo::connection& conn, const mappin
   if (keys.empty()) return found;
   // referenced_keys() left out every key that could read as a query, so $in matches literally.
   const bson::document query{{kind.source_key, mapping::keys_match(kind.source_key, keys)}};
+  std::vector<bson::document> docs;
   auto st =
       conn.find_each(m.source.db, m.source.coll, query, projection, [&](bson::document&& doc) {
-        const bson::value* k = doc.find_path(kind.source_key);
-        if (k != nullptr && !mapping::reference_problem(*k)) found.emplace(*k, std::move(doc));
+        docs.push_back(std::move(doc));
         return true;
       });
   if (!st) return st.error();
+  // A field whose expression fails stays absent, as the stream writes it.
+  if (auto computed = compute_fields(conn, m, docs); !computed) return computed.error();
+  for (auto& doc : docs) {
+    const bson::value* k = doc.find_path(kind.source_key);
+    if (k != nullptr && !mapping::reference_problem(*k)) found.emplace(*k, std::move(doc));
+  }
   return found;
 }
 

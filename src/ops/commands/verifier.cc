@@ -7,6 +7,7 @@
 #include "bson/identical.h"
 #include "common/overloaded.h"
 #include "mapping/reference.h"
+#include "ops/commands/computed_reads.h"
 #include "ops/commands/drift.h"
 #include "ops/commands/orphan_sweep.h"
 #include "sink/writer.h"
@@ -107,9 +108,11 @@ mongo::status verifier::verify_copy(const mapping::mapping& m, const mapping::co
   mongo::find_options targets;
   targets.projection = copy_target_projection(m, kind);
   mongo::find_options sources;
-  for (const auto& f : planner_.document_fields(m.source))
-    sources.projection.append(f, 1);
-  project(sources.projection, kind.source_key);
+  if (!planner_.reads_whole_document(m.source)) {
+    for (const auto& f : planner_.document_fields(m.source))
+      sources.projection.append(f, 1);
+    project(sources.projection, kind.source_key);
+  }
   sink::writer writer(conn_, metrics_, sink::writer_options{meta_db_, opts.dry_run});
 
   bool stopped = false;
@@ -215,8 +218,7 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
   mongo::find_options children;
   children.sort = k.child_sort(m);
   children.limit = k.limit;
-  for (const auto& f : m.fields)
-    project(children.projection, f.source_path);
+  if (!project_field_sources(children.projection, m)) children.projection = {};
   sink::writer writer(conn_, metrics_, sink::writer_options{meta_db_, opts.dry_run});
 
   const mapping::refill_query refill =
@@ -236,11 +238,18 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
       filter = mapping::with_filter(std::move(filter),
                                     bson::document{{"_id", mapping::keys_match("_id", *held)}});
     }
-    return conn_.find_each(m.source.db, m.source.coll, filter, children,
-                           [&](bson::document&& child) {
-                             expected->push_back(k.element(m, child));
-                             return true;
-                           });
+    std::vector<bson::document> found;
+    auto st =
+        conn_.find_each(m.source.db, m.source.coll, filter, children, [&](bson::document&& child) {
+          found.push_back(std::move(child));
+          return true;
+        });
+    if (!st) return st;
+    // A field whose expression fails is absent from the element, as a refill writes it.
+    if (auto computed = compute_fields(conn_, m, found); !computed) return computed.error();
+    for (const auto& child : found)
+      expected->push_back(k.element(m, child));
+    return {};
   };
   bool stopped = false;
   return walk_batches(conn_, m.target, bson::document{}, parents, opts, stop, stopped,

@@ -41,11 +41,12 @@ mongo::result<std::vector<bson::document>> computed_evaluator::run(
   ++calls_;
   auto out = conn_.aggregate(db, "", pipeline);
   if (out && out->size() != inputs.size()) {
-    return mongo::failure(mongo::driver_error{
-        mongo::driver_error::origin::client, 0,
-        "computed fields: the server returned " + std::to_string(out->size()) + " results for " +
-            std::to_string(inputs.size()) + " documents",
-        {}});
+    return mongo::failure(mongo::driver_error{mongo::driver_error::origin::client,
+                                              0,
+                                              "computed fields: the server returned " +
+                                                  std::to_string(out->size()) + " results for " +
+                                                  std::to_string(inputs.size()) + " documents",
+                                              {}});
   }
   return out;
 }

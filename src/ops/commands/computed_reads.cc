@@ -7,7 +7,8 @@ namespace denormd::ops {
 
 mongo::result<std::vector<sink::computed_evaluator::failure>> compute_fields(
     mongo::document_client& conn, const mapping::mapping& m, std::span<bson::document> docs) {
-  if (!m.has_computed_fields() || docs.empty()) return std::vector<sink::computed_evaluator::failure>{};
+  if (!m.has_computed_fields() || docs.empty())
+    return std::vector<sink::computed_evaluator::failure>{};
   const mapping::mapping* one = &m;
   const mapping::computed_fields fields(std::span<const mapping::mapping* const>(&one, 1));
   std::vector<bson::document*> each;

@@ -233,7 +233,7 @@ mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_o
   // again, and counted, by the retry or write_by_write).
   writer_options held = opts_;
   held.hold_metrics = true;
-  writer w(**txn, metrics_, held);
+  writer w(**txn, metrics_, held, &conn_);
   auto st = w.apply(ops, event_tokens, source);
   // The server aborted the transaction at the refusal: nothing of it may be committed.
   refused = w.saw_refusal();

@@ -30,8 +30,12 @@ const bson::document* token_of(const mapping::write_op& op,
 
 }  // namespace
 
-writer::writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts)
-    : conn_(conn), opts_(std::move(opts)), tally_(m, opts_.hold_metrics) {}
+writer::writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts,
+               mongo::document_client* evaluate_on)
+    : conn_(conn),
+      evaluate_on_(evaluate_on != nullptr ? *evaluate_on : conn),
+      opts_(std::move(opts)),
+      tally_(m, opts_.hold_metrics) {}
 
 void writer::acknowledged(const mapping::write_op& op, std::int64_t now) {
   tally_.count_writes(mapping_name(op), "ok");
@@ -251,7 +255,13 @@ class writer::store final : public mapping::document_store {
   std::optional<std::vector<bson::document>> aggregate(const mapping::ns& where,
                                                        const bson::array& pipeline) override {
     auto docs = w_.conn_.aggregate(where.db, where.coll, pipeline);
-    if (!docs) return fail(docs.error());
+    if (!docs) {
+      fail(docs.error());
+      // In a transaction (--ha) the refusal aborted it: the fenced writer writes again one
+      // call per transaction, where the kind can leave out only what failed.
+      if (refusal()) w_.saw_refusal_ = true;
+      return std::nullopt;
+    }
     return std::move(docs).value();
   }
 
@@ -355,7 +365,7 @@ class writer::store final : public mapping::document_store {
     std::vector<bson::document*> each;
     for (auto& d : docs)
       each.push_back(&d);
-    computed_evaluator evaluator(w_.conn_);
+    computed_evaluator evaluator(w_.evaluate_on_);
     auto failures = evaluator.evaluate(where.db, computed_, each);
     if (!failures) {
       fail(failures.error());

@@ -42,7 +42,10 @@ mongo::status for_each_id_page(mongo::document_client& conn, const mapping::ns& 
 
 class writer final : public batch_writer {
  public:
-  writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts);
+  // `evaluate_on`: where computed fields are evaluated when `conn` is a transaction (an
+  // evaluation the server refuses would abort it); `conn` when null.
+  writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts,
+         mongo::document_client* evaluate_on = nullptr);
 
   // `event_tokens[op.event]` is the resume token of the event each op came from.
   mongo::status apply(std::span<const mapping::write_op> ops,
@@ -92,6 +95,7 @@ class writer final : public batch_writer {
   class store;
 
   mongo::document_client& conn_;
+  mongo::document_client& evaluate_on_;
   writer_options opts_;
   write_tally tally_;
   std::vector<const mapping::write_op*> rejected_;

@@ -38,6 +38,7 @@ def recent_reviews(db):
 
 def customers_spent(db, mode="recompute"):
     return {"name": "customers-spent", "kind": "aggregate", "mode": mode,
+            "fillNewTargets": mode == "incremental",
             "source": {"db": db, "collection": "lines", "parentKey": "customerId"},
             "target": {"db": db, "collection": "customers"},
             "into": "spent",
@@ -233,6 +234,37 @@ class ComputedFieldsTest(ShopTestCase):
                 continue
             self.assertAlmostEqual(c["spent"]["total"], sum(x["quantity"] * x["price"] for x in lines))
             self.assertEqual(c["spent"]["lines"], len(lines))
+        rc, report = self.verify()
+        self.assertEqual((rc, report["drifted"]), (0, 0), report)
+
+    def test_an_incremental_aggregate_sums_an_expression_exactly(self):
+        rnd = random.Random(4)
+        self.mappings = mapping_folder(customers_spent(self.dbname, "incremental"))
+        for c in ("lines", "customers"):
+            self.db.create_collection(c)
+        for c in ("lines", "customers"):
+            self.db.command({"collMod": c, "changeStreamPreAndPostImages": {"enabled": True}})
+        self.db.customers.insert_many([{"_id": c} for c in range(4)])
+        d = self.start()
+        ids = []
+        for step in range(150):
+            r = rnd.random()
+            if r < 0.5 or not ids:
+                ids.append(step)
+                self.db.lines.insert_one({"_id": step, "customerId": rnd.randrange(4),
+                                          "quantity": rnd.randint(1, 3), "price": rnd.choice([2, 2.5, 10])})
+            elif r < 0.7:
+                self.db.lines.update_one({"_id": rnd.choice(ids)}, {"$inc": {"quantity": 1}})
+            elif r < 0.8:
+                self.db.lines.update_one({"_id": rnd.choice(ids)}, {"$set": {"customerId": rnd.randrange(4)}})
+            else:
+                self.db.lines.delete_one({"_id": ids.pop(rnd.randrange(len(ids)))})
+        self.applied(d)
+        self.assertEqual(d.stop(), 0)
+        for c in self.db.customers.find():
+            lines = list(self.db.lines.find({"customerId": c["_id"]}))
+            self.assertEqual(c.get("spent", {}).get("total", 0), sum(x["quantity"] * x["price"] for x in lines), c)
+            self.assertEqual(c.get("spent", {}).get("lines", 0), len(lines), c)
         rc, report = self.verify()
         self.assertEqual((rc, report["drifted"]), (0, 0), report)
 

@@ -55,6 +55,23 @@ mongo::status walk_batches(mongo::connection& conn, const mapping::ns& ns, bson:
   return {};
 }
 
+// The elements a recent array holds for the children matching `filter`, in `children`' order.
+mongo::status read_elements(mongo::connection& conn, const mapping::mapping& m,
+                            const mapping::recent_kind& k, const bson::document& filter,
+                            const mongo::find_options& children, bson::array& out) {
+  std::vector<bson::document> found;
+  auto st = conn.find_each(m.source.db, m.source.coll, filter, children, [&](bson::document&& c) {
+    found.push_back(std::move(c));
+    return true;
+  });
+  if (!st) return st;
+  // A field whose expression fails is absent from the element, as a refill writes it.
+  if (auto computed = compute_fields(conn, m, found); !computed) return computed.error();
+  for (const auto& child : found)
+    out.push_back(k.element(m, child));
+  return {};
+}
+
 // The top-level component of a dotted path.
 std::string top(const std::string& path) {
   return path.substr(0, path.find('.'));
@@ -238,18 +255,7 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
       filter = mapping::with_filter(std::move(filter),
                                     bson::document{{"_id", mapping::keys_match("_id", *held)}});
     }
-    std::vector<bson::document> found;
-    auto st =
-        conn_.find_each(m.source.db, m.source.coll, filter, children, [&](bson::document&& child) {
-          found.push_back(std::move(child));
-          return true;
-        });
-    if (!st) return st;
-    // A field whose expression fails is absent from the element, as a refill writes it.
-    if (auto computed = compute_fields(conn_, m, found); !computed) return computed.error();
-    for (const auto& child : found)
-      expected->push_back(k.element(m, child));
-    return {};
+    return read_elements(conn_, m, k, filter, children, *expected);
   };
   bool stopped = false;
   return walk_batches(conn_, m.target, bson::document{}, parents, opts, stop, stopped,

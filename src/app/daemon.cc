@@ -278,10 +278,13 @@ std::unique_ptr<http::endpoint> start_endpoint(const options& o, metrics::metric
   sources.ready = [&running, &pipelines, ha = o.ha] {
     return readiness_of(running.watched(), pipelines, ha);
   };
-  sources.reload = [&reloads](reload_requests::answer done) {
-    log::info("reload", "reload asked for over HTTP");
-    reloads.post(std::move(done));
-  };
+  // As Prometheus guards its lifecycle endpoints: only when asked for.
+  if (o.web_enable_lifecycle) {
+    sources.reload = [&reloads](reload_requests::answer done) {
+      log::info("reload", "reload asked for over HTTP");
+      reloads.post(std::move(done));
+    };
+  }
   sources.applied = [&pipelines](std::string_view name) { return pipelines.applied_through(name); };
   auto endpoint = http::endpoint::start(o.metrics_addr, daemon_routes(std::move(sources)));
   if (!endpoint) {

@@ -32,7 +32,7 @@ const std::map<std::string, command_info>& commands() {
         "{uri} {db} {mappings} {metrics-addr} [{resume-after} | {start-at}] [{linger-ms}] "
         "[{writers}] [{checkpoint-interval-ms}] [{headroom-interval-ms}] [{verify-interval} "
         "[{verify-no-repair}]] [{ha} [{instance-id}] [{lease-ttl-ms}]] [{no-auto-backfill}] "
-        "[{watch-mappings}] [{dry-run}] [{log-format}] [{log-level}]"}},
+        "[{watch-mappings}] [{web-enable-lifecycle}] [{dry-run}] [{log-format}] [{log-level}]"}},
       {"check",
        {command::check, "validate the mappings; print the writes and indexes each needs",
         "{mappings} [{uri}] [{db}]"}},
@@ -150,6 +150,7 @@ const std::vector<flag>& flags() {
       {"no-auto-backfill", nullptr, "", on(&options::no_auto_backfill)},
       {"watch-mappings", nullptr, "", on(&options::watch_mappings)},
       {"ha", nullptr, "", on(&options::ha)},
+      {"web-enable-lifecycle", nullptr, "", on(&options::web_enable_lifecycle)},
       {"verify-no-repair", nullptr, "", on(&options::verify_no_repair)},
   };
   return all;

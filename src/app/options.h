@@ -30,6 +30,7 @@ struct options {
   bool no_auto_backfill = false;      // run: leave new and changed mappings to `backfill`
   bool watch_mappings = false;        // run: reload when a mapping file changes
   bool ha = false;                    // run: share the namespaces with other instances by leases
+  bool web_enable_lifecycle = false;  // run: serve POST /-/reload (as Prometheus guards it)
   std::string instance_id;            // run: --instance-id ("" = hostname:pid)
   int lease_ttl_ms = 10000;           // run: --lease-ttl-ms
   int linger_ms = 5;                  // run: --linger-ms

@@ -40,9 +40,10 @@ class DaemonTestCase(unittest.TestCase):
         """What a subclass leaves on the server, undone once its daemons are gone and before the
         test server stops."""
 
-    def daemon(self, uri, *extra, mappings=None, ready=True, auto_backfill=False):
+    def daemon(self, uri, *extra, mappings=None, ready=True, auto_backfill=False, lifecycle=True):
         """`denormd run` against `uri` and this test's database; once ready unless told not to wait."""
-        d = Denormd(uri, self.dbname, mappings or self.mappings, *extra, auto_backfill=auto_backfill)
+        d = Denormd(uri, self.dbname, mappings or self.mappings, *extra, auto_backfill=auto_backfill,
+                    lifecycle=lifecycle)
         self.daemons.append(d)
         if ready:
             wait_until(lambda: d.get("/readyz")[0] == 200, timeout=20, message="denormd ready")

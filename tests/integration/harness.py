@@ -57,12 +57,15 @@ class Emulator:
 class Denormd:
     """A `denormd run` child process; its log is kept for assertions and failure output."""
 
-    def __init__(self, uri, db, mappings_dir, *extra, env=None, auto_backfill=False):
+    def __init__(self, uri, db, mappings_dir, *extra, env=None, auto_backfill=False, lifecycle=True):
         self.log_path = tempfile.mktemp(prefix="denormd-", suffix=".log")
         self.log_file = open(self.log_path, "w")
         # Suites that test the stream start without the automatic backfill of new mappings
         # (every mapping is new to a fresh database); test_mapping_versions turns it on.
         auto = () if auto_backfill else ("--no-auto-backfill",)
+        # POST /-/reload is off by default (--web-enable-lifecycle); the suites reload through it.
+        if lifecycle:
+            auto += ("--web-enable-lifecycle",)
         cmd = [DENORMD, "run", "--uri", uri, "--db", db, "--mappings", mappings_dir,
                "--metrics-addr", "127.0.0.1:0", "--log-level", "debug", *auto, *extra]
         self.proc = subprocess.Popen(cmd, stdout=self.log_file, stderr=subprocess.STDOUT,

@@ -382,7 +382,7 @@ class DocsTest(unittest.TestCase):
 
     def test_reload_calls(self):
         (example,) = examples_for("test_reload_calls")
-        daemon, port = self.daemon()
+        daemon, port = self.daemon("--web-enable-lifecycle")
         for command, shown in example.commands:
             command = command.replace("<pid>", str(daemon.pid)).replace(":9464/", ":%d/" % port)
             self.run_as_shown(example, command, shown)

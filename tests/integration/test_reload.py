@@ -279,6 +279,18 @@ class ReloadTest(MappingChangeCase):
         self.assertEqual(self.db.denormd_checkpoints.find_one({"_id": source}), stored)  # a dry run
         self.assertEqual(d.stop(), 0)
 
+    def test_post_reload_is_served_only_with_web_enable_lifecycle(self):
+        """As Prometheus guards its lifecycle endpoints: without the flag POST /-/reload is 404 and
+        reloads nothing; SIGHUP still reloads."""
+        self.shop.seed()
+        d = self.daemon(self.uri, mappings=None, lifecycle=False)
+        self.add_mail_to_orders_customer()
+        self.assertEqual(self.post_reload(d)[0], 404)
+        self.assertEqual(self.reloads(d, "ok"), 0)
+        d.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: self.reloads(d, "ok") == 1, timeout=20, message="SIGHUP reloads")
+        self.assertEqual(d.stop(), 0)
+
     def test_watch_mappings_reloads_when_a_file_changes(self):
         self.shop.seed()
         self.assertEqual(self.cmd("backfill")[0], 0)

@@ -27,6 +27,11 @@ TEST(options_test, parses_flags_in_both_forms) {
   EXPECT_TRUE(o->watch_mappings);
   EXPECT_TRUE(o->no_auto_backfill);
   EXPECT_NE(help_text("run").find("[--watch-mappings]"), std::string::npos);
+  EXPECT_FALSE(o->web_enable_lifecycle);
+  o = parse_options({"run", "--web-enable-lifecycle"}, "");
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_TRUE(o->web_enable_lifecycle);
+  EXPECT_NE(help_text("run").find("[--web-enable-lifecycle]"), std::string::npos);
   o = parse_options({"run", "--linger-ms", "0", "--checkpoint-interval-ms=250", "--writers", "4"},
                     "");
   ASSERT_TRUE(o.has_value()) << o.error().message;

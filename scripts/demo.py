@@ -45,6 +45,14 @@ def show_order(db, oid):
         oid, o["status"], o["customer"]["name"], o["customer"].get("email"), o["customer"].get("city"), items)
 
 
+def show_customer(db, cid):
+    c = db.customers.find_one({"_id": cid})
+    if "orderCount" not in c:
+        return "customer %d '%s': no orderCount yet" % (cid, c["name"])
+    return "customer %d '%s': %d orders, totalSpent %s, itemsBought %s (the quantities of their order lines, " \
+        "summed by the server)" % (cid, c["name"], c["orderCount"], c.get("totalSpent"), c.get("itemsBought"))
+
+
 def show_product(db, pid):
     p = db.products.find_one({"_id": pid})
     top = ", ".join("#%d %d*" % (r["reviewId"], r["stars"]) for r in p.get("recentReviews", [])[:5])
@@ -58,9 +66,11 @@ def show_host(db, hid):
     h = db.hosts.find_one({"_id": hid})
     copies = db.logmsgs.count_documents({"hostId": hid, "host.ipaddr": h["ipaddr"]})
     total = db.logmsgs.count_documents({"hostId": hid})
-    newest = h.get("recentLogs", [{}])[0].get("message")
-    return "host %s ip %s: %d of %d log messages carry this ip; recentLogs has %d, newest '%s'" % (
-        hid, h["ipaddr"], copies, total, len(h.get("recentLogs", [])), newest)
+    newest = h.get("recentLogs", [{}])[0]
+    label = (db.logmsgs.find_one({"_id": newest.get("logId")}) or {}).get("host", {}).get("label")
+    return "host %s ip %s: %d of %d log messages carry this ip; recentLogs has %d, newest '%s'\n" \
+        "      its host label (computed by the server): '%s'" % (
+            hid, h["ipaddr"], copies, total, len(h.get("recentLogs", [])), newest.get("message"), label)
 
 
 def wrong_in_what_is_shown(db, oid, pid, hid):
@@ -75,6 +85,12 @@ def wrong_in_what_is_shown(db, oid, pid, hid):
         p = db.products.find_one({"_id": it["productId"]})
         if (it["product"]["title"], it["product"]["sku"]) != (p["title"], p["sku"]):
             wrong.append("order %d: item product %r, the product says %r" % (oid, it["product"], (p["title"], p["sku"])))
+    c = db.customers.find_one({"_id": o["customerId"]})
+    counted = list(db.orders.find({"customerId": c["_id"], "status": {"$ne": "CANCELLED"}}))
+    want = {"orderCount": len(counted), "totalSpent": sum(x["total"] for x in counted),
+            "itemsBought": sum(it["qty"] for x in counted for it in x["items"])}
+    if {k: c.get(k) for k in want} != want:
+        wrong.append("customer %d: %r, their orders say %r" % (c["_id"], {k: c.get(k) for k in want}, want))
     p = db.products.find_one({"_id": pid})
     visible = list(db.reviews.find({"productId": pid, "hidden": {"$ne": True}}))
     stars = [r["stars"] for r in visible]
@@ -85,9 +101,11 @@ def wrong_in_what_is_shown(db, oid, pid, hid):
     if p.get("recentReviews") != shop_seed.expected_recent(db, "recentReviews", pid):
         wrong.append("product %d: recentReviews differ from its newest visible reviews" % pid)
     h = db.hosts.find_one({"_id": hid})
-    stale = db.logmsgs.count_documents({"hostId": hid, "host.ipaddr": {"$ne": h["ipaddr"]}})
+    label = shop_seed.host_label(h)
+    stale = db.logmsgs.count_documents({"hostId": hid, "$or": [{"host.ipaddr": {"$ne": h["ipaddr"]}},
+                                                               {"host.label": {"$ne": label}}]})
     if stale:
-        wrong.append("host %s: %d log messages do not carry its ip %s" % (hid, stale, h["ipaddr"]))
+        wrong.append("host %s: %d log messages do not carry its ip %s and label %r" % (hid, stale, h["ipaddr"], label))
     if h.get("recentLogs") != shop_seed.expected_recent(db, "recentLogs", hid):
         wrong.append("host %s: recentLogs differ from its newest log messages" % hid)
     return wrong
@@ -211,6 +229,7 @@ def main(argv=None):
         hid = shop_seed.host_id(7)
         say("\n-- before")
         say("   " + show_order(db, oid))
+        say("   " + show_customer(db, cid))
         say("   " + show_product(db, pid))
         say("   " + show_host(db, hid))
 
@@ -229,6 +248,7 @@ def main(argv=None):
 
         say("\n-- after (GET /applied?after=%d:%d: %s)" % (last_write.time, last_write.inc, applied))
         say("   " + show_order(db, oid))
+        say("   " + show_customer(db, cid))
         say("   " + show_product(db, pid))
         say("   " + show_host(db, hid))
 

@@ -101,7 +101,8 @@ function newOrder(customer, products, createdAt, status) {
 }
 function newLogmsg(host, time) {
   return { _id: new ObjectId(), hostId: host._id, time, level: pick(LEVELS),
-    message: `${pick(LOG_TEXT)} (${int(1, 9999)})`, host: { name: host.name, ipaddr: host.ipaddr } };
+    message: `${pick(LOG_TEXT)} (${int(1, 9999)})`,
+    host: { name: host.name, ipaddr: host.ipaddr, label: `${host.name} (${host.ipaddr})` } };
 }
 function newReview(product, createdAt) {
   return { _id: new ObjectId(), productId: product._id, stars: int(1, 5), text: pick(REVIEW_TEXT),

@@ -282,7 +282,7 @@ class BenchShop:
                           .get("reviewId") == k)
         if "logmsgs" in sources:
             self.db.logmsgs.insert_one({"_id": k, "hostId": "marker", "time": when, "message": k,
-                                        "host": {"name": "marker", "ipaddr": "10.0.0.0"}})
+                                        "host": seed.host_snapshot({"name": "marker", "ipaddr": "10.0.0.0"})})
             checks.append(lambda: ((self.db.hosts.find_one({"_id": "marker"}) or {}).get("recentLogs") or [{}])[0]
                           .get("logId") == k)
         if "orders" in sources:

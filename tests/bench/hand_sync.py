@@ -11,11 +11,30 @@ import time
 
 from bson import Timestamp
 
-# mappings/*.json, the copy and recent kinds: (copy name, source path) pairs, newest-N arrays.
+
+class Computed:
+    """A computed field as a script computes it itself: a function of the source document, and
+    the source paths it reads."""
+
+    def __init__(self, compute, *reads):
+        self.compute = compute
+        self.reads = reads
+
+
+def host_label(host):
+    """logmsgs-host's label, {"$concat": ["$name", " (", {"$toString": "$ipaddr"}, ")"]}, for the
+    strings the shop writes (None, left out, when a part is missing)."""
+    if host.get("name") is None or host.get("ipaddr") is None:
+        return None
+    return "%s (%s)" % (host["name"], host["ipaddr"])
+
+
+# mappings/*.json, the copy and recent kinds: (copy name, source path or Computed) pairs,
+# newest-N arrays.
 OPEN = {"status": {"$nin": ["DELIVERED", "CANCELLED"]}}
 CUSTOMER_COPY = (("name", "name"), ("email", "email"), ("city", "address.city"))
 PRODUCT_COPY = (("title", "title"), ("sku", "sku"))
-HOST_COPY = (("name", "name"), ("ipaddr", "ipaddr"))
+HOST_COPY = (("name", "name"), ("ipaddr", "ipaddr"), ("label", Computed(host_label, "name", "ipaddr")))
 RECENT_ORDERS = (("orderId", "_id"), ("total", "total"), ("status", "status"), ("createdAt", "createdAt"))
 RECENT_REVIEWS = (("reviewId", "_id"), ("stars", "stars"), ("excerpt", "text"), ("createdAt", "createdAt"))
 RECENT_LOGS = (("logId", "_id"), ("time", "time"), ("message", "message"))
@@ -31,15 +50,24 @@ PIPELINE = [{"$match": {"operationType": {"$in": ["insert", "update", "replace",
 
 
 def pick(doc, fields):
-    """{copy name: value} of the source paths present in `doc` (a missing path is left out)."""
+    """{copy name: value} of the source paths present in `doc` (a missing path is left out), and
+    of the computed fields."""
     out = {}
     for name, path in fields:
-        v = doc
-        for part in path.split("."):
-            v = v.get(part) if isinstance(v, dict) else None
+        if isinstance(path, Computed):
+            v = path.compute(doc)
+        else:
+            v = doc
+            for part in path.split("."):
+                v = v.get(part) if isinstance(v, dict) else None
         if v is not None:
             out[name] = v
     return out
+
+
+def source_paths(fields):
+    """The source paths `fields` read."""
+    return [p for _, path in fields for p in (path.reads if isinstance(path, Computed) else (path,))]
 
 
 def start_at(args):

@@ -30,7 +30,7 @@ import traceback
 import pymongo
 
 from hand_sync import (CUSTOMER_COPY, HOST_COPY, OPEN, PIPELINE, PRODUCT_COPY, RECENT_LOGS, RECENT_ORDERS,
-                       RECENT_REVIEWS, VISIBLE, Progress, pick, start_at, visible)
+                       RECENT_REVIEWS, VISIBLE, Progress, pick, source_paths, start_at, visible)
 
 
 def touches(change, paths):
@@ -60,7 +60,7 @@ def copy_update(doc, fields, prefix):
 def copy(db, target, key, into, fields, where=None, array=None):
     """A copy mapping: the source's fields into every target whose `key` is the source's _id
     (with `array`: into every element of that array whose `key` is)."""
-    paths = [path for _, path in fields]
+    paths = source_paths(fields)
 
     def apply(change):
         if change["operationType"] == "delete" or not touches(change, paths):

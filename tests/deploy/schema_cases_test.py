@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """Unit tests of docs/mapping.schema.json on its own fixtures (tests/deploy/schema_cases):
 every file in valid/ must pass, every file in invalid/ must fail. The fixtures cover each
-rule the schema encodes. With --denormd, the loader must agree file by file
+rule the schema encodes. The operators the schema allows in computed fields must be those of
+the loader's table (src/mapping/computed_expression.cc). With --denormd, the loader must agree file by file
 (`denormd check --mappings DIR --db shop` on a folder holding just that file: 0 for valid,
 2 for invalid), so a rule changed on one side only shows up here. The golden cases shared
 with the loader are checked by schema_agreement_test.py."""
 import argparse
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +28,25 @@ def loader_exit(denormd, f, tmp):
     return p.returncode, p.stdout
 
 
+def operator_problems(schema_path, source):
+    """Where the schema's computed-field operators differ from the loader's table."""
+    table = source.read_text(encoding="utf-8")
+    table = table[table.index("operators = {{"):table.index("}};")]
+    loader = re.findall(r'\{"(\$\w+)", F::\w+,', table)
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))["definitions"]["operatorCall"]
+    problems = []
+    if schema["propertyNames"]["enum"] != loader:
+        problems.append(f"the operators of #/definitions/operatorCall are not the loader's ({source.name}):\n"
+                        f"    only in the schema: {sorted(set(schema['propertyNames']['enum']) - set(loader))}\n"
+                        f"    only in the loader: {sorted(set(loader) - set(schema['propertyNames']['enum']))}")
+    if sorted(schema["properties"]) != sorted(loader):
+        problems.append("#/definitions/operatorCall/properties does not describe exactly the allowed operators")
+    for name in loader:
+        if name not in schema["description"]:
+            problems.append(f"#/definitions/operatorCall/description does not list {name}")
+    return problems
+
+
 def main():
     here = Path(__file__).resolve().parent
     ap = argparse.ArgumentParser()
@@ -34,7 +56,7 @@ def main():
     args = ap.parse_args()
 
     validator = load_validator(args.schema)
-    failures = []
+    failures = operator_problems(args.schema, here.parent.parent / "src" / "mapping" / "computed_expression.cc")
     valid = sorted((args.cases / "valid").glob("*.json"))
     invalid = sorted((args.cases / "invalid").glob("*.json"))
     if not valid or not invalid:

@@ -128,7 +128,7 @@ for (const o of c.orders.docs) {
 }
 for (const l of c.logmsgs.docs) {
   const h = c.hosts.docs.find((x) => same(x._id, l.hostId));
-  eq(l.host, { name: h.name, ipaddr: h.ipaddr }, 'host copy');
+  eq(l.host, { name: h.name, ipaddr: h.ipaddr, label: `${h.name} (${h.ipaddr})` }, 'host copy');
 }
 for (const r of c.reviews.docs) assert(c.products.docs.some((p) => same(p._id, r.productId)));
 for (const parent of [...c.products.docs, ...c.hosts.docs, ...c.customers.docs]) {

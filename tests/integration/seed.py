@@ -58,6 +58,21 @@ def host(i):
     return {"_id": host_id(i), "name": host_id(i), "ipaddr": "10.0.0.%d" % i}
 
 
+def host_label(h):
+    """The computed field of logmsgs-host, {"$concat": ["$name", " (", {"$toString": "$ipaddr"}, ")"]},
+    as MongoDB evaluates it for the values the shop writes (strings): null when a part is
+    missing or null."""
+    name, ipaddr = h.get("name"), h.get("ipaddr")
+    if name is None or ipaddr is None:
+        return None
+    return "%s (%s)" % (name, ipaddr)
+
+
+def host_snapshot(h):
+    """What a log message keeps of its host (logmsgs-host)."""
+    return {"name": h["name"], "ipaddr": h["ipaddr"], "label": host_label(h)}
+
+
 def customer_snapshot(c):
     """What an order keeps of its customer (orders-customer); absent fields stay absent."""
     return {k: v for k, v in (("name", c.get("name")), ("email", c.get("email")),
@@ -76,8 +91,7 @@ def order(i, c, items, status, created_at):
 
 
 def logmsg(i, h, time, message):
-    return {"_id": i, "hostId": h["_id"], "time": time, "message": message,
-            "host": {"name": h["name"], "ipaddr": h["ipaddr"]}}
+    return {"_id": i, "hostId": h["_id"], "time": time, "message": message, "host": host_snapshot(h)}
 
 
 def review(i, product_id, stars, text, created_at, hidden=False):

@@ -4,7 +4,8 @@ denormd's own code)."""
 import random
 
 from tests.integration import seed as shop_seed
-from tests.integration.seed import CITIES, OPEN, RECENT_PARENTS, customer_snapshot, host_id, logmsg, order_item, when
+from tests.integration.seed import (CITIES, OPEN, RECENT_PARENTS, customer_snapshot, host_id, host_snapshot, logmsg,
+                                    order_item, when)
 
 
 class NewDocuments:
@@ -136,8 +137,7 @@ class Shop(NewDocuments):
                 if item.get("product") != want:
                     diffs.append(("orders-items-product", o["_id"], item.get("product"), want))
         for l in db.logmsgs.find():
-            h = hosts[l["hostId"]]
-            want = {"name": h["name"], "ipaddr": h["ipaddr"]}
+            want = host_snapshot(hosts[l["hostId"]])
             if l.get("host") != want:
                 diffs.append(("logmsgs-host", l["_id"], l.get("host"), want))
         for name, coll in RECENT_PARENTS:

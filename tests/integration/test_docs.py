@@ -184,6 +184,33 @@ class ShapeTest(unittest.TestCase):
                          [("denormd run --uri x --db shop   # note", []), ("echo hi", [])])
 
 
+class ComputedOperatorsTest(unittest.TestCase):
+    """README's table of the operators computed fields allow is the loader's table."""
+
+    def test_the_readme_lists_the_loaders_operators_by_family(self):
+        with open(os.path.join(SOURCE_DIR, "src", "mapping", "computed_expression.cc")) as f:
+            table = f.read()
+        table = table[table.index("operators = {{"):table.index("}};")]
+        loader = collections.defaultdict(set)
+        for name, family in re.findall(r'\{"(\$\w+)", F::(\w+),', table):
+            loader[family].add(name)
+        self.assertGreater(sum(len(v) for v in loader.values()), 40)
+        with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+            readme = f.read()
+        section = readme[readme.index("### Computed fields"):]
+        section = section[:section.index("\n#")]
+        family_of = {name: family for family, names in loader.items() for name in names}
+        listed = collections.defaultdict(set)
+        for families, ops in re.findall(r"(?m)^\| ([a-z, ]+) \| ((?:`\$\w+` ?)+)\|$", section):
+            for name in re.findall(r"`(\$\w+)`", ops):
+                family = family_of.get(name, "(none: not allowed)")
+                self.assertIn(family, [x.strip() for x in families.split(",")],
+                              "README lists %s under %r; the loader has it under %s" % (name, families, family))
+                listed[family].add(name)
+        self.maxDiff = None
+        self.assertEqual(dict(listed), dict(loader), "README.md's operators differ from computed_expression.cc's")
+
+
 # ---- running examples ----------------------------------------------------------------------------
 def strip_comment(command):
     return re.sub(r"\s+#.*$", "", command)

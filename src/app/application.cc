@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "config/mapping_loader.h"
 #include "mapping/coalescer.h"
+#include "mapping/computed_expression.h"
 #include "mapping/planner.h"
 #include "metrics/metrics.h"
 #include "mongo/connection.h"
@@ -350,8 +351,19 @@ int application::plan() {
   const mapping::planner planner(std::move(*mappings));
   std::vector<mapping::write_op> ops;
   std::vector<std::string> notes;
-  for (const auto& ev : events)
+  for (auto& ev : events) {
+    // No server to evaluate computed fields: each shows as what it is, not as missing.
+    if (const auto* computed = planner.computed(ev.source)) {
+      bson::document placeholders;
+      for (const auto& e : computed->entries())
+        placeholders.append(e.expression->key(),
+                            "<computed by the server: " + e.expression->canonical_text() + ">");
+      for (auto* doc : {&ev.full_document, &ev.full_document_before_change}) {
+        if (*doc) mapping::computed_fields::put(**doc, placeholders);
+      }
+    }
     planner.plan(ev, ops, &notes);
+  }
   if (opts_.coalesce) ops = mapping::coalesce(std::move(ops));
   for (const auto& n : notes)
     err_ << "note: " << n << "\n";

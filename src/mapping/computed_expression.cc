@@ -543,6 +543,12 @@ std::shared_ptr<const computed_expression> read_computed(spec_reader& r, const j
       r.error(e.pointer, e.message);
     return nullptr;
   }
+  for (const auto& path : parsed->reads()) {
+    if (auto problem = reserved_path_problem(path); !problem.empty()) {
+      r.error(pointer, "the expression reads \"$" + path + "\", which " + problem);
+      return nullptr;
+    }
+  }
   return std::make_shared<const computed_expression>(std::move(parsed).value());
 }
 

@@ -164,6 +164,9 @@ TEST(computed_fields_test, loading_refuses_bad_expressions_and_reserved_paths_na
   EXPECT_NE(load_errors(copy_with(R"({"d":"__denormd_computed.c1"})"))
                 .find("/fields/d: \"__denormd_computed.c1\" is not a valid field path"),
             std::string::npos);
+  EXPECT_NE(load_errors(copy_with(R"({"d":{"$toUpper":"$__denormd_computed.c1"}})"))
+                .find("/fields/d: the expression reads \"$__denormd_computed.c1\""),
+            std::string::npos);
   const std::string recent = R"({"name":"rr","kind":"recent",
     "source":{"collection":"reviews","parentKey":"productId"},"target":{"collection":"products"},
     "into":"recent","fields":{"id":"_id","at":{"$toLong":"$at"}},"idField":"id",

@@ -8,6 +8,7 @@ and denormd reports every change applied (GET /applied). `--quick` (the ctest `d
 seeds a smaller shop and makes fewer background edits."""
 import argparse
 import datetime
+import json
 import os
 import random
 import sys
@@ -268,6 +269,13 @@ def main(argv=None):
             (histogram_quantile(denormd, "denormd_apply_latency_seconds", 0.5),
              histogram_quantile(denormd, "denormd_apply_latency_seconds", 0.99)))
         say("   lag now               %8.1fs" % denormd.metric_sum("denormd_lag_seconds"))
+        page_status = json.loads(denormd.get("/api/v1/status")[1])
+        streaming = sum(1 for n in page_status["namespaces"] if n["streaming"])
+        say("\n-- the operator's page: http://127.0.0.1:%d/  (%d of %d namespaces streaming, %d mappings,"
+            % (denormd.port, streaming, len(page_status["namespaces"]), len(page_status["mappings"])))
+        say("   their backfills and dead letters; its data as JSON at /api/v1/status)")
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            input("   denormd keeps running so you can open it; press Enter to stop ")
         code = denormd.stop()
         say("\n== denormd stopped (exit %d); checkpoints stored: %d" % (code, db.denormd_checkpoints.count_documents({})))
         if wrong:

@@ -13,6 +13,8 @@ packages=(
   python3 python3-pymongo procps curl
   # deployment checks (tests/deploy): compose file, Prometheus rules, mapping schema, seeder
   docker-compose prometheus python3-jsonschema python3-yaml nodejs
+  # the operator's page, tested in a real browser (tests/integration/test_operator_page.py)
+  chromium
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -14,10 +14,12 @@
 
 #include "app/http_routes.h"
 #include "app/mapping_watch.h"
+#include "app/operator_status.h"
 #include "app/reload_requests.h"
 #include "app/reloader.h"
 #include "app/replay.h"
 #include "app/signals.h"
+#include "app/status_api.h"
 #include "checkpoint/checkpoint_store.h"
 #include "common/backoff.h"
 #include "common/clock.h"
@@ -272,7 +274,7 @@ bool images_ready(mongo::connection& conn, const mapping::planner& planner) {
 std::unique_ptr<http::endpoint> start_endpoint(const options& o, metrics::metrics& m,
                                                const reloader& running,
                                                pipeline::supervisor& pipelines,
-                                               reload_requests& reloads) {
+                                               reload_requests& reloads, status_api& status) {
   route_sources sources;
   sources.metrics = [&m] { return m.serialize(); };
   sources.ready = [&running, &pipelines, ha = o.ha] {
@@ -286,6 +288,7 @@ std::unique_ptr<http::endpoint> start_endpoint(const options& o, metrics::metric
     };
   }
   sources.applied = [&pipelines](std::string_view name) { return pipelines.applied_through(name); };
+  sources.status = [&status](std::shared_ptr<http::reply> to) { status.ask(std::move(to)); };
   auto endpoint = http::endpoint::start(o.metrics_addr, daemon_routes(std::move(sources)));
   if (!endpoint) {
     log::error("daemon", "cannot serve metrics: " + endpoint.error().message,
@@ -419,7 +422,12 @@ int daemon::run() {
   mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run, instance_id);
   pipeline::supervisor pipelines(parts, m, pipeline_options_of(opts_));
   reloader running(opts_, **conn, m, pipelines, checkpoints, meta_db, planner);
-  const auto endpoint = start_endpoint(opts_, m, running, pipelines, reloads);
+  // The operator's page's data, read on a thread of its own; stopped after the endpoint.
+  status_api status([ctx = status_context{**conn, meta_db, running, pipelines, opts_.mappings_dir,
+                                          instance_id, opts_.web_enable_lifecycle, wall_ms()}] {
+    return read_operator_status(ctx);
+  });
+  const auto endpoint = start_endpoint(opts_, m, running, pipelines, reloads, status);
   if (!endpoint) return 2;
 
   log::info("daemon", "starting",

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "app/applied_query.h"
+#include "app/operator_page.h"
 
 namespace denormd::app {
 
@@ -89,6 +90,15 @@ http::route_table daemon_routes(route_sources sources) {
       });
   if (sources.reload) add_reload(routes, std::move(sources.reload));
   if (sources.applied) add_applied(routes, std::move(sources.applied));
+  if (sources.status) {
+    routes.add(
+        {"GET"}, "/api/v1/status",
+        [status = std::move(sources.status)](
+            const http::request&, std::shared_ptr<http::reply> to) { status(std::move(to)); });
+    routes.add({"GET"}, "/", [](const http::request&, std::shared_ptr<http::reply> to) {
+      to->send({200, "text/html; charset=utf-8", std::string(operator_page_html)});
+    });
+  }
   return routes;
 }
 

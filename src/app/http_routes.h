@@ -1,12 +1,14 @@
 #pragma once
 // The daemon's HTTP routes, registered in an http::route_table: GET /metrics, /healthz and
-// /readyz (docs/metrics.md), POST (or PUT) /-/reload (README, "Changing mappings") and GET
-// /applied (read-your-writes through the copies; README, "Waiting for the copies").
+// /readyz (docs/metrics.md), POST (or PUT) /-/reload (README, "Changing mappings"), GET
+// /applied (read-your-writes through the copies; README, "Waiting for the copies"), and the
+// operator's page at / with its data at /api/v1/status (README, "The operator's page").
 //
 // Thread-safety: the handlers call the functions below from the HTTP thread, concurrently with
 // the rest of the daemon, so those must be thread-safe.
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +35,9 @@ struct route_sources {
   // Through when mapping `name` ("" = every mapping) has applied everything it reads; nullopt
   // when no running mapping has that name. Empty: no /applied.
   std::function<std::optional<bson::timestamp>(std::string_view name)> applied;
+  // Answers GET /api/v1/status (status_api::ask), from any thread. Empty: neither it nor the
+  // operator's page at / is served.
+  std::function<void(std::shared_ptr<http::reply>)> status;
 };
 
 // GET /applied answers 200 once `applied` reports at least `after`, 408 when it has not within

@@ -113,8 +113,16 @@ void pipeline::join() {
 }
 
 void pipeline::report_lag(std::int64_t now_ms) const {
-  metrics_.set_lag(name_, applier_->lag_seconds(now_ms));
-  metrics_.set_checkpoint_age(name_, applier_->checkpoint_age_seconds(now_ms));
+  metrics_.set_lag(name_, lag_seconds(now_ms));
+  metrics_.set_checkpoint_age(name_, checkpoint_age_seconds(now_ms));
+}
+
+double pipeline::lag_seconds(std::int64_t now_ms) const {
+  return applier_->lag_seconds(now_ms);
+}
+
+double pipeline::checkpoint_age_seconds(std::int64_t now_ms) const {
+  return applier_->checkpoint_age_seconds(now_ms);
 }
 
 start_position pipeline::resume_position() const {

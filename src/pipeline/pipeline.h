@@ -59,6 +59,8 @@ class pipeline {
   std::string state() const { return reader_->state(); }
   // Sets the lag and checkpoint-age gauges of this source.
   void report_lag(std::int64_t now_ms) const;
+  double lag_seconds(std::int64_t now_ms) const;
+  double checkpoint_age_seconds(std::int64_t now_ms) const;
   std::uint64_t applied_events() const { return applier_->applied_events(); }
   std::optional<bson::timestamp> applied_through() const { return applier_->applied_through(); }
   std::optional<bson::timestamp> stored_through() const { return applier_->stored_through(); }

@@ -41,6 +41,14 @@ void supervisor::report_lag(std::stop_token stop) {
     const std::int64_t now = wall_ms();
     for (const auto& p : pipelines_)
       p->report_lag(now);
+    if (now - last_sample_ms_ >= std::chrono::milliseconds(lag_sample_interval).count()) {
+      last_sample_ms_ = now;
+      for (const auto& p : pipelines_) {
+        auto& samples = lag_history_[p->source().full()];
+        samples.push_back({now, p->lag_seconds(now)});
+        if (samples.size() > lag_samples_kept) samples.pop_front();
+      }
+    }
     for (const auto& [name, at] : applied_through_locked())
       metrics_.set_applied_through(name, at.t);
   } while (sleep_unless_stopped(stop, std::chrono::seconds(1)));
@@ -150,7 +158,17 @@ std::optional<pipeline_status> supervisor::status(const mapping::ns& source) con
   std::lock_guard lock(mutex_);
   const std::size_t i = find(source);
   if (i == npos) return std::nullopt;
-  return pipeline_status{pipelines_[i]->ready(), pipelines_[i]->state()};
+  const std::int64_t now = wall_ms();
+  const auto& p = *pipelines_[i];
+  return pipeline_status{p.ready(), p.state(), p.lag_seconds(now), p.checkpoint_age_seconds(now),
+                         p.applied_events()};
+}
+
+std::vector<lag_sample> supervisor::lag_history(const mapping::ns& source) const {
+  std::lock_guard lock(mutex_);
+  const auto it = lag_history_.find(source.full());
+  if (it == lag_history_.end()) return {};
+  return {it->second.begin(), it->second.end()};
 }
 
 }  // namespace denormd::pipeline

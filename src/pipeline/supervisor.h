@@ -10,7 +10,9 @@
 // stop(), replace() and stop_all() from one controlling thread; status() from any thread
 // (the readiness probe's).
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,7 +30,21 @@ namespace denormd::pipeline {
 struct pipeline_status {
   bool ready = false;
   std::string state;
+  double lag_seconds = 0;
+  double checkpoint_age_seconds = 0;
+  std::uint64_t applied_events = 0;
 };
+
+// One sample of a namespace's lag: when (ms since the epoch) and how many seconds.
+struct lag_sample {
+  std::int64_t at_ms = 0;
+  double lag_seconds = 0;
+};
+
+// The lag of each namespace is sampled this often and kept this long (the operator's page
+// draws it; nothing is stored).
+inline constexpr std::chrono::seconds lag_sample_interval{5};
+inline constexpr std::size_t lag_samples_kept = 180;  // 15 minutes
 
 class supervisor {
  public:
@@ -58,6 +74,9 @@ class supervisor {
 
   // nullopt when no pipeline is listed for `source`.
   std::optional<pipeline_status> status(const mapping::ns& source) const;
+  // The lag samples of `source`, oldest first (kept across a pipeline's replacement; dropped
+  // when it stops for good only when the process ends). Any thread.
+  std::vector<lag_sample> lag_history(const mapping::ns& source) const;
   // The cluster time through which every change mapping `name` reads (in every namespace it
   // reads) is applied ({0, 0} while one has applied nothing yet); with "", every mapping.
   // nullopt when no running pipeline plans for that name. Any thread.
@@ -83,6 +102,8 @@ class supervisor {
   // read under it.
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<pipeline>> pipelines_;
+  std::map<std::string, std::deque<lag_sample>> lag_history_;  // by namespace; under mutex_
+  std::int64_t last_sample_ms_ = 0;                            // under mutex_
   std::jthread lag_thread_;
 };
 

@@ -158,5 +158,31 @@ TEST(http_routes_test, applied_answers_once_the_copies_have_caught_up_or_408_in_
   EXPECT_THROW(call(routes, "GET", "/applied?after=1&mapping=broken"), std::runtime_error);
 }
 
+TEST(http_routes_test, the_page_and_its_api_are_served_only_with_a_status_source) {
+  std::atomic<bool> ready{true};
+  const auto without = daemon_routes(basic(ready));
+  EXPECT_EQ(without.find("GET", "/").serve, nullptr);
+  EXPECT_EQ(without.find("GET", "/api/v1/status").serve, nullptr);
+  auto sources = basic(ready);
+  int asked = 0;
+  sources.status = [&](std::shared_ptr<http::reply> to) {
+    ++asked;
+    to->send({200, "application/json", "{}"});
+  };
+  const auto routes = daemon_routes(std::move(sources));
+  auto page = call(routes, "GET", "/");
+  ASSERT_TRUE(page->answer);
+  EXPECT_EQ(page->answer->content_type, "text/html; charset=utf-8");
+  EXPECT_NE(page->answer->body.find("/api/v1/status"), std::string::npos);
+  EXPECT_NE(page->answer->body.find("api/v1/status"), std::string::npos);
+  // Nothing fetched from elsewhere: no absolute URL in a src or href.
+  EXPECT_EQ(page->answer->body.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(page->answer->body.find("href=\"http"), std::string::npos);
+  auto api = call(routes, "GET", "/api/v1/status");
+  ASSERT_TRUE(api->answer);
+  EXPECT_EQ(api->answer->body, "{}");
+  EXPECT_EQ(asked, 1);
+}
+
 }  // namespace
 }  // namespace denormd::app

@@ -105,9 +105,9 @@ class OperatorPageTest(ShopTestCase):
 
     def test_a_backfill_shows_its_progress_moving(self):
         self.shop.seed(customers=3500, orders=200)
-        # The backfill's writes held 300 ms each: its progress (per batch of 1,000 customers) can
-        # be seen moving.
-        self.fail_point(failCommands=["update"], blockConnection=True, blockTimeMS=400, mode={"times": 60})
+        # The backfill's writes held 50 ms each until the page is seen: its progress (stored per
+        # batch) can be seen moving, in the API and on the page.
+        self.fail_point(failCommands=["update"], blockConnection=True, blockTimeMS=50, mode="alwaysOn")
         d = self.start(auto_backfill=True)
         seen = {}  # mapping -> the document counts seen while its backfill ran
 
@@ -119,8 +119,22 @@ class OperatorPageTest(ShopTestCase):
                     self.assertEqual(b.get("total"), 3500, m)
             return any(len(v) >= 2 for v in seen.values())
         wait_until(moved, timeout=60, interval=0.05, message="a backfill's progress moves")
+        # The page shows a running backfill's bar part-way, and full once it is done.
+        browser = chromium()
+        running = None
+        if browser is not None:
+            html = self.dom(d, browser, budget_ms=500)
+            running = re.search(r'data-backfill="running" data-progress="(\d+)"', html)
+        self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
         wait_until(lambda: all(m.get("backfill", {}).get("state") == "done" for m in self.status(d)["mappings"]),
                    timeout=60, message="every backfill done")
+        if browser is not None:
+            self.assertIsNotNone(running, "the page showed no running backfill")
+            self.assertLess(int(running.group(1)), 100)
+            html = self.dom(d, browser, budget_ms=500)
+            self.assertNotIn('data-backfill="running"', html)
+            self.assertEqual(len(re.findall(r'data-backfill="done" data-progress="100"', html)),
+                             len(os.listdir(self.mappings)))
         self.assertEqual(d.stop(), 0)
 
     def applied(self, d):
@@ -128,13 +142,13 @@ class OperatorPageTest(ShopTestCase):
         code, _ = d.get("/applied?after=%d:%d&timeout=20" % (t.time, t.inc))
         self.assertEqual(code, 200)
 
-    def dom(self, d, browser, screenshot=None):
+    def dom(self, d, browser, screenshot=None, budget_ms=4000):
         """The page as Chromium renders it once its first refresh has run."""
         url = "http://127.0.0.1:%d/" % d.port
         profile = tempfile.mkdtemp(prefix="denormd-chromium-")
         self.addCleanup(shutil.rmtree, profile, True)
         base = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--no-first-run", "--user-data-dir=" + profile, "--virtual-time-budget=4000",
+                "--no-first-run", "--user-data-dir=" + profile, "--virtual-time-budget=%d" % budget_ms,
                 "--window-size=1400,900"]
         if screenshot:
             subprocess.run(base + ["--screenshot=" + screenshot, url], capture_output=True, timeout=90, check=True)

@@ -28,13 +28,15 @@ def chromium():
 
 
 def with_failing_code(db):
-    """orders-customer with a computed field that fails on a customer whose code is not a number:
-    one such update is one dead letter."""
+    """orders-customer with a computed field that fails on a customer whose code is not a number
+    (one such update is one dead letter), and a `bio` a server refuses to copy into an order it
+    would make larger than 16 MB."""
     with open(os.path.join(SOURCE_DIR, "mappings", "orders-customer.json")) as f:
         m = json.load(f)
     m["source"]["db"] = db
     m["target"]["db"] = db
     m["fields"]["code"] = {"$toInt": "$code"}
+    m["fields"]["bio"] = "bio"
     return m
 
 
@@ -139,8 +141,9 @@ class OperatorPageTest(ShopTestCase):
 
     def applied(self, d):
         t = self.client.admin.command("ping")["operationTime"]
-        code, _ = d.get("/applied?after=%d:%d&timeout=20" % (t.time, t.inc))
-        self.assertEqual(code, 200)
+        # Waits of 4 s each: the harness's HTTP client gives up after 5.
+        wait_until(lambda: d.get("/applied?after=%d:%d&timeout=4" % (t.time, t.inc))[0] == 200,
+                   timeout=60, interval=0, message="applied")
 
     def dom(self, d, browser, screenshot=None, budget_ms=4000):
         """The page as Chromium renders it once its first refresh has run."""
@@ -165,7 +168,13 @@ class OperatorPageTest(ShopTestCase):
         wait_until(lambda: all(m.get("backfill", {}).get("state") == "done" for m in self.status(d)["mappings"]),
                    timeout=60, message="every backfill done")
         self.refuse_one()
+        # A write the server refuses: a 9 MB bio copied into an order that holds 9 MB already.
+        big = self.db.customers.find_one({}, skip=1)
+        self.db.orders.insert_one({"customerId": big["_id"], "status": "NEW", "blob": "x" * (9 << 20)})
+        self.db.customers.update_one({"_id": big["_id"]}, {"$set": {"bio": "y" * (9 << 20)}})
         self.applied(d)
+        refused = [x for x in self.status(d)["deadLetters"] if "computed field" not in x["reason"]]
+        self.assertEqual(len(refused), 1, self.status(d)["deadLetters"])
         shot = os.path.join(os.path.abspath(BUILD_DIR), "operator-page.png")
         html = self.dom(d, browser, screenshot=shot)
         self.assertIn('data-loaded="true"', html, html[-3000:])
@@ -174,8 +183,9 @@ class OperatorPageTest(ShopTestCase):
             self.assertRegex(html, r'data-namespace="%s" data-state="streaming"' % re.escape(n["namespace"]))
         for m in st["mappings"]:
             self.assertRegex(html, r'data-mapping="%s" data-backfill="done" data-progress="100"' % re.escape(m["name"]))
-        self.assertIn('data-deadletter="orders-customer"', html)
+        self.assertEqual(html.count('data-deadletter="orders-customer"'), 2, html[-4000:])
         self.assertIn("computed field", html)
+        self.assertIn(refused[0]["reason"][:40].replace('"', "&quot;"), html)
         self.assertIn('id="reload-box">', html)  # shown: the daemon runs with --web-enable-lifecycle
         self.assertTrue(os.path.getsize(shot) > 10000, shot)
 

@@ -504,11 +504,13 @@ class Bench:
         self.quick = args.quick
         self.results = {"quick": self.quick}
         if self.quick:
-            self.size = dict(customers=2000, products=300, orders=6000, hosts=20)
+            # Small enough that the smoke test costs CI seconds, large enough that every
+            # measurement still runs its whole path (batches of 1,000 events and more).
+            self.size = dict(customers=600, products=100, orders=2000, hosts=20)
             self.rates = [500]
-            self.step_seconds, self.latency_seconds, self.latency_rounds = 1.5, 1.5, 1
-            self.fanout, self.backlog, self.hot_updates = 5000, 5000, 1000
-            self.realistic_backlog = 1000
+            self.step_seconds, self.latency_seconds, self.latency_rounds = 1.0, 1.0, 1
+            self.fanout, self.backlog, self.hot_updates = 2000, 2000, 500
+            self.realistic_backlog = 500
         else:
             self.size = dict(customers=20000, products=5000, orders=60000, hosts=20)
             self.rates = [100, 250, 500, 1000, 2000, 3000, 5000, 7500, 10000, 15000, 20000, 30000]

@@ -78,8 +78,9 @@ class ComputedFieldsTest(ShopTestCase):
 
     def applied(self, d):
         t = self.client.admin.command("ping")["operationTime"]
-        status, _ = d.get("/applied?after=%d:%d&timeout=20" % (t.time, t.inc))
-        self.assertEqual(status, 200)
+        # Waits of 4 s each: the harness's HTTP client gives up after 5.
+        wait_until(lambda: d.get("/applied?after=%d:%d&timeout=4" % (t.time, t.inc))[0] == 200,
+                   timeout=60, interval=0, message="applied")
 
     def verify(self):
         rc, out, err = self.cmd("verify", "--json")

@@ -10,10 +10,41 @@
 namespace denormd::sink {
 namespace {
 
+// Everything but aggregate() answers nothing: the evaluator only aggregates.
+class only_aggregates : public mongo::document_client {
+ public:
+  mongo::result<mongo::bulk_outcome> update_bulk(const std::string&, const std::string&,
+                                                 std::span<const mongo::write_request>,
+                                                 bool) override {
+    return mongo::bulk_outcome{};
+  }
+  mongo::status insert_one(const std::string&, const std::string&, const bson::document&) override {
+    return {};
+  }
+  mongo::status find_each(const std::string&, const std::string&, const bson::document&,
+                          const mongo::find_options&,
+                          const std::function<bool(bson::document&&)>&) override {
+    return {};
+  }
+  mongo::result<std::vector<bson::document>> find(const std::string&, const std::string&,
+                                                  const bson::document&,
+                                                  const mongo::find_options&) override {
+    return std::vector<bson::document>{};
+  }
+  mongo::result<std::optional<bson::document>> find_one(const std::string&, const std::string&,
+                                                        const bson::document&) override {
+    return std::optional<bson::document>{};
+  }
+  mongo::result<snapshot_results> aggregate_snapshot(const std::string&, const std::string&,
+                                                     const bson::array&) override {
+    return snapshot_results{};
+  }
+};
+
 // A server that evaluates {aggregate: 1, [$documents: {$literal: docs}, $project]} for a
 // projection of one kind only: each key's value is the document's "n" as text, and a document
 // whose "n" is "bad" is refused with code 241 (as $toString never is, but $toInt of "abc" is).
-class fake_server final : public mongo::document_client {
+class fake_server final : public only_aggregates {
  public:
   std::uint32_t refuse_all_code = 0;  // not 0: every call is refused with it
   int calls = 0;
@@ -41,33 +72,6 @@ class fake_server final : public mongo::document_client {
       out.push_back(std::move(values));
     }
     return out;
-  }
-
-  mongo::result<mongo::bulk_outcome> update_bulk(const std::string&, const std::string&,
-                                                 std::span<const mongo::write_request>,
-                                                 bool) override {
-    return mongo::bulk_outcome{};
-  }
-  mongo::status insert_one(const std::string&, const std::string&, const bson::document&) override {
-    return {};
-  }
-  mongo::status find_each(const std::string&, const std::string&, const bson::document&,
-                          const mongo::find_options&,
-                          const std::function<bool(bson::document&&)>&) override {
-    return {};
-  }
-  mongo::result<std::vector<bson::document>> find(const std::string&, const std::string&,
-                                                  const bson::document&,
-                                                  const mongo::find_options&) override {
-    return std::vector<bson::document>{};
-  }
-  mongo::result<std::optional<bson::document>> find_one(const std::string&, const std::string&,
-                                                        const bson::document&) override {
-    return std::optional<bson::document>{};
-  }
-  mongo::result<snapshot_results> aggregate_snapshot(const std::string&, const std::string&,
-                                                     const bson::array&) override {
-    return snapshot_results{};
   }
 };
 
@@ -151,40 +155,13 @@ TEST_F(computed_evaluator_test, a_refusal_that_any_document_would_get_is_an_erro
 }
 
 TEST_F(computed_evaluator_test, documents_are_sent_as_literal_data_trimmed_to_the_fields_read) {
-  class recording final : public mongo::document_client {
+  class recording final : public only_aggregates {
    public:
     bson::array pipeline;
     mongo::result<std::vector<bson::document>> aggregate(const std::string&, const std::string&,
                                                          const bson::array& p) override {
       pipeline = p;
       return std::vector<bson::document>{bson::document{}};
-    }
-    mongo::result<mongo::bulk_outcome> update_bulk(const std::string&, const std::string&,
-                                                   std::span<const mongo::write_request>,
-                                                   bool) override {
-      return mongo::bulk_outcome{};
-    }
-    mongo::status insert_one(const std::string&, const std::string&,
-                             const bson::document&) override {
-      return {};
-    }
-    mongo::status find_each(const std::string&, const std::string&, const bson::document&,
-                            const mongo::find_options&,
-                            const std::function<bool(bson::document&&)>&) override {
-      return {};
-    }
-    mongo::result<std::vector<bson::document>> find(const std::string&, const std::string&,
-                                                    const bson::document&,
-                                                    const mongo::find_options&) override {
-      return std::vector<bson::document>{};
-    }
-    mongo::result<std::optional<bson::document>> find_one(const std::string&, const std::string&,
-                                                          const bson::document&) override {
-      return std::optional<bson::document>{};
-    }
-    mongo::result<snapshot_results> aggregate_snapshot(const std::string&, const std::string&,
-                                                       const bson::array&) override {
-      return snapshot_results{};
     }
   } server;
   computed_evaluator e(server);

@@ -167,8 +167,9 @@ struct metrics::impl {
       {"source"}};
   labelled<prometheus::Counter, 2> errors{
       counter(*registry, "denormd_errors_total",
-              "Errors by pipeline stage (stream, plan, write, checkpoint, ...) and server or "
-              "internal error code, retried ones included."),
+              "Errors by pipeline stage (stream, plan, compute (evaluating computed fields), "
+              "write, checkpoint, ...) and server or internal error code, retried ones "
+              "included."),
       {"stage", "code"}};
   labelled<prometheus::Counter, 1> deadletters{
       counter(*registry, "denormd_deadletters_total",

@@ -31,10 +31,13 @@ void coordinator::start() {
 }
 
 void coordinator::run(std::stop_token stop) {
-  const auto every = std::max(std::chrono::milliseconds(50), opts_.ttl / 3);
   do {
     round();
-  } while (sleep_unless_stopped(stop, next_round(every)));
+  } while (sleep_unless_stopped(stop, next_round(round_every())));
+}
+
+std::chrono::milliseconds coordinator::round_every() const {
+  return std::max(std::chrono::milliseconds(50), opts_.ttl / 3);
 }
 
 std::chrono::milliseconds coordinator::next_round(std::chrono::milliseconds every) const {
@@ -81,10 +84,17 @@ void coordinator::round() {
   const bool me_listed = std::find(live_.begin(), live_.end(), opts_.instance_id) != live_.end();
   metrics_.set_instances(live_.size() + (me_listed ? 0 : 1));
 
-  for (const auto& a : machine_.decide(sent, live_, table_, false)) {
+  // The leases held come first, and acquisitions stop once a round's time is up: a row that
+  // cannot be taken yet (written by another holder's open transaction) costs its statement's
+  // time limit, never a renewal.
+  auto actions = machine_.decide(sent, live_, table_, false);
+  std::stable_partition(actions.begin(), actions.end(), [](const lease_action& a) {
+    return a.what != lease_action::kind::acquire;
+  });
+  for (const auto& a : actions) {
     switch (a.what) {
       case lease_action::kind::acquire:
-        if (!draining_) acquire(a.unit, sent);
+        if (!draining_ && steady_ms() - sent < round_every().count()) acquire(a.unit, sent);
         break;
       case lease_action::kind::renew:
         renew(a.unit, a.epoch, sent);

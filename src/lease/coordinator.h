@@ -77,6 +77,8 @@ class coordinator {
 
  private:
   void run(std::stop_token stop);
+  // Rounds run every TTL/3 (at least 50 ms), sooner when another's lease is about to expire.
+  std::chrono::milliseconds round_every() const;
   std::chrono::milliseconds next_round(std::chrono::milliseconds every) const;
   void acquire(const std::string& unit, std::int64_t sent_ms);
   void renew(const std::string& unit, std::int64_t epoch, std::int64_t sent_ms);

@@ -38,7 +38,9 @@ mongo::result<mongo::bulk_outcome> lease_store::update_one(const char* coll,
   r.update = &none;
   r.pipeline = &pipeline;
   r.upsert = upsert;
-  return conn_.update_bulk(db_, coll, std::span(&r, 1), true);
+  // Bounded, so that a row an open transaction wrote (a holder paused just after its fence)
+  // holds up this one statement, not the round's renewals behind it.
+  return conn_.update_one_within(db_, coll, r, statement_time());
 }
 
 mongo::result<std::optional<std::int64_t>> lease_store::acquire(const std::string& unit,

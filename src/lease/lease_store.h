@@ -5,6 +5,8 @@
 // update, and every expiry is dated and judged by the server's clock ($$NOW), so instances'
 // clocks need not agree. Stateless apart from the connection; thread-safe.
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,6 +36,12 @@ class lease_store final : public lease_table {
   mongo::status leave(const std::string& me) override;
   mongo::result<std::vector<std::string>> live() override;
   mongo::result<std::vector<lease_entry>> table() override;
+
+  // How long the server may spend on one of the lease statements (maxTimeMS): a tenth of the
+  // TTL, at least 100 ms, so that a whole round of them fits in the TTL/3 between rounds.
+  std::chrono::milliseconds statement_time() const {
+    return std::chrono::milliseconds(std::max<std::int64_t>(100, ttl_ms_ / 10));
+  }
 
  private:
   mongo::result<mongo::bulk_outcome> update_one(const char* coll, const bson::document& filter,

@@ -180,6 +180,33 @@ std::int64_t int_field(const bson_t& doc, const char* key) {
   return BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
 }
 
+// The first of a write reply's `writeErrors`, as `out`'s failed statement: whether there was one.
+bool take_write_error(const bson_t& reply, bulk_outcome& out) {
+  bson_iter_t it;
+  bson_iter_t errors;
+  bson_iter_t first;
+  if (!bson_iter_init_find(&it, &reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+      !bson_iter_recurse(&it, &errors) || !bson_iter_next(&errors) ||
+      !BSON_ITER_HOLDS_DOCUMENT(&errors) || !bson_iter_recurse(&errors, &first)) {
+    return false;
+  }
+  driver_error e{driver_error::origin::server, 0, "write error", {}};
+  while (bson_iter_next(&first)) {
+    const std::string_view key = bson_iter_key(&first);
+    if (key == "index" && BSON_ITER_HOLDS_NUMBER(&first)) {
+      out.failed_index = static_cast<std::size_t>(bson_iter_as_int64(&first));
+    } else if (key == "code" && BSON_ITER_HOLDS_NUMBER(&first)) {
+      e.code = static_cast<std::uint32_t>(bson_iter_as_int64(&first));
+    } else if (key == "errmsg" && BSON_ITER_HOLDS_UTF8(&first)) {
+      e.message = redact_known_secrets(bson_iter_utf8(&first, nullptr));
+    }
+  }
+  e.labels = labels_of(&reply);
+  if (!out.failed_index) out.failed_index = 0;
+  out.write_error = std::move(e);
+  return true;
+}
+
 // find and find_one through a client's find_each.
 result<std::vector<bson::document>> find_all(document_client& client, const std::string& db,
                                              const std::string& coll, const bson::document& filter,
@@ -384,29 +411,49 @@ result<bulk_outcome> connection::impl::update_bulk(mongoc_client_t* client,
   if (ok) return out;
 
   // A statement the server rejected is an outcome; anything else fails the whole bulk.
-  bson_iter_t it;
-  bson_iter_t errors;
-  bson_iter_t first;
-  if (bson_iter_init_find(&it, &reply.doc, "writeErrors") && BSON_ITER_HOLDS_ARRAY(&it) &&
-      bson_iter_recurse(&it, &errors) && bson_iter_next(&errors) &&
-      BSON_ITER_HOLDS_DOCUMENT(&errors) && bson_iter_recurse(&errors, &first)) {
-    driver_error e{driver_error::origin::server, 0, "write error", {}};
-    while (bson_iter_next(&first)) {
-      const std::string_view key = bson_iter_key(&first);
-      if (key == "index" && BSON_ITER_HOLDS_NUMBER(&first)) {
-        out.failed_index = static_cast<std::size_t>(bson_iter_as_int64(&first));
-      } else if (key == "code" && BSON_ITER_HOLDS_NUMBER(&first)) {
-        e.code = static_cast<std::uint32_t>(bson_iter_as_int64(&first));
-      } else if (key == "errmsg" && BSON_ITER_HOLDS_UTF8(&first)) {
-        e.message = redact_known_secrets(bson_iter_utf8(&first, nullptr));
-      }
-    }
-    e.labels = labels_of(&reply.doc);
-    if (!out.failed_index) out.failed_index = 0;
-    out.write_error = std::move(e);
-    return out;
-  }
+  if (take_write_error(reply.doc, out)) return out;
   return failure(to_error(err, &reply.doc));
+}
+
+result<bulk_outcome> connection::update_one_within(const std::string& db, const std::string& coll,
+                                                   const write_request& request,
+                                                   std::chrono::milliseconds max_time) {
+  // The bulk API sends no maxTimeMS, so this is the update command itself.
+  bson::document statement{{"q", *request.filter}};
+  if (request.pipeline != nullptr && !request.pipeline->empty()) {
+    statement.append("u", *request.pipeline);
+  } else {
+    statement.append("u", *request.update);
+  }
+  if (request.array_filters != nullptr && !request.array_filters->empty())
+    statement.append("arrayFilters", *request.array_filters);
+  statement.append("upsert", request.upsert);
+  statement.append("multi", request.multi);
+  const bson::bson_ptr cmd = bson::to_bson(bson::document{
+      {"update", coll},
+      {"updates", bson::array{std::move(statement)}},
+      {"ordered", true},
+      {"maxTimeMS", static_cast<std::int64_t>(std::max<std::int64_t>(1, max_time.count()))}});
+  lease client = impl_->acquire();
+  const bson::bson_ptr opts = impl_->write_opts();
+  scoped_reply reply;
+  bson_error_t err;
+  const bool ok = mongoc_client_write_command_with_opts(client.get(), db.c_str(), cmd.get(),
+                                                        opts.get(), &reply.doc, &err) != 0;
+  bulk_outcome out;
+  // The update command counts upserts in `n` and lists them in `upserted`.
+  bson_iter_t it;
+  bson_iter_t upserted;
+  if (bson_iter_init_find(&it, &reply.doc, "upserted") && BSON_ITER_HOLDS_ARRAY(&it) &&
+      bson_iter_recurse(&it, &upserted)) {
+    while (bson_iter_next(&upserted))
+      ++out.upserted;
+  }
+  out.matched = int_field(reply.doc, "n") - out.upserted;
+  out.modified = int_field(reply.doc, "nModified");
+  if (take_write_error(reply.doc, out)) return out;
+  if (!ok) return failure(to_error(err, &reply.doc));
+  return out;
 }
 
 status connection::replace_one(const std::string& db, const std::string& coll,

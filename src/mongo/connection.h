@@ -4,6 +4,7 @@
 // operation leases its own client from the pool for its duration, and a change stream keeps
 // its lease for as long as it lives.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -60,6 +61,9 @@ class connection final : public document_client {
   // document_client: bulk updates with w:"majority", inserts, finds.
   result<bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
                                    std::span<const write_request> requests, bool ordered) override;
+  result<bulk_outcome> update_one_within(const std::string& db, const std::string& coll,
+                                         const write_request& request,
+                                         std::chrono::milliseconds max_time) override;
   status replace_one(const std::string& db, const std::string& coll, const bson::document& filter,
                      const bson::document& replacement, bool upsert);
   status insert_one(const std::string& db, const std::string& coll,

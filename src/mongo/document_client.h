@@ -4,6 +4,8 @@
 // (ordering, dead letters, per-document fallback) is unit-testable with a fake.
 // Implementations are thread-safe.
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -58,6 +60,13 @@ class document_client {
   virtual result<bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
                                            std::span<const write_request> requests,
                                            bool ordered) = 0;
+  // One update statement that the server gives up on after `max_time` (maxTimeMS: it fails
+  // with 50 MaxTimeMSExpired) instead of waiting longer, e.g. for a document that another
+  // client's open transaction wrote: for callers that must never be held up by one. Clients
+  // that cannot bound a statement run it unbounded (the default).
+  virtual result<bulk_outcome> update_one_within(const std::string& db, const std::string& coll,
+                                                 const write_request& request,
+                                                 std::chrono::milliseconds max_time);
   virtual status insert_one(const std::string& db, const std::string& coll,
                             const bson::document& doc) = 0;
   // Streams the matching documents to `each` (return false to stop early).
@@ -102,6 +111,13 @@ class transaction : public document_client {
   // UnknownTransactionCommitResult may or may not have committed.
   virtual status commit() = 0;
 };
+
+inline result<bulk_outcome> document_client::update_one_within(const std::string& db,
+                                                               const std::string& coll,
+                                                               const write_request& request,
+                                                               std::chrono::milliseconds) {
+  return update_bulk(db, coll, std::span(&request, 1), true);
+}
 
 inline result<std::unique_ptr<transaction>> document_client::start_transaction() {
   return failure(

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "common/clock.h"
 
@@ -25,9 +27,13 @@ class memory_table final : public lease_table {
   bool renewals_fail = false;
   int heartbeats = 0;
   bool left = false;
+  std::vector<std::string> calls;             // "acquire <unit>", "renew <unit>"
+  std::chrono::milliseconds acquire_time{0};  // how long each acquisition takes
 
   mongo::result<std::optional<std::int64_t>> acquire(const std::string& unit,
                                                      const std::string& me) override {
+    calls.push_back("acquire " + unit);
+    std::this_thread::sleep_for(acquire_time);
     row& r = rows[unit];
     if (!r.owner.empty() && !r.expired && r.owner != me) return std::optional<std::int64_t>{};
     r = row{me, r.epoch + 1, false};
@@ -35,6 +41,7 @@ class memory_table final : public lease_table {
   }
   mongo::result<bool> renew(const std::string& unit, const std::string& me,
                             std::int64_t epoch) override {
+    calls.push_back("renew " + unit);
     if (renewals_fail)
       return mongo::failure(
           mongo::driver_error{mongo::driver_error::origin::network, 0, "down", {}});
@@ -96,10 +103,10 @@ class coordinator_test : public ::testing::Test {
       return std::max(epoch, checkpoint_epoch_);
     };
   }
-  coordinator& make(std::vector<std::string> units) {
-    c_ = std::make_unique<coordinator>(
-        table_, metrics_, coordinator_options{"a", std::move(units), std::chrono::seconds(10)},
-        hooks_);
+  coordinator& make(std::vector<std::string> units,
+                    std::chrono::milliseconds ttl = std::chrono::seconds(10)) {
+    c_ = std::make_unique<coordinator>(table_, metrics_,
+                                       coordinator_options{"a", std::move(units), ttl}, hooks_);
     return *c_;
   }
   double metric(const std::string& line_start) {
@@ -203,6 +210,25 @@ TEST_F(coordinator_test, a_lease_found_taken_is_stolen_and_its_writers_fenced_at
   EXPECT_EQ(metric("denormd_lease_changes_total{reason=\"stolen\"} "), 1);
   c.round();  // held by a live owner: not taken back
   EXPECT_EQ(table_.rows["s.x"].owner, "other");
+}
+
+TEST_F(coordinator_test, renewals_come_first_and_slow_acquisitions_end_the_round_at_ttl_over_3) {
+  // A row that another holder's open transaction wrote holds an acquisition up to its
+  // statement's time limit; the leases held must be renewed whatever it costs.
+  auto& c = make({"s.x", "s.y"}, std::chrono::milliseconds(300));
+  c.round();
+  table_.calls.clear();
+  c.set_units({"s.0", "s.1", "s.2", "s.x", "s.y"});  // three new units, listed first
+  table_.acquire_time = std::chrono::milliseconds(60);
+  c.round();
+  // 100 ms a round: the third acquisition is left to the next one.
+  EXPECT_EQ(table_.calls,
+            (std::vector<std::string>{"renew s.x", "renew s.y", "acquire s.0", "acquire s.1"}));
+  table_.calls.clear();
+  table_.acquire_time = std::chrono::milliseconds(0);
+  c.round();
+  EXPECT_EQ(table_.calls, (std::vector<std::string>{"renew s.0", "renew s.1", "renew s.x",
+                                                    "renew s.y", "acquire s.2"}));
 }
 
 TEST_F(coordinator_test, a_failed_renewal_keeps_the_deadline_it_had) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -117,6 +118,32 @@ TEST_F(lease_store_test, an_expired_lease_is_taken_over_and_the_old_holder_is_fe
   EXPECT_FALSE(renew("a.x", "one", 1));
   EXPECT_FALSE(renew("a.x", "two", 2));
   EXPECT_TRUE(renew("a.x", "one", 3));
+}
+
+TEST_F(lease_store_test, a_row_an_open_transaction_wrote_fails_the_take_over_in_bounded_time) {
+  // The holder paused right after its fence: its transaction holds the row until it ends.
+  ASSERT_EQ(acquire("a.x", "one"), 1);
+  ASSERT_EQ(acquire("a.y", "two"), 1);
+  auto txn = conn_->start_transaction();
+  ASSERT_TRUE(txn) << txn.error().to_string();
+  const bson::document filter{{"_id", "a.x"}};
+  const bson::document fence{{"$set", bson::document{{"fencedAt", bson::date_time{1}}}}};
+  mongo::write_request r;
+  r.filter = &filter;
+  r.update = &fence;
+  auto fenced = (*txn)->update_bulk(db_, leases_collection, std::span(&r, 1), true);
+  ASSERT_TRUE(fenced && !fenced->write_error && fenced->matched == 1);
+  expire();
+  const auto sent = std::chrono::steady_clock::now();
+  auto taken = store_->acquire("a.x", "two");
+  const auto took = std::chrono::steady_clock::now() - sent;
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, 50u) << taken.error().to_string();  // MaxTimeMSExpired
+  // Its statement's limit (100 ms here), not the transaction's lifetime (60 s by default).
+  EXPECT_LT(took, 10s);
+  EXPECT_TRUE(renew("a.y", "two", 1));  // other rows go on
+  txn->reset();                         // the transaction ends (aborted): the row is free
+  EXPECT_EQ(acquire("a.x", "two"), 2);
 }
 
 TEST_F(lease_store_test, release_frees_the_unit_at_once_for_the_next_epoch) {

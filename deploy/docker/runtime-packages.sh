@@ -15,37 +15,54 @@ if grep -q 'not found' <<<"$ldd_out"; then
   exit 1
 fi
 
-# The package that owns a path. Debian bookworm merges /lib into /usr/lib, but dpkg's
-# database still records each file under the path its package shipped, so try the path
-# as ldd printed it, its /usr-toggled twin, and the symlink-resolved file.
-owner() {
-  local path=$1 real candidates=() c out
-  real=$(readlink -f "$path")
-  candidates+=("$path" "$real")
-  for c in "$path" "$real"; do
-    case $c in
-      /usr/*) candidates+=("${c#/usr}") ;;
-      *) candidates+=("/usr$c") ;;
-    esac
-  done
-  for c in "${candidates[@]}"; do
-    if out=$(dpkg-query -S "$c" 2>/dev/null); then
-      # "pkg:arch, pkg2:arch: /path" -> pkg, pkg2 (diversion lines do not start with a name)
-      sed -n 's/^\([^ ][^:]*\)\(:[a-z0-9]*\)\?\(, .*\)\?: \/.*$/\1\3/p' <<<"$out" |
-        tr ',' '\n' | sed 's/^ *//; s/:[a-z0-9]*$//' | grep -v '^$'
-      return 0
-    fi
-  done
-  echo "runtime-packages: no package owns $path" >&2
-  return 1
-}
-
 # "libfoo.so.1 => /usr/lib/x86_64-linux-gnu/libfoo.so.1 (0x...)" and the loader's own line
 # "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.
 mapfile -t libs < <(awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' <<<"$ldd_out")
+
+# Where dpkg may have recorded a library. Debian bookworm merges /lib into /usr/lib, but
+# dpkg's database still records each file under the path its package shipped, so: the path
+# as ldd printed it, the symlink-resolved file, and their /usr-toggled twins.
+candidates() {
+  local path=$1 real c
+  real=$(readlink -f "$path")
+  printf '%s\n' "$path" "$real"
+  for c in "$path" "$real"; do
+    case $c in
+      /usr/*) printf '%s\n' "${c#/usr}" ;;
+      *) printf '%s\n' "/usr$c" ;;
+    esac
+  done
+}
+
+# One dpkg-query for every candidate path (each call reads dpkg's whole file database, about
+# half a second): "pkg:arch, pkg2:arch: /path" -> owners["/path"]="pkg pkg2". Diversion lines
+# do not start with a package name; paths no package owns are simply absent.
+all=()
+for lib in "${libs[@]}"; do
+  mapfile -t -O "${#all[@]}" all < <(candidates "$lib")
+done
+declare -A owned
+while IFS= read -r line; do
+  path=${line##*: }
+  pkgs=$(sed -n 's/^\([^ ][^:]*\)\(:[a-z0-9]*\)\?\(, .*\)\?: \/.*$/\1\3/p' <<<"$line" |
+    tr ',' '\n' | sed 's/^ *//; s/:[a-z0-9]*$//' | grep -v '^$' | tr '\n' ' ')
+  [ -n "$pkgs" ] && owned[$path]=$pkgs
+done < <(dpkg-query -S "${all[@]}" 2>/dev/null || true)
+
 owners=()
 for lib in "${libs[@]}"; do
-  found=$(owner "$lib") || exit 1
-  mapfile -t -O "${#owners[@]}" owners <<<"$found"
+  found=""
+  while read -r c; do
+    if [ -n "${owned[$c]:-}" ]; then
+      found=${owned[$c]}
+      break
+    fi
+  done < <(candidates "$lib")
+  if [ -z "$found" ]; then
+    echo "runtime-packages: no package owns $lib" >&2
+    exit 1
+  fi
+  read -r -a pkgs <<<"$found"
+  owners+=("${pkgs[@]}")
 done
 printf '%s\n' "${owners[@]}" | sort -u

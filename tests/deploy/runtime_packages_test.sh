@@ -63,7 +63,7 @@ if [ $# -ge 1 ]; then
   grep -qx libc6 <<<"$real" || fail "$1: libc6 missing from: $real"
   while read -r p; do
     [ -n "$p" ] || continue
-    apt-cache show "$p" >/dev/null 2>&1 || dpkg-query -W "$p" >/dev/null 2>&1 || fail "$1: $p is not a Debian package"
+    dpkg-query -W "$p" >/dev/null 2>&1 || apt-cache show "$p" >/dev/null 2>&1 || fail "$1: $p is not a Debian package"
   done <<<"$real"
   echo "denormd runtime packages: $(tr '\n' ' ' <<<"$real")"
 fi

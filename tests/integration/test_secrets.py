@@ -168,26 +168,29 @@ class SecretsTest(ShopTestCase):
         start_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
         for host, reachable in hosts:
             uri = template.format(secret=secret, host=host)
+            # Where the server cannot be reached the commands give up after 3 s, so that their
+            # giving-up messages are recorded too.
+            give_up = [] if reachable else ["--timeout", "3"]
             runs = []
             for fmt in ("text", "json"):
-                runs += [lambda fmt=fmt: self.command(uri, ["status"], fmt),
-                         lambda fmt=fmt: self.command(uri, ["status", "--json"], fmt),
-                         lambda fmt=fmt: self.command(uri, ["verify"], fmt),
-                         lambda fmt=fmt: self.command(uri, ["verify", "--json", "--repair"], fmt),
-                         lambda fmt=fmt: self.command(uri, ["backfill"], fmt, cap=60 if reachable else 4),
-                         lambda fmt=fmt: self.run_daemon(uri, fmt, ready=reachable and fmt == "text")]
+                runs += [lambda fmt=fmt: self.command(uri, ["status", *give_up], fmt),
+                         lambda fmt=fmt: self.command(uri, ["status", "--json", *give_up], fmt),
+                         lambda fmt=fmt: self.command(uri, ["verify", *give_up], fmt),
+                         lambda fmt=fmt: self.command(uri, ["verify", "--json", "--repair", *give_up], fmt),
+                         lambda fmt=fmt: self.command(uri, ["backfill", *give_up], fmt,
+                                                      cap=60 if reachable else 4)]
+                runs.append(lambda fmt=fmt: self.run_daemon(uri, fmt))
             runs += [lambda: self.run_daemon(uri, "text", "--start-at", start_at),
                      lambda: self.run_daemon(uri, "json", "--resume-after",
                                              '{"_data": "8200000001000000012B0229296E04"}')]
             if reachable:
-                for run in runs:
-                    run()
-            else:
-                # Against a closed port every command only waits for server selection: run them
-                # side by side so that the test costs seconds, not a minute.
-                with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
-                    for f in [pool.submit(run) for run in runs]:
-                        f.result()
+                # Changes, a dead letter and checkpoints first, for the other commands to show.
+                self.run_daemon(uri, "text", ready=True)
+            # Side by side (they read, or write what they all agree on, or wait for server
+            # selection), so that the test costs seconds, not a minute.
+            with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
+                for f in [pool.submit(run) for run in runs]:
+                    f.result()
             # Below the driver's debug level its lines stay out.
             _, err = self.command(uri, ["status"], "text", level="warn")
             self.assertNotIn("DEBUG", err)

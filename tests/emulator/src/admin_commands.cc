@@ -240,6 +240,30 @@ command_outcome repl_set_step_down(command_context& ctx) {
   return command_result{bson::document{{"ok", 1.0}}, {}};
 }
 
+// killSessions: [{id: UUID}, ...]. MongoDB kills the sessions' operations and aborts their
+// open transactions (the documents those wrote are free at once); here no operation runs for
+// long, so ending the transactions is what it does. An empty list kills every session of the
+// user, which without authentication is every session.
+command_outcome kill_sessions(command_context& ctx) {
+  const auto* list = ctx.body.get("killSessions");
+  if (list == nullptr || !list->is_array())
+    return fail("BSON field 'killSessions' is missing or not an array", codes::type_mismatch);
+  std::vector<bson::document> lsids;
+  for (const auto& v : list->as_array()) {
+    if (!v.is_document() || v.as_document().get("id") == nullptr ||
+        !v.as_document().get("id")->is<bson::binary>())
+      return fail("killSessions takes documents of the form {id: UUID}", codes::type_mismatch);
+    lsids.push_back(v.as_document());
+  }
+  auto lock = ctx.server.store().lock_for_write();
+  if (lsids.empty()) {
+    ctx.server.store().abort_all_transactions();
+  } else {
+    ctx.server.store().kill_sessions(lsids);
+  }
+  return command_result{bson::document{{"ok", 1.0}}, {}};
+}
+
 command_outcome whats_my_uri(command_context& ctx) {
   return command_result{bson::document{{"you", ctx.server.address()}, {"ok", 1.0}}, {}};
 }
@@ -261,6 +285,7 @@ void register_admin_commands(command_table& table) {
   table["commitTransaction"] = {end_transaction, false, true, on_secondary::never};
   table["abortTransaction"] = {end_transaction, false, true, on_secondary::never};
   table["replSetStepDown"] = {repl_set_step_down, false, true};
+  table["killSessions"] = {kill_sessions, false, false, on_secondary::always};
 }
 
 }  // namespace mongo_emulator

@@ -459,6 +459,14 @@ void storage::abort_expired_transactions() {
   }
 }
 
+void storage::kill_sessions(const std::vector<bson::document>& lsids) {
+  for (const auto& lsid : lsids) {
+    auto it = sessions_.find(session_key(lsid));
+    if (it != sessions_.end() && it->second.st == session::state::in_progress)
+      end_transaction(it->second, session::state::aborted);
+  }
+}
+
 void storage::abort_all_transactions() {
   for (auto& [key, s] : sessions_) {
     if (s.st == session::state::in_progress) end_transaction(s, session::state::aborted);

@@ -103,6 +103,9 @@ class storage {
   void abort_expired_transactions();
   // Aborts every open transaction, as a step-down does (invalidateSessionsForStepdown).
   void abort_all_transactions();
+  // killSessions: aborts the open transaction of each session in `lsids` ({id: UUID}); its
+  // next statement or commit finds it aborted. Sessions that have none are left as they are.
+  void kill_sessions(const std::vector<bson::document>& lsids);
 
   // --- change history ---
   const oplog& history() const { return oplog_; }

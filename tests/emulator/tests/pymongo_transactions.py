@@ -176,6 +176,30 @@ class Transactions(unittest.TestCase):
         self.assertEqual(self.a.find_one({"_id": 1})["n"], 1)
         self.assertIsNone(self.a.find_one({"_id": 5}))
 
+    def test_kill_sessions_aborts_their_open_transactions_at_once(self):
+        """killSessions from another client ends the named sessions' open transactions: a
+        write that would wait for one goes through, and the killed one cannot commit."""
+        left = self.client.start_session()
+        left.start_transaction()
+        self.a.update_one({"_id": 1}, {"$set": {"n": 1}}, session=left)
+        untouched = self.client.start_session()
+        untouched.start_transaction()
+        self.b.update_one({"_id": 1}, {"$set": {"n": 1}}, session=untouched)
+        self.other.admin.command({"killSessions": [left.session_id]})
+        # Without the kill this would wait for the transaction (60 s): maxTimeMS makes it fail.
+        self.other[self.db.name].command({"update": "a", "updates": [
+            {"q": {"_id": 1}, "u": {"$set": {"n": 2}}}], "maxTimeMS": 5000})
+        with self.assertRaises(OperationFailure) as failure:
+            left.commit_transaction()
+        self.assertEqual(failure.exception.code, 251)
+        untouched.commit_transaction()  # another session's transaction goes on
+        self.assertEqual(self.a.find_one({"_id": 1})["n"], 2)
+        self.assertEqual(self.b.find_one({"_id": 1})["n"], 1)
+        with self.assertRaises(OperationFailure):
+            self.other.admin.command({"killSessions": [{"id": "not a UUID"}]})
+        left.end_session()
+        untouched.end_session()
+
     def test_a_transaction_left_open_is_aborted_after_its_lifetime(self):
         """A client killed inside a transaction leaves it open; MongoDB aborts it after
         transactionLifetimeLimitSeconds, and writes that conflicted with it then succeed."""

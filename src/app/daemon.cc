@@ -68,15 +68,18 @@ void tune_malloc() {
 // The MongoDB parts of every pipeline. Thread-safe: resync() runs on the watchers' threads.
 class mongo_parts final : public pipeline::parts_factory {
  public:
-  // `instance_id`: with --ha, the owner the leases are held as.
+  // `instance_id`: with --ha, the owner the leases are held as; `sessions`: where its
+  // fenced transactions note their sessions.
   mongo_parts(mongo::connection& conn, checkpoint::checkpoint_store& checkpoints,
-              metrics::metrics& m, std::string meta_db, bool dry_run, std::string instance_id)
+              metrics::metrics& m, std::string meta_db, bool dry_run, std::string instance_id,
+              lease::session_log& sessions)
       : conn_(conn),
         checkpoints_(checkpoints),
         metrics_(m),
         meta_db_(std::move(meta_db)),
         dry_run_(dry_run),
-        instance_id_(std::move(instance_id)) {}
+        instance_id_(std::move(instance_id)),
+        sessions_(sessions) {}
 
   std::unique_ptr<source::change_source> make_source(const mapping::ns& source,
                                                      const pipeline::start_position& from,
@@ -101,7 +104,7 @@ class mongo_parts final : public pipeline::parts_factory {
     if (lease_epoch == 0) return std::make_unique<sink::writer>(conn_, metrics_, std::move(wo));
     return std::make_unique<sink::fenced_writer>(
         conn_, metrics_, std::move(wo),
-        sink::lease_fence{meta_db_, source.full(), instance_id_, lease_epoch});
+        sink::lease_fence{meta_db_, source.full(), instance_id_, lease_epoch, &sessions_});
   }
 
   std::shared_ptr<sink::computed_evaluator> make_evaluator(const mapping::ns&) override {
@@ -136,6 +139,7 @@ class mongo_parts final : public pipeline::parts_factory {
   const std::string meta_db_;
   const bool dry_run_;
   const std::string instance_id_;
+  lease::session_log& sessions_;
 };
 
 pipeline::pipeline_options pipeline_options_of(const options& o) {
@@ -204,7 +208,7 @@ void start_leases(ha_parts& ha, const options& o, const std::string& instance_id
                   mongo::connection& conn, const std::string& meta_db,
                   const mapping::planner& planner, metrics::metrics& m, reloader& running,
                   reload_requests& tasks, checkpoint::checkpoint_store& checkpoints,
-                  std::stop_token stop) {
+                  const lease::session_log& sessions, std::stop_token stop) {
   // One unit per watched namespace, and one more: the automatic backfill runs on the one
   // instance that holds it.
   auto units_of = [](const std::vector<mapping::ns>& watched) {
@@ -246,7 +250,8 @@ void start_leases(ha_parts& ha, const options& o, const std::string& instance_id
   };
   ha.coordinator = std::make_unique<lease::coordinator>(
       *ha.table, m,
-      lease::coordinator_options{instance_id, units, std::chrono::milliseconds(o.lease_ttl_ms)},
+      lease::coordinator_options{instance_id, units, std::chrono::milliseconds(o.lease_ttl_ms),
+                                 &sessions},
       std::move(hooks));
   // A reload changes the units, once the namespaces it stopped watching have stopped.
   running.on_watched_changed([&ha, units_of](const std::vector<mapping::ns>& watched) {
@@ -419,7 +424,9 @@ int daemon::run() {
   const std::string instance_id = !opts_.ha                   ? ""
                                   : opts_.instance_id.empty() ? default_instance_id()
                                                               : opts_.instance_id;
-  mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run, instance_id);
+  // With --ha: the sessions of this instance's fenced transactions, for its heartbeat.
+  lease::session_log sessions;
+  mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run, instance_id, sessions);
   pipeline::supervisor pipelines(parts, m, pipeline_options_of(opts_));
   reloader running(opts_, **conn, m, pipelines, checkpoints, meta_db, planner);
   // The operator's page's data, read on a thread of its own; stopped after the endpoint.
@@ -443,7 +450,7 @@ int daemon::run() {
   ha_parts ha;
   if (opts_.ha)
     start_leases(ha, opts_, instance_id, **conn, meta_db, *planner, m, running, reloads,
-                 checkpoints, stop_.get_token());
+                 checkpoints, sessions, stop_.get_token());
   side_services services(opts_, **conn, m, meta_db, running, pipelines);
   services.start();
   {

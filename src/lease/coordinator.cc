@@ -59,7 +59,9 @@ void coordinator::round() {
   std::vector<std::string> mine;
   for (const auto& [unit, held] : machine_.held())
     mine.push_back(unit);
-  if (auto st = store_.heartbeat(opts_.instance_id, mine); !st) {
+  const std::vector<bson::document> sessions =
+      opts_.sessions != nullptr ? opts_.sessions->recent() : std::vector<bson::document>{};
+  if (auto st = store_.heartbeat(opts_.instance_id, mine, sessions); !st) {
     metrics_.count_error("lease", st.error().metric_code());
     log::warn("lease", "heartbeat failed", {{"error", st.error().to_string()}});
   }
@@ -91,10 +93,13 @@ void coordinator::round() {
   std::stable_partition(actions.begin(), actions.end(), [](const lease_action& a) {
     return a.what != lease_action::kind::acquire;
   });
+  std::set<std::string> ended;  // instances whose transactions this round ended
   for (const auto& a : actions) {
     switch (a.what) {
       case lease_action::kind::acquire:
-        if (!draining_ && steady_ms() - sent < round_every().count()) acquire(a.unit, sent);
+        if (draining_ || steady_ms() - sent >= round_every().count()) break;
+        end_transactions_of_gone_owner(a.unit, ended);
+        acquire(a.unit, sent);
         break;
       case lease_action::kind::renew:
         renew(a.unit, a.epoch, sent);
@@ -116,6 +121,30 @@ void coordinator::round() {
         hooks_.stop(a.unit, false);
         break;
     }
+  }
+}
+
+void coordinator::end_transactions_of_gone_owner(const std::string& unit,
+                                                 std::set<std::string>& ended) {
+  const auto row = std::find_if(table_.begin(), table_.end(),
+                                [&](const lease_row& r) { return r.unit == unit; });
+  if (row == table_.end() || row->owner.empty() || row->owner == opts_.instance_id) return;
+  if (std::find(live_.begin(), live_.end(), row->owner) != live_.end()) return;  // not gone
+  if (!ended.insert(row->owner).second) return;
+  // Killed or paused inside a fenced transaction, it holds the rows that transaction wrote
+  // (this lease row too, when it stopped after its fence) until the server aborts it.
+  auto n = store_.end_transactions_of(row->owner);
+  if (!n) {
+    metrics_.count_error("lease", n.error().metric_code());
+    log::warn("lease",
+              "could not end the transactions of an instance that is gone; the server aborts "
+              "them after its transaction lifetime",
+              {{"instance", row->owner}, {"error", n.error().to_string()}});
+    return;
+  }
+  if (*n > 0) {
+    log::info("lease", "ended the transactions of an instance that is gone",
+              {{"instance", row->owner}, {"sessions", static_cast<std::int64_t>(*n)}});
   }
 }
 

@@ -26,6 +26,7 @@
 
 #include "lease/lease_machine.h"
 #include "lease/lease_table.h"
+#include "lease/session_log.h"
 #include "metrics/metrics.h"
 
 namespace denormd::lease {
@@ -53,6 +54,9 @@ struct coordinator_options {
   std::string instance_id;
   std::vector<std::string> units;  // the watched namespaces' full names, at start
   std::chrono::milliseconds ttl{10000};
+  // The sessions this instance's fenced transactions ran on, published with each heartbeat
+  // (none: nothing to publish). Outlives the coordinator.
+  const session_log* sessions = nullptr;
 };
 
 class coordinator {
@@ -80,6 +84,9 @@ class coordinator {
   // Rounds run every TTL/3 (at least 50 ms), sooner when another's lease is about to expire.
   std::chrono::milliseconds round_every() const;
   std::chrono::milliseconds next_round(std::chrono::milliseconds every) const;
+  // Before taking `unit`: when its row's owner is another instance that is no longer live,
+  // ends that instance's transactions (once per round: `ended`).
+  void end_transactions_of_gone_owner(const std::string& unit, std::set<std::string>& ended);
   void acquire(const std::string& unit, std::int64_t sent_ms);
   void renew(const std::string& unit, std::int64_t epoch, std::int64_t sent_ms);
   // No longer held: fence the writers, count `reason`, forget it.

@@ -1,9 +1,9 @@
 #pragma once
 // The lease table and the instances' heartbeats in MongoDB, `<meta db>.denormd_leases`
 // {_id: unit, owner, epoch, expiresAt, acquiredAt, previousOwner} and `denormd_instances`
-// {_id: instance, expiresAt, seenAt, units}. Every change is one conditional single-document
-// update, and every expiry is dated and judged by the server's clock ($$NOW), so instances'
-// clocks need not agree. Stateless apart from the connection; thread-safe.
+// {_id: instance, expiresAt, seenAt, units, sessions}. Every change is one conditional
+// single-document update, and every expiry is dated and judged by the server's clock ($$NOW), so
+// instances' clocks need not agree. Stateless apart from the connection; thread-safe.
 
 #include <algorithm>
 #include <chrono>
@@ -32,7 +32,9 @@ class lease_store final : public lease_table {
                                   std::int64_t to) override;
   mongo::status release(const std::string& unit, const std::string& me,
                         std::int64_t epoch) override;
-  mongo::status heartbeat(const std::string& me, const std::vector<std::string>& units) override;
+  mongo::status heartbeat(const std::string& me, const std::vector<std::string>& units,
+                          const std::vector<bson::document>& sessions) override;
+  mongo::result<std::size_t> end_transactions_of(const std::string& instance) override;
   mongo::status leave(const std::string& me) override;
   mongo::result<std::vector<std::string>> live() override;
   mongo::result<std::vector<lease_entry>> table() override;

@@ -344,6 +344,18 @@ result<bson::document> connection::command(const std::string& db, const bson::do
   return std::move(doc).value();
 }
 
+status connection::kill_sessions(const std::vector<bson::document>& lsids) {
+  bson::array ids;
+  for (const auto& lsid : lsids) {
+    // Only the id: the server fills in the user.
+    if (const bson::value* id = lsid.get("id")) ids.push_back(bson::document{{"id", *id}});
+  }
+  if (ids.empty()) return {};  // an empty list would kill every session of the user
+  auto reply = command("admin", bson::document{{"killSessions", std::move(ids)}});
+  if (!reply) return reply.error();
+  return {};
+}
+
 result<bson::timestamp> connection::operation_time() {
   auto reply = command("admin", bson::document{{"ping", 1}});
   if (!reply) return reply.error();
@@ -667,6 +679,12 @@ class session_transaction final : public transaction {
   result<snapshot_results> aggregate_snapshot(const std::string& db, const std::string& coll,
                                               const bson::array& pipeline) override {
     return owner_.aggregate_snapshot(db, coll, pipeline);
+  }
+
+  bson::document session_id() const override {
+    const bson_t* lsid = mongoc_client_session_get_lsid(session_.get());
+    auto doc = bson::from_bson(*lsid);
+    return doc ? std::move(doc).value() : bson::document{};
   }
 
   status commit() override {

@@ -68,6 +68,7 @@ class connection final : public document_client {
                      const bson::document& replacement, bool upsert);
   status insert_one(const std::string& db, const std::string& coll,
                     const bson::document& doc) override;
+  status kill_sessions(const std::vector<bson::document>& lsids) override;
 
   status find_each(const std::string& db, const std::string& coll, const bson::document& filter,
                    const find_options& opts,

@@ -69,6 +69,10 @@ class document_client {
                                                  std::chrono::milliseconds max_time);
   virtual status insert_one(const std::string& db, const std::string& coll,
                             const bson::document& doc) = 0;
+  // killSessions: ends the sessions `lsids` ({id: UUID}) and aborts their open transactions,
+  // so that the documents those wrote are free at once. Clients that cannot refuse (the
+  // default).
+  virtual status kill_sessions(const std::vector<bson::document>& lsids);
   // Streams the matching documents to `each` (return false to stop early).
   virtual status find_each(const std::string& db, const std::string& coll,
                            const bson::document& filter, const find_options& opts,
@@ -107,6 +111,8 @@ class document_client {
 // a cluster time of its own, which a transaction cannot give). One thread at a time.
 class transaction : public document_client {
  public:
+  // The session it runs on ({id: UUID}), for kill_sessions by another client.
+  virtual bson::document session_id() const = 0;
   // Commits (the driver retries once on a retryable error). A failure labelled
   // UnknownTransactionCommitResult may or may not have committed.
   virtual status commit() = 0;
@@ -117,6 +123,11 @@ inline result<bulk_outcome> document_client::update_one_within(const std::string
                                                                const write_request& request,
                                                                std::chrono::milliseconds) {
   return update_bulk(db, coll, std::span(&request, 1), true);
+}
+
+inline status document_client::kill_sessions(const std::vector<bson::document>&) {
+  return failure(
+      driver_error{driver_error::origin::client, 0, "this client does not kill sessions", {}});
 }
 
 inline result<std::unique_ptr<transaction>> document_client::start_transaction() {

@@ -41,6 +41,15 @@ mongo::status fence_held(const lease_fence& fence,
 
 namespace {
 
+// A transaction whose session is noted first: if this instance is killed or paused inside it,
+// the instance taking its leases over can end it (lease::session_log).
+mongo::result<std::unique_ptr<mongo::transaction>> begin_transaction(mongo::document_client& conn,
+                                                                     const lease_fence& fence) {
+  auto txn = conn.start_transaction();
+  if (txn && fence.sessions != nullptr) fence.sessions->note((*txn)->session_id());
+  return txn;
+}
+
 // The fence as the last statement of `txn`, then the commit. Last, not first: a holder paused
 // inside a transaction then has not written the lease row, so a takeover does not wait for it
 // (the paused transaction conflicts with it, or finds the row moved, when it resumes).
@@ -78,7 +87,7 @@ class fenced_writer::per_write_client final : public mongo::document_client {
   }
   mongo::status insert_one(const std::string& db, const std::string& coll,
                            const bson::document& doc) override {
-    auto txn = conn_.start_transaction();
+    auto txn = begin_transaction(conn_, fence_);
     if (!txn) return txn.error();
     if (auto st = (*txn)->insert_one(db, coll, doc); !st) return st;
     return fence_and_commit(**txn, fence_);
@@ -113,7 +122,7 @@ class fenced_writer::per_write_client final : public mongo::document_client {
   mongo::result<mongo::bulk_outcome> fenced_bulk(const std::string& db, const std::string& coll,
                                                  std::span<const mongo::write_request> requests,
                                                  bool ordered) {
-    auto txn = conn_.start_transaction();
+    auto txn = begin_transaction(conn_, fence_);
     if (!txn) return txn.error();
     auto out = (*txn)->update_bulk(db, coll, requests, ordered);
     if (!out || out->write_error) return out;
@@ -227,7 +236,7 @@ mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
 mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_op> ops,
                                                 std::span<const bson::document> event_tokens,
                                                 const mapping::ns& source, bool& refused) {
-  auto txn = conn_.start_transaction();
+  auto txn = begin_transaction(conn_, fence_);
   if (!txn) return txn.error();
   // Counted once committed: an aborted transaction wrote nothing (and its ops are written
   // again, and counted, by the retry or write_by_write).

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 
+#include "lease/session_log.h"
 #include "mongo/document_client.h"
 #include "sink/writer.h"
 
@@ -28,6 +29,8 @@ struct lease_fence {
   std::string unit;
   std::string owner;
   std::int64_t epoch = 0;
+  // Where each transaction's session is noted, for the heartbeat to publish (none: not noted).
+  lease::session_log* sessions = nullptr;
 };
 
 // The fence statement, and what its outcome means: held, or the lease has moved (a

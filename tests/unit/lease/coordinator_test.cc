@@ -29,6 +29,7 @@ class memory_table final : public lease_table {
   bool left = false;
   std::vector<std::string> calls;             // "acquire <unit>", "renew <unit>"
   std::chrono::milliseconds acquire_time{0};  // how long each acquisition takes
+  std::vector<bson::document> published;      // the sessions of the last heartbeat
 
   mongo::result<std::optional<std::int64_t>> acquire(const std::string& unit,
                                                      const std::string& me) override {
@@ -61,9 +62,15 @@ class memory_table final : public lease_table {
     if (r.owner == me && r.epoch == epoch) r.owner.clear();
     return {};
   }
-  mongo::status heartbeat(const std::string&, const std::vector<std::string>&) override {
+  mongo::status heartbeat(const std::string&, const std::vector<std::string>&,
+                          const std::vector<bson::document>& sessions) override {
     ++heartbeats;
+    published = sessions;
     return {};
+  }
+  mongo::result<std::size_t> end_transactions_of(const std::string& instance) override {
+    calls.push_back("end " + instance);
+    return std::size_t{1};
   }
   mongo::status leave(const std::string&) override {
     left = true;
@@ -105,8 +112,8 @@ class coordinator_test : public ::testing::Test {
   }
   coordinator& make(std::vector<std::string> units,
                     std::chrono::milliseconds ttl = std::chrono::seconds(10)) {
-    c_ = std::make_unique<coordinator>(table_, metrics_,
-                                       coordinator_options{"a", std::move(units), ttl}, hooks_);
+    c_ = std::make_unique<coordinator>(
+        table_, metrics_, coordinator_options{"a", std::move(units), ttl, &sessions_}, hooks_);
     return *c_;
   }
   double metric(const std::string& line_start) {
@@ -123,6 +130,7 @@ class coordinator_test : public ::testing::Test {
   std::vector<std::string> fenced_;
   bool fence_fails_ = false;
   std::int64_t checkpoint_epoch_ = 0;
+  session_log sessions_;
   std::unique_ptr<coordinator> c_;
 };
 
@@ -229,6 +237,30 @@ TEST_F(coordinator_test, renewals_come_first_and_slow_acquisitions_end_the_round
   c.round();
   EXPECT_EQ(table_.calls, (std::vector<std::string>{"renew s.0", "renew s.1", "renew s.x",
                                                     "renew s.y", "acquire s.2"}));
+}
+
+TEST_F(coordinator_test, a_gone_owners_transactions_are_ended_before_its_leases_are_taken) {
+  // "b" held two units and is gone (killed or paused): its heartbeat and leases expired. "c"
+  // is live though a lease of its own expired: its transactions are left alone.
+  table_.live_list = {"a", "c"};
+  std::vector<std::string> mine;  // units rendezvous hashing gives "a" rather than "c"
+  for (const auto& u : twelve_units()) {
+    if (owner_of(u, table_.live_list) == "a" && mine.size() < 3) mine.push_back(u);
+  }
+  ASSERT_EQ(mine.size(), 3u);
+  table_.rows[mine[0]] = {"b", 3, true};
+  table_.rows[mine[1]] = {"b", 5, true};
+  table_.rows[mine[2]] = {"c", 1, true};
+  sessions_.note(bson::document{{"id", bson::binary{4, std::vector<std::uint8_t>(16, 7)}}});
+  auto& c = make(mine);
+  c.round();
+  // Once per gone instance, before the first of its leases is taken.
+  EXPECT_EQ(table_.calls, (std::vector<std::string>{"end b", "acquire " + mine[0],
+                                                    "acquire " + mine[1], "acquire " + mine[2]}));
+  EXPECT_EQ(table_.rows[mine[0]].owner, "a");
+  // The heartbeat publishes this instance's own sessions.
+  ASSERT_EQ(table_.published.size(), 1u);
+  EXPECT_EQ(table_.published[0].get("id")->as<bson::binary>().data.size(), 16u);
 }
 
 TEST_F(coordinator_test, a_failed_renewal_keeps_the_deadline_it_had) {

@@ -66,6 +66,12 @@ class fake_transaction final : public finds_nothing<mongo::transaction> {
  public:
   explicit fake_transaction(fake_store& s) : s_(s) {}
 
+  // Transaction n runs on session n.
+  bson::document session_id() const override {
+    return bson::document{{"id", bson::binary{4, std::vector<std::uint8_t>(
+                                                     16, static_cast<std::uint8_t>(s_.started))}}};
+  }
+
   mongo::result<mongo::bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
                                                  std::span<const mongo::write_request> requests,
                                                  bool) override {
@@ -156,7 +162,7 @@ class fenced_writer_test : public ::testing::Test {
 
   fenced_writer make(std::size_t max_ops = fenced_writer::default_max_ops) {
     return fenced_writer(client_, metrics_, writer_options{"meta", false},
-                         lease_fence{"meta", "shop.customers", "me", 7}, max_ops);
+                         lease_fence{"meta", "shop.customers", "me", 7, &sessions_}, max_ops);
   }
 
   // A single-document rename of the orders of customer `key`.
@@ -191,6 +197,7 @@ class fenced_writer_test : public ::testing::Test {
   }
 
   fake_client client_;
+  lease::session_log sessions_;
   metrics::metrics metrics_;
   std::vector<mapping::mapping> mappings_;
   const mapping::ns source_{"shop", "customers"};
@@ -202,6 +209,15 @@ TEST_F(fenced_writer_test, the_writes_commit_with_the_fence_as_their_last_statem
   ASSERT_TRUE(w.apply(renames(2), tokens_, source_));
   ASSERT_EQ(client_.store.committed.size(), 1u);
   EXPECT_EQ(client_.store.committed[0], (std::vector<std::string>{update(1), update(2), "fence"}));
+}
+
+TEST_F(fenced_writer_test, each_transactions_session_is_noted_for_the_heartbeat) {
+  auto w = make(2);
+  ASSERT_TRUE(w.apply(renames(5), tokens_, source_));
+  ASSERT_EQ(client_.store.started, 3);
+  const auto noted = sessions_.recent();
+  ASSERT_EQ(noted.size(), 3u);
+  EXPECT_EQ(noted.front().get("id")->as<bson::binary>().data[0], 3);  // the last first
 }
 
 TEST_F(fenced_writer_test, a_moved_lease_commits_nothing_and_is_not_transient) {

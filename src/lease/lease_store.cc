@@ -30,17 +30,15 @@ lease_store::lease_store(mongo::document_client& conn, std::string db, std::int6
 
 mongo::result<mongo::bulk_outcome> lease_store::update_one(const char* coll,
                                                            const bson::document& filter,
-                                                           const bson::array& pipeline,
-                                                           bool upsert) {
+                                                           const bson::array& pipeline, bool upsert,
+                                                           std::chrono::milliseconds max_time) {
   mongo::write_request r;
   r.filter = &filter;
   const bson::document none;
   r.update = &none;
   r.pipeline = &pipeline;
   r.upsert = upsert;
-  // Bounded, so that a row an open transaction wrote (a holder paused just after its fence)
-  // holds up this one statement, not the round's renewals behind it.
-  return conn_.update_one_within(db_, coll, r, statement_time());
+  return conn_.update_one_within(db_, coll, r, max_time);
 }
 
 mongo::result<std::optional<std::int64_t>> lease_store::acquire(const std::string& unit,
@@ -63,7 +61,7 @@ mongo::result<std::optional<std::int64_t>> lease_store::acquire(const std::strin
                              std::int64_t{1}}}}},
            {"expiresAt", now_plus(ttl_ms_)},
            {"acquiredAt", "$$NOW"}}}}};
-  auto out = update_one(leases_collection, filter, pipeline, true);
+  auto out = update_one(leases_collection, filter, pipeline, true, acquire_time());
   if (!out) return out.error();
   if (out->write_error) {
     // The row exists and matched none of the conditions: another instance holds it.
@@ -87,7 +85,7 @@ mongo::result<bool> lease_store::renew(const std::string& unit, const std::strin
   const bson::document filter{{"_id", unit}, {"owner", me}, {"epoch", epoch}};
   const bson::array pipeline{
       bson::document{{"$set", bson::document{{"expiresAt", now_plus(ttl_ms_)}}}}};
-  auto out = update_one(leases_collection, filter, pipeline, false);
+  auto out = update_one(leases_collection, filter, pipeline, false, statement_time());
   if (auto st = written(out); !st) return st.error();
   return out->matched == 1;
 }
@@ -96,7 +94,7 @@ mongo::result<bool> lease_store::raise_epoch(const std::string& unit, const std:
                                              std::int64_t from, std::int64_t to) {
   const bson::document filter{{"_id", unit}, {"owner", me}, {"epoch", from}};
   const bson::array pipeline{bson::document{{"$set", bson::document{{"epoch", to}}}}};
-  auto out = update_one(leases_collection, filter, pipeline, false);
+  auto out = update_one(leases_collection, filter, pipeline, false, statement_time());
   if (auto st = written(out); !st) return st.error();
   return out->matched == 1;
 }
@@ -106,7 +104,7 @@ mongo::status lease_store::release(const std::string& unit, const std::string& m
   const bson::document filter{{"_id", unit}, {"owner", me}, {"epoch", epoch}};
   const bson::array pipeline{
       bson::document{{"$set", bson::document{{"owner", ""}, {"expiresAt", bson::date_time{0}}}}}};
-  return written(update_one(leases_collection, filter, pipeline, false));
+  return written(update_one(leases_collection, filter, pipeline, false, statement_time()));
 }
 
 mongo::status lease_store::heartbeat(const std::string& me, const std::vector<std::string>& units,
@@ -123,7 +121,7 @@ mongo::status lease_store::heartbeat(const std::string& me, const std::vector<st
                                              {"seenAt", "$$NOW"},
                                              {"units", literal(held)},
                                              {"sessions", literal(ran_on)}}}}};
-  return written(update_one(instances_collection, filter, pipeline, true));
+  return written(update_one(instances_collection, filter, pipeline, true, statement_time()));
 }
 
 mongo::result<std::size_t> lease_store::end_transactions_of(const std::string& instance) {
@@ -148,7 +146,7 @@ mongo::status lease_store::leave(const std::string& me) {
   const bson::document filter{{"_id", me}};
   const bson::array pipeline{bson::document{
       {"$set", bson::document{{"expiresAt", bson::date_time{0}}, {"units", bson::array{}}}}}};
-  return written(update_one(instances_collection, filter, pipeline, false));
+  return written(update_one(instances_collection, filter, pipeline, false, statement_time()));
 }
 
 mongo::result<std::vector<std::string>> lease_store::live() {

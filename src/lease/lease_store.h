@@ -39,15 +39,24 @@ class lease_store final : public lease_table {
   mongo::result<std::vector<std::string>> live() override;
   mongo::result<std::vector<lease_entry>> table() override;
 
-  // How long the server may spend on one of the lease statements (maxTimeMS): a tenth of the
-  // TTL, at least 100 ms, so that a whole round of them fits in the TTL/3 between rounds.
-  std::chrono::milliseconds statement_time() const {
+  // How long the server may spend taking a lease (maxTimeMS): a tenth of the TTL, at least
+  // 100 ms. A row another instance's open transaction wrote (a holder paused just after its
+  // fence) would hold the statement until that transaction ends: this bounds what it costs
+  // the round, and the renewals due after it.
+  std::chrono::milliseconds acquire_time() const {
     return std::chrono::milliseconds(std::max<std::int64_t>(100, ttl_ms_ / 10));
+  }
+  // The same for every other statement: half the TTL. The rows they write are this
+  // instance's, which only its own fenced transactions write too, and those commit right
+  // after their fence; a renewal still waiting after half the TTL is of no use any more.
+  std::chrono::milliseconds statement_time() const {
+    return std::chrono::milliseconds(std::max<std::int64_t>(100, ttl_ms_ / 2));
   }
 
  private:
   mongo::result<mongo::bulk_outcome> update_one(const char* coll, const bson::document& filter,
-                                                const bson::array& pipeline, bool upsert);
+                                                const bson::array& pipeline, bool upsert,
+                                                std::chrono::milliseconds max_time);
 
   mongo::document_client& conn_;
   const std::string db_;

@@ -253,13 +253,20 @@ class HaTest(LeaseHelpers, ShopTestCase):
         held_ms = 9000
         self.fail_point(failCommands=["update"], blockConnection=True, blockTimeMS=held_ms,
                         namespace="%s.orders" % self.dbname)
+        read_before = ds[owner].metric_sum("denormd_events_total", source=unit)
         sent_at = time.time()
         self.db.customers.update_one({"_id": customer}, {"$set": {"name": "Old Name"}})
-        time.sleep(0.7)  # the owner has sent its update; the server holds it
+        # The owner has read the rename, and sent its update within a moment: the server holds it.
+        wait_until(lambda: ds[owner].metric_sum("denormd_events_total", source=unit) > read_before,
+                   timeout=10, interval=0.02, message="the owner read the rename")
+        time.sleep(0.5)
         os.kill(ds[owner].proc.pid, signal.SIGSTOP)
         try:
             wait_until(lambda: unit in self.held_by(ds[other]), timeout=self.TTL_MS / 1000 + 8,
                        message="the paused owner's customers taken over")
+            # Off, so that no write of the new owner is held; it was the old owner's that was.
+            entered = self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+            self.assertEqual(entered.get("count"), 1, "the old owner's update was not the one held")
             self.db.customers.update_one({"_id": customer}, {"$set": {"name": "Newest Name"}})
             wait_until(lambda: names() == {"Newest Name"}, timeout=10, message="the new owner applied the newest name")
             self.assertLess(time.time() - sent_at, held_ms / 1000, "the held write ran before the takeover")
@@ -309,8 +316,12 @@ class HaTest(LeaseHelpers, ShopTestCase):
         time.sleep(self.TTL_MS / 1000)
         held_ms = 16000
         self.fail_point(failCommands=["commitTransaction"], blockConnection=True, blockTimeMS=held_ms)
+        read_before = a.metric_sum("denormd_events_total", source=unit)
         self.db.customers.update_one({"_id": customer}, {"$set": {"name": "Held Name"}})
-        time.sleep(0.7)  # the owner has sent its commit; the server holds it
+        # The owner has read the rename, and sent its commit within a moment: the server holds it.
+        wait_until(lambda: a.metric_sum("denormd_events_total", source=unit) > read_before,
+                   timeout=10, interval=0.02, message="the owner read the rename")
+        time.sleep(0.5)
         os.kill(a.proc.pid, signal.SIGSTOP)
         paused_at = time.time()
         try:
@@ -318,6 +329,8 @@ class HaTest(LeaseHelpers, ShopTestCase):
             # Without ending a's transaction, its lease row stays locked until the hold ends.
             wait_until(lambda: unit in self.held_by(b), timeout=self.TTL_MS / 1000 + 8,
                        message="the paused owner's customers taken over before the held commit ends")
+            entered = self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+            self.assertEqual(entered.get("count"), 1, "the old owner's commit was not the one held")
             self.db.customers.update_one({"_id": customer}, {"$set": {"name": "Newest Name"}})
             wait_until(lambda: names() == {"Newest Name"}, timeout=10,
                        message="the new owner wrote the orders the paused transaction had written")

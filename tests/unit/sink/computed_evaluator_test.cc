@@ -4,6 +4,7 @@
 
 #include "bson/json.h"
 #include "config/mapping_loader.h"
+#include "finds_nothing.h"
 #include "mapping/computed_expression.h"
 #include "mapping/planner.h"
 
@@ -11,7 +12,7 @@ namespace denormd::sink {
 namespace {
 
 // Everything but aggregate() answers nothing: the evaluator only aggregates.
-class only_aggregates : public mongo::document_client {
+class only_aggregates : public fakes::finds_nothing<mongo::document_client> {
  public:
   mongo::result<mongo::bulk_outcome> update_bulk(const std::string&, const std::string&,
                                                  std::span<const mongo::write_request>,
@@ -25,19 +26,6 @@ class only_aggregates : public mongo::document_client {
                           const mongo::find_options&,
                           const std::function<bool(bson::document&&)>&) override {
     return {};
-  }
-  mongo::result<std::vector<bson::document>> find(const std::string&, const std::string&,
-                                                  const bson::document&,
-                                                  const mongo::find_options&) override {
-    return std::vector<bson::document>{};
-  }
-  mongo::result<std::optional<bson::document>> find_one(const std::string&, const std::string&,
-                                                        const bson::document&) override {
-    return std::optional<bson::document>{};
-  }
-  mongo::result<snapshot_results> aggregate_snapshot(const std::string&, const std::string&,
-                                                     const bson::array&) override {
-    return snapshot_results{};
   }
 };
 

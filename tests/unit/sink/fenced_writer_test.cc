@@ -14,6 +14,7 @@
 
 #include "bson/json.h"
 #include "config/mapping_loader.h"
+#include "finds_nothing.h"
 
 namespace denormd::sink {
 namespace {
@@ -38,29 +39,8 @@ mongo::driver_error aborted() {
                              {"TransientTransactionError"}};
 }
 
-// Reads that find nothing (the fence does not depend on them).
-template <class Client>
-class finds_nothing : public Client {
- public:
-  using typename Client::snapshot_results;
-  mongo::result<std::vector<bson::document>> find(const std::string&, const std::string&,
-                                                  const bson::document&,
-                                                  const mongo::find_options&) override {
-    return std::vector<bson::document>{};
-  }
-  mongo::result<std::optional<bson::document>> find_one(const std::string&, const std::string&,
-                                                        const bson::document&) override {
-    return std::optional<bson::document>{};
-  }
-  mongo::result<std::vector<bson::document>> aggregate(const std::string&, const std::string&,
-                                                       const bson::array&) override {
-    return std::vector<bson::document>{};
-  }
-  mongo::result<snapshot_results> aggregate_snapshot(const std::string&, const std::string&,
-                                                     const bson::array&) override {
-    return snapshot_results{};
-  }
-};
+// Reads find nothing (the fence does not depend on them).
+using fakes::finds_nothing;
 
 class fake_transaction final : public finds_nothing<mongo::transaction> {
  public:

@@ -11,7 +11,6 @@ void session_log::note(const bson::document& lsid) {
   if (id == nullptr) return;
   const bson::document entry{{"id", *id}};
   std::lock_guard lock(mutex_);
-  if (!sessions_.empty() && bson::identical(sessions_.front(), entry)) return;  // the usual case
   auto same = std::find_if(sessions_.begin(), sessions_.end(),
                            [&](const bson::document& d) { return bson::identical(d, entry); });
   if (same != sessions_.end()) sessions_.erase(same);

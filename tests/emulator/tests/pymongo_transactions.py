@@ -197,6 +197,14 @@ class Transactions(unittest.TestCase):
         self.assertEqual(self.b.find_one({"_id": 1})["n"], 1)
         with self.assertRaises(OperationFailure):
             self.other.admin.command({"killSessions": [{"id": "not a UUID"}]})
+        # An empty list kills every session of the user: here, every session.
+        untouched.start_transaction()
+        self.b.update_one({"_id": 1}, {"$set": {"n": 3}}, session=untouched)
+        self.other.admin.command({"killSessions": []})
+        with self.assertRaises(OperationFailure) as failure:
+            untouched.commit_transaction()
+        self.assertEqual(failure.exception.code, 251)
+        self.assertEqual(self.b.find_one({"_id": 1})["n"], 1)
         left.end_session()
         untouched.end_session()
 

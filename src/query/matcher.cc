@@ -358,8 +358,12 @@ bool matcher::matches(const bson::document& doc) const {
 }
 
 std::vector<std::pair<std::string, bson::value>> matcher::equalities() const {
+  return equalities_of(filter_);
+}
+
+std::vector<std::pair<std::string, bson::value>> equalities_of(const bson::document& filter) {
   std::vector<std::pair<std::string, bson::value>> out;
-  collect_equalities(filter_, out);
+  collect_equalities(filter, out);
   return out;
 }
 

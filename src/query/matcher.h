@@ -88,6 +88,10 @@ class matcher {
   bson::document filter_;
 };
 
+// `filter`'s top-level `field: value` and `field: {$eq: value}` predicates, in filter order,
+// descending into $and (what matcher::equalities gives for a compiled filter).
+std::vector<std::pair<std::string, bson::value>> equalities_of(const bson::document& filter);
+
 // True when two dotted paths overlap: one is a prefix of the other at a component boundary
 // ("address" and "address.city" overlap; "address" and "addresses" do not).
 bool paths_overlap(std::string_view a, std::string_view b);

@@ -94,18 +94,66 @@ collection::collection(std::string db, std::string name)
   id_spec_.key.append("_id", std::int32_t{1});
 }
 
+std::unique_ptr<collection> collection::view_of(std::shared_ptr<const collection> base) {
+  auto v = std::make_unique<collection>(base->db_, base->name_);
+  v->uuid_ = base->uuid_;
+  v->record_images_ = base->record_images_;
+  v->options_ = base->options_;
+  v->base_ = std::move(base);
+  return v;
+}
+
+void collection::keep_snapshot_version(const bson::value& id, doc_ptr before,
+                                       std::optional<std::uint64_t> record) {
+  shadowed_.insert(id);
+  if (before == nullptr) return;
+  const std::uint64_t r = record.value_or(next_own_record_++);
+  own_[r] = std::move(before);
+  own_ids_[id] = r;
+}
+
 const doc_ptr& collection::get(std::uint64_t record) const {
   static const doc_ptr none;
+  if (base_ != nullptr) {
+    if (auto it = own_.find(record); it != own_.end()) return it->second;
+    const doc_ptr& d = base_->get(record);
+    if (d != nullptr && !shadowed_.empty() && shadowed_.contains(*d->get("_id"))) return none;
+    return d;
+  }
   return record >= 1 && record <= records_.size() ? records_[record - 1] : none;
 }
 
 std::optional<std::uint64_t> collection::find_id(const bson::value& id) const {
+  if (base_ != nullptr) {
+    if (auto it = own_ids_.find(id); it != own_ids_.end()) return it->second;
+    if (shadowed_.contains(id)) return std::nullopt;
+    auto r = base_->find_id(id);
+    if (!r || own_.contains(*r)) return std::nullopt;  // deleted in the view
+    return r;
+  }
   auto it = ids_.find(id);
   if (it == ids_.end()) return std::nullopt;
   return it->second;
 }
 
+std::size_t collection::size() const {
+  if (base_ == nullptr) return ids_.size();
+  // The base's documents, less those the view does not see as the base has them, plus the
+  // view's own versions.
+  std::unordered_set<std::uint64_t> hidden;
+  for (const auto& id : shadowed_) {
+    if (auto r = base_->find_id(id)) hidden.insert(*r);
+  }
+  std::size_t own = 0;
+  for (const auto& [r, d] : own_) {
+    if (base_->get(r) != nullptr) hidden.insert(r);
+    if (d != nullptr) ++own;
+  }
+  return base_->size() - hidden.size() + own;
+}
+
 std::vector<index_spec> collection::index_specs() const {
+  if (base_ != nullptr) return base_->index_specs();
   std::vector<index_spec> out{id_spec_};
   for (const auto& ix : indexes_)
     out.push_back(ix.spec());
@@ -147,9 +195,54 @@ denormd::status collection::check_unique(const bson::document& doc, std::uint64_
   return {};
 }
 
+denormd::status collection::check_unique_in_view(const bson::document& doc,
+                                                 std::uint64_t self) const {
+  for (const auto& ix : base_->indexes_) {
+    if (!ix.spec().unique) continue;
+    const auto keys = ix.keys_for(doc).keys;
+    // The first of `keys` that `other` holds too.
+    auto shared_key = [&](const bson::document& other) -> const index::key* {
+      const auto theirs = ix.keys_for(other).keys;
+      for (const auto& k : keys) {
+        if (std::find(theirs.begin(), theirs.end(), k) != theirs.end()) return &k;
+      }
+      return nullptr;
+    };
+    auto check = [&](std::uint64_t r) -> denormd::status {
+      // The record as the view sees it: it may hold other keys here than in the base, or be gone.
+      const doc_ptr& other = get(r);
+      if (r == self || other == nullptr) return {};
+      if (const index::key* k = shared_key(*other))
+        return denormd::unexpected<denormd::error>{duplicate_error(ix.spec(), *k)};
+      return {};
+    };
+    for (const auto& k : keys) {
+      std::vector<std::uint64_t> records;
+      ix.lookup(k, records);
+      for (auto r : records) {
+        if (auto ok = check(r); !ok) return ok;
+      }
+    }
+    for (const auto& [r, d] : own_) {
+      if (auto ok = check(r); !ok) return ok;
+    }
+  }
+  return {};
+}
+
 denormd::expected<std::uint64_t> collection::insert(doc_ptr doc) {
   const bson::value* id = doc->get("_id");
   if (id == nullptr) return denormd::fail("document has no _id", codes::internal_error);
+  if (base_ != nullptr) {
+    if (find_id(*id))
+      return denormd::unexpected<denormd::error>{duplicate_error(id_spec_, index::key{*id})};
+    if (auto ok = check_unique_in_view(*doc, 0); !ok)
+      return denormd::unexpected<denormd::error>{ok.error()};
+    const std::uint64_t record = next_own_record_++;
+    own_ids_[*id] = record;
+    own_[record] = std::move(doc);
+    return record;
+  }
   if (ids_.contains(*id))
     return denormd::unexpected<denormd::error>{duplicate_error(id_spec_, index::key{*id})};
   std::vector<index::key_set> keys;
@@ -203,6 +296,12 @@ denormd::status collection::update(std::uint64_t record, doc_ptr doc,
 denormd::status collection::replace_keys(std::uint64_t record, doc_ptr doc,
                                          const std::vector<bool>* affected) {
   if (get(record) == nullptr) return denormd::fail("no such record", codes::internal_error);
+  if (base_ != nullptr) {
+    if (auto ok = check_unique_in_view(*doc, record); !ok) return ok;
+    own_ids_[*doc->get("_id")] = record;
+    own_[record] = std::move(doc);
+    return {};
+  }
   doc_ptr& slot = records_[record - 1];
   // `_id` is immutable (the engine refuses to change it), so the _id map stays as it is.
   std::vector<index::key_set> keys;
@@ -220,6 +319,11 @@ denormd::status collection::replace_keys(std::uint64_t record, doc_ptr doc,
 
 void collection::erase(std::uint64_t record) {
   if (get(record) == nullptr) return;
+  if (base_ != nullptr) {
+    own_ids_.erase(*get(record)->get("_id"));
+    own_[record] = nullptr;
+    return;
+  }
   doc_ptr& slot = records_[record - 1];
   for (auto& ix : indexes_)
     ix.remove(ix.keys_for(*slot), record);
@@ -228,7 +332,52 @@ void collection::erase(std::uint64_t record) {
 }
 
 std::vector<std::uint64_t> collection::candidates(const denormd::query::matcher& m) const {
-  const auto equalities = m.equalities();
+  if (base_ != nullptr) {
+    // The base's candidates the view sees, and every record of its own (few: what the
+    // transaction wrote or kept from its snapshot), which may hold other keys than the base.
+    auto out = base_->candidates(m);
+    std::erase_if(out, [&](std::uint64_t r) { return get(r) == nullptr; });
+    for (const auto& [r, d] : own_) {
+      if (d != nullptr) out.push_back(r);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  if (auto indexed = indexed_candidates(m.filter())) return std::move(*indexed);
+  std::vector<std::uint64_t> out;
+  out.reserve(ids_.size());
+  for (std::size_t i = 0; i < records_.size(); ++i) {
+    if (records_[i] != nullptr) out.push_back(i + 1);
+  }
+  return out;
+}
+
+namespace {
+
+// The `$or` clause lists of a filter, at the top level or inside $and.
+void collect_or_lists(const bson::document& filter, std::vector<const bson::array*>& out) {
+  for (const auto& f : filter) {
+    if (f.name == "$or" && f.val.is_array()) {
+      out.push_back(&f.val.as_array());
+    } else if (f.name == "$and" && f.val.is_array()) {
+      for (const auto& item : f.val.as_array()) {
+        if (item.is_document()) collect_or_lists(item.as_document(), out);
+      }
+    }
+  }
+}
+
+void sort_unique(std::vector<std::uint64_t>& records) {
+  std::sort(records.begin(), records.end());
+  records.erase(std::unique(records.begin(), records.end()), records.end());
+}
+
+}  // namespace
+
+std::optional<std::vector<std::uint64_t>> collection::indexed_candidates(
+    const bson::document& filter, int depth) const {
+  const auto equalities = denormd::query::equalities_of(filter);
   std::vector<std::uint64_t> out;
   for (const auto& [path, v] : equalities) {
     if (path != "_id" || !indexable(v)) continue;
@@ -251,39 +400,59 @@ std::vector<std::uint64_t> collection::candidates(const denormd::query::matcher&
       best_prefix = std::move(prefix);
     }
   }
-  if (best == nullptr) {
-    std::vector<std::pair<std::string, const bson::array*>> in_lists;
-    collect_in_lists(m.filter(), in_lists);
-    for (const auto& [path, list] : in_lists) {
-      const index* by = nullptr;
-      for (const auto& ix : indexes_) {
-        if (!ix.hidden() && !ix.fields().empty() && ix.fields().front() == path) by = &ix;
-      }
-      if (path != "_id" && by == nullptr) continue;
-      for (const auto& v : *list) {
-        if (path == "_id") {
-          if (auto record = find_id(v)) out.push_back(*record);
-        } else {
-          by->lookup(std::span(&v, 1), out);
-        }
-      }
-      std::sort(out.begin(), out.end());
-      out.erase(std::unique(out.begin(), out.end()), out.end());
-      return out;
-    }
-    out.reserve(ids_.size());
-    for (std::size_t i = 0; i < records_.size(); ++i) {
-      if (records_[i] != nullptr) out.push_back(i + 1);
-    }
+  if (best != nullptr) {
+    best->lookup(best_prefix, out);
+    sort_unique(out);
     return out;
   }
-  best->lookup(best_prefix, out);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  std::vector<std::pair<std::string, const bson::array*>> in_lists;
+  collect_in_lists(filter, in_lists);
+  for (const auto& [path, list] : in_lists) {
+    const index* by = nullptr;
+    for (const auto& ix : indexes_) {
+      if (!ix.hidden() && !ix.fields().empty() && ix.fields().front() == path) by = &ix;
+    }
+    if (path != "_id" && by == nullptr) continue;
+    for (const auto& v : *list) {
+      if (path == "_id") {
+        if (auto record = find_id(v)) out.push_back(*record);
+      } else {
+        by->lookup(std::span(&v, 1), out);
+      }
+    }
+    sort_unique(out);
+    return out;
+  }
+  // As MongoDB's planner does for $or (an OR stage over one index scan per clause), only when
+  // every clause can use an index; the union is then a superset of the matches.
+  std::vector<const bson::array*> ors;
+  collect_or_lists(filter, ors);
+  constexpr int max_or_depth = 4;
+  if (depth >= max_or_depth) return std::nullopt;
+  for (const bson::array* clauses : ors) {
+    if (clauses->empty()) continue;
+    std::vector<std::uint64_t> all;
+    bool every = true;
+    for (const auto& clause : *clauses) {
+      auto part =
+          clause.is_document() ? indexed_candidates(clause.as_document(), depth + 1) : std::nullopt;
+      if (!part) {
+        every = false;
+        break;
+      }
+      all.insert(all.end(), part->begin(), part->end());
+    }
+    if (!every) continue;
+    sort_unique(all);
+    return all;
+  }
+  return std::nullopt;
 }
 
 denormd::expected<bool> collection::create_index(index_spec spec) {
+  if (base_ != nullptr)
+    return denormd::fail("index changes inside a transaction",
+                         codes::operation_not_supported_in_transaction);
   for (const auto& existing : index_specs()) {
     const bool same_name = existing.name == spec.name;
     if (!same_name && !(existing.key == spec.key)) continue;
@@ -314,6 +483,9 @@ denormd::expected<bool> collection::create_index(index_spec spec) {
 }
 
 denormd::expected<bool> collection::set_index_hidden(std::string_view name, bool hidden) {
+  if (base_ != nullptr)
+    return denormd::fail("index changes inside a transaction",
+                         codes::operation_not_supported_in_transaction);
   auto it = std::find_if(indexes_.begin(), indexes_.end(),
                          [&](const index& ix) { return ix.spec().name == name; });
   if (it == indexes_.end())
@@ -325,6 +497,9 @@ denormd::expected<bool> collection::set_index_hidden(std::string_view name, bool
 }
 
 denormd::status collection::drop_index(std::string_view name) {
+  if (base_ != nullptr)
+    return denormd::fail("index changes inside a transaction",
+                         codes::operation_not_supported_in_transaction);
   if (name == "_id_") return denormd::fail("cannot drop _id index", codes::invalid_options);
   auto it = std::find_if(indexes_.begin(), indexes_.end(),
                          [&](const index& ix) { return ix.spec().name == name; });

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "bson/value.h"
@@ -44,6 +45,12 @@ bool path_may_affect(std::string_view changed, std::string_view index_field);
 class collection {
  public:
   collection(std::string db, std::string name);
+  // A transaction's view of the stored collection `base`: it reads `base` as the
+  // transaction's snapshot had it (see keep_snapshot_version) plus the transaction's own
+  // writes, which it keeps apart. Nothing of `base` is copied, so a view costs what the
+  // transaction touches, not the collection's size. A view shares `base`'s indexes and refuses
+  // index changes.
+  static std::unique_ptr<collection> view_of(std::shared_ptr<const collection> base);
 
   const std::string& db() const { return db_; }
   const std::string& name() const { return name_; }
@@ -60,11 +67,11 @@ class collection {
   void set_record_images(bool on) { record_images_ = on; }
   const bson::document& options() const { return options_; }
   bson::document& options() { return options_; }
-  // The transaction whose private view (a copy) this is; nullptr for the stored collection.
+  // The transaction whose private view this is; nullptr for the stored collection.
   transaction* owner() const { return owner_; }
   void set_owner(transaction* t) { owner_ = t; }
 
-  std::size_t size() const { return ids_.size(); }
+  std::size_t size() const;
   // The document of a record (nullptr once erased or when unknown).
   const doc_ptr& get(std::uint64_t record) const;
   std::optional<std::uint64_t> find_id(const bson::value& id) const;
@@ -81,7 +88,8 @@ class collection {
   void erase(std::uint64_t record);
 
   // Record ids that may match `m`, in natural order: an index equality lookup when the filter
-  // pins an indexed key prefix, otherwise every record.
+  // pins an indexed key prefix (or a lookup per value of an indexed `$in`, or the union of
+  // such lookups when every clause of a top-level `$or` has one), otherwise every record.
   std::vector<std::uint64_t> candidates(const denormd::query::matcher& m) const;
 
   // `_id_` first, then the secondary indexes in creation order.
@@ -94,7 +102,27 @@ class collection {
   // Index selection skips hidden indexes, as MongoDB's planner does.
   denormd::expected<bool> set_index_hidden(std::string_view name, bool hidden);
 
+  // A view: its base changed document `id` after the transaction's snapshot; the view keeps
+  // showing the snapshot's version `before` (none: the document did not exist then), at
+  // `record` when known (the base's record the document had), else at a record of its own.
+  void keep_snapshot_version(const bson::value& id, doc_ptr before,
+                             std::optional<std::uint64_t> record);
+
  private:
+  using id_set = std::unordered_set<bson::value, bson::value_hash, bson::value_equal>;
+  using id_records =
+      std::unordered_map<bson::value, std::uint64_t, bson::value_hash, bson::value_equal>;
+
+  // A view's unique-index check: a document the view sees, other than `self`, holding one of
+  // `doc`'s keys of a unique index of the base.
+  denormd::status check_unique_in_view(const bson::document& doc, std::uint64_t self) const;
+  // The records an index lookup gives for `filter` (sorted, distinct), or nullopt when no
+  // index serves it. `depth` bounds the descent into nested $or.
+  std::optional<std::vector<std::uint64_t>> indexed_candidates(const bson::document& filter,
+                                                               int depth = 0) const;
+  // The view's new record ids start here, above any record the base will ever number.
+  static constexpr std::uint64_t first_own_record = std::uint64_t{1} << 48;
+
   // `affected` (when given) says which secondary indexes may change; the others are skipped.
   denormd::status check_unique(const bson::document& doc, std::uint64_t self,
                                std::vector<index::key_set>& keys,
@@ -113,6 +141,15 @@ class collection {
   std::unordered_map<bson::value, std::uint64_t, bson::value_hash, bson::value_equal> ids_;
   index_spec id_spec_;
   std::vector<index> indexes_;  // secondary indexes
+
+  // A view's own state (base_ set); empty in a stored collection.
+  std::shared_ptr<const collection> base_;
+  // Records whose version differs from the base's: the transaction's writes and the snapshot
+  // versions of documents others changed since (nullptr: not there in the view).
+  std::unordered_map<std::uint64_t, doc_ptr> own_;
+  id_records own_ids_;  // the _id of each own_ record holding a document
+  id_set shadowed_;     // ids whose base versions the view does not see (changed since)
+  std::uint64_t next_own_record_ = first_own_record;
 };
 
 }  // namespace mongo_emulator

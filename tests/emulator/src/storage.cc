@@ -51,10 +51,18 @@ const collection* storage::find(std::string_view db, std::string_view coll) cons
   return const_cast<storage*>(this)->find(db, coll);
 }
 
+std::shared_ptr<const collection> storage::find_shared(std::string_view db,
+                                                       std::string_view coll) const {
+  auto d = databases_.find(db);
+  if (d == databases_.end()) return nullptr;
+  auto c = d->second.find(coll);
+  return c == d->second.end() ? nullptr : c->second;
+}
+
 collection& storage::make(std::string_view db, std::string_view coll,
                           const bson::document& options) {
   auto& slot = databases_[std::string(db)][std::string(coll)];
-  slot = std::make_unique<collection>(std::string(db), std::string(coll));
+  slot = std::make_shared<collection>(std::string(db), std::string(coll));
   for (const auto& f : options)
     slot->options().append(f.name, f.val);
   // The create oplog entry's fields after `create`: the options, then the _id index.
@@ -190,7 +198,7 @@ denormd::expected<std::uint64_t> storage::insert(collection& c, doc_ptr doc) {
   if (auto ok = check_unclaimed(c, id); !ok) return ok.error();
   auto record_id = c.insert(doc);
   if (!record_id) return record_id;
-  note_change(c, id, nullptr);
+  note_change(c, id, nullptr, std::nullopt);
   record_document_change(op_type::insert, c, id, doc, nullptr, {});
   return record_id;
 }
@@ -209,7 +217,7 @@ denormd::status storage::update(collection& c, std::uint64_t record, doc_ptr doc
   if (auto ok = check_unclaimed(c, id); !ok) return ok;
   auto before = c.get(record);
   if (auto ok = c.update(record, doc, update_description); !ok) return ok;
-  note_change(c, id, before);
+  note_change(c, id, before, record);
   const bool images = c.record_images();
   record_document_change(op_type::update, c, id, images ? doc : nullptr, images ? before : nullptr,
                          std::move(update_description));
@@ -228,7 +236,7 @@ denormd::status storage::replace(collection& c, std::uint64_t record, doc_ptr do
   if (auto ok = check_unclaimed(c, id); !ok) return ok;
   auto before = c.get(record);
   if (auto ok = c.replace(record, doc); !ok) return ok;
-  note_change(c, id, before);
+  note_change(c, id, before, record);
   record_document_change(op_type::replace, c, id, doc, c.record_images() ? before : nullptr, {});
   return {};
 }
@@ -246,7 +254,7 @@ denormd::status storage::remove(collection& c, std::uint64_t record) {
   }
   if (auto ok = check_unclaimed(c, id); !ok) return ok;
   c.erase(record);
-  note_change(c, id, before);
+  note_change(c, id, before, record);
   record_document_change(op_type::remove, c, id, nullptr, c.record_images() ? before : nullptr, {});
   return {};
 }
@@ -332,11 +340,12 @@ bool storage::written_by_transaction(const collection& c, const bson::value& id)
   return it != writers->second.end() && it->second != c.owner() && it->second != committing_;
 }
 
-void storage::note_change(const collection& c, const bson::value& id, const doc_ptr& before) {
+void storage::note_change(const collection& c, const bson::value& id, const doc_ptr& before,
+                          std::optional<std::uint64_t> record) {
   if (open_.empty()) return;
   const std::string ns = c.ns();
   for (transaction* t : open_) {
-    if (t != committing_) t->note_committed_change(ns, id, before);
+    if (t != committing_) t->note_committed_change(ns, id, before, record);
   }
 }
 

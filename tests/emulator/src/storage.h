@@ -45,6 +45,8 @@ class storage {
   // --- namespaces (under a lock) ---
   collection* find(std::string_view db, std::string_view coll);
   const collection* find(std::string_view db, std::string_view coll) const;
+  // The stored collection itself, for a transaction's view to keep (nullptr when missing).
+  std::shared_ptr<const collection> find_shared(std::string_view db, std::string_view coll) const;
   // The collection, created implicitly (as inserts and upserts do) when missing; a creation
   // records `create`.
   collection& obtain(std::string_view db, std::string_view coll);
@@ -119,7 +121,8 @@ class storage {
   change_notifier& notifier() { return notifier_; }
 
  private:
-  using database = std::map<std::string, std::unique_ptr<collection>, std::less<>>;
+  // Shared: a transaction's view keeps the collection it reads, even once it is dropped.
+  using database = std::map<std::string, std::shared_ptr<collection>, std::less<>>;
 
   struct session {
     enum class state : std::uint8_t { none, in_progress, committed, aborted };
@@ -134,7 +137,10 @@ class storage {
   // A write to the stored collection `c`: 112 while a transaction holds `id`; otherwise tells
   // the open transactions the document's version before the write.
   denormd::status check_unclaimed(const collection& c, const bson::value& id) const;
-  void note_change(const collection& c, const bson::value& id, const doc_ptr& before);
+  // Tells the open transactions that document `id` of `c`, which was `before` (none: it did
+  // not exist) at `record`, has changed.
+  void note_change(const collection& c, const bson::value& id, const doc_ptr& before,
+                   std::optional<std::uint64_t> record);
   void end_transaction(session& s, session::state outcome);
   void apply(const transaction::op& o);
   collection& make(std::string_view db, std::string_view coll, const bson::document& options);

@@ -11,28 +11,26 @@ collection* transaction::view(const storage& s, std::string_view db, std::string
                               bool create) {
   const std::string ns = std::string(db) + "." + std::string(coll);
   if (auto it = views_.find(ns); it != views_.end()) return it->second.get();
-  const collection* real = s.find(db, coll);
+  auto real = s.find_shared(db, coll);
   if (real == nullptr && !create) return nullptr;
-  auto copy = real != nullptr ? std::make_unique<collection>(*real)
-                              : std::make_unique<collection>(std::string(db), std::string(coll));
-  copy->set_owner(this);
-  if (auto changed = changed_.find(ns); changed != changed_.end() && real != nullptr) {
-    // Back to the snapshot: first remove every changed document, then put back the versions
-    // the snapshot had (in two passes, so that no unique key is held twice in between).
-    for (const auto& [id, before] : changed->second) {
-      if (auto record = copy->find_id(id)) copy->erase(*record);
-    }
-    for (const auto& [id, before] : changed->second) {
-      if (before != nullptr) (void)copy->insert(before);
-    }
+  auto v = real != nullptr ? collection::view_of(std::move(real))
+                           : std::make_unique<collection>(std::string(db), std::string(coll));
+  v->set_owner(this);
+  if (auto changed = changed_.find(ns); changed != changed_.end()) {
+    for (const auto& [id, version] : changed->second)
+      v->keep_snapshot_version(id, version.before, version.record);
   }
-  return views_.emplace(ns, std::move(copy)).first->second.get();
+  return views_.emplace(ns, std::move(v)).first->second.get();
 }
 
 void transaction::note_committed_change(const std::string& ns, const bson::value& id,
-                                        doc_ptr before) {
+                                        doc_ptr before, std::optional<std::uint64_t> record) {
   auto& changed = changed_[ns];
-  changed.try_emplace(id, std::move(before));
+  const auto [it, first] = changed.try_emplace(id, snapshot_version{before, record});
+  if (!first) return;
+  // A view taken already shows the snapshot's version from now on.
+  if (auto v = views_.find(ns); v != views_.end())
+    v->second->keep_snapshot_version(id, std::move(before), record);
 }
 
 bool transaction::changed_since_snapshot(const std::string& ns, const bson::value& id) const {

@@ -2,13 +2,14 @@
 // One multi-document transaction (MongoDB 4.0+ `startTransaction`/`autocommit: false`): the
 // snapshot it reads, its own writes, and what others committed since its snapshot.
 //
-// Snapshot isolation without versioned storage: a collection the transaction touches is copied
-// into a private view the first time it does, and the documents others changed since the
-// snapshot are put back as they were then (storage records their first pre-image into every
-// open transaction). Statements run against the views; the storage write paths see that a view
-// belongs to a transaction and, instead of recording change events, check for write conflicts
-// and append the write to `ops()`. Commit replays the ops on the real collections under one
-// clusterTime; abort drops the views.
+// Snapshot isolation without versioned storage: a collection the transaction touches gets a
+// private view the first time it does (collection::view_of: the stored collection plus what
+// differs, never a copy), in which the documents others changed since the snapshot show as
+// they were then (storage records their first pre-image into every open transaction).
+// Statements run against the views; the storage write paths see that a view belongs to a
+// transaction and, instead of recording change events, check for write conflicts and append
+// the write to `ops()`. Commit replays the ops on the real collections under one clusterTime;
+// abort drops the views.
 // Not synchronized: owned by storage (one per session) and accessed under its lock. A statement
 // running in it shares that ownership (storage::begin_or_continue), since a step-down or the
 // lifetime reaper may end the transaction on another thread between the statement's lock scopes.
@@ -40,7 +41,13 @@ class transaction {
     doc_ptr doc;  // insert/update/replace: the document after the write
     bson::document update_description;
   };
-  using id_map = std::unordered_map<bson::value, doc_ptr, bson::value_hash, bson::value_equal>;
+  // A document as the snapshot had it, and its record then.
+  struct snapshot_version {
+    doc_ptr before;
+    std::optional<std::uint64_t> record;
+  };
+  using id_map =
+      std::unordered_map<bson::value, snapshot_version, bson::value_hash, bson::value_equal>;
 
   transaction(bson::document lsid, std::int64_t number, bson::timestamp snapshot);
   transaction(const transaction&) = delete;
@@ -56,8 +63,9 @@ class transaction {
   collection* view(const storage& s, std::string_view db, std::string_view coll, bool create);
 
   // Others' committed change of document `id` in `ns` after the snapshot: the first one keeps
-  // the document as the snapshot had it (nullptr: absent).
-  void note_committed_change(const std::string& ns, const bson::value& id, doc_ptr before);
+  // the document as the snapshot had it (nullptr: absent), at its `record` when it had one.
+  void note_committed_change(const std::string& ns, const bson::value& id, doc_ptr before,
+                             std::optional<std::uint64_t> record);
   // Whether `id` in `ns` changed since the snapshot (writing it now is a write conflict).
   bool changed_since_snapshot(const std::string& ns, const bson::value& id) const;
 

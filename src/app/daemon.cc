@@ -1,9 +1,12 @@
 #include "app/daemon.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include <unistd.h>
@@ -68,18 +71,15 @@ void tune_malloc() {
 // The MongoDB parts of every pipeline. Thread-safe: resync() runs on the watchers' threads.
 class mongo_parts final : public pipeline::parts_factory {
  public:
-  // `instance_id`: with --ha, the owner the leases are held as; `sessions`: where its
-  // fenced transactions note their sessions.
+  // `process`: this process run, as the write fences record their writers.
   mongo_parts(mongo::connection& conn, checkpoint::checkpoint_store& checkpoints,
-              metrics::metrics& m, std::string meta_db, bool dry_run, std::string instance_id,
-              lease::session_log& sessions)
+              metrics::metrics& m, std::string meta_db, bool dry_run, std::string process)
       : conn_(conn),
         checkpoints_(checkpoints),
         metrics_(m),
         meta_db_(std::move(meta_db)),
         dry_run_(dry_run),
-        instance_id_(std::move(instance_id)),
-        sessions_(sessions) {}
+        process_(std::move(process)) {}
 
   std::unique_ptr<source::change_source> make_source(const mapping::ns& source,
                                                      const pipeline::start_position& from,
@@ -98,13 +98,12 @@ class mongo_parts final : public pipeline::parts_factory {
     return std::make_unique<source::watcher>(conn_, std::move(wo), queue, metrics_);
   }
 
-  std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns& source,
-                                                  std::int64_t lease_epoch) override {
+  std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns& source) override {
     sink::writer_options wo{meta_db_, dry_run_};
-    if (lease_epoch == 0) return std::make_unique<sink::writer>(conn_, metrics_, std::move(wo));
-    return std::make_unique<sink::fenced_writer>(
-        conn_, metrics_, std::move(wo),
-        sink::lease_fence{meta_db_, source.full(), instance_id_, lease_epoch, &sessions_});
+    // A dry run writes nothing, so it takes no fence either.
+    if (dry_run_) return std::make_unique<sink::writer>(conn_, metrics_, std::move(wo));
+    return std::make_unique<sink::fenced_writer>(conn_, metrics_, std::move(wo),
+                                                 sink::write_fence{meta_db_, source, process_});
   }
 
   std::shared_ptr<sink::computed_evaluator> make_evaluator(const mapping::ns&) override {
@@ -138,16 +137,34 @@ class mongo_parts final : public pipeline::parts_factory {
   metrics::metrics& metrics_;
   const std::string meta_db_;
   const bool dry_run_;
-  const std::string instance_id_;
-  lease::session_log& sessions_;
+  const std::string process_;
 };
 
-pipeline::pipeline_options pipeline_options_of(const options& o) {
+// Without --ha, a pipeline fenced out by another writer (a second denormd without --ha, or the
+// one that replaced this paused process) cannot go on: the process stops, exiting 1. With
+// --ha the coordinator stops a pipeline whose lease moved: nothing to do here.
+std::function<void(const mongo::driver_error&)> stop_when_fenced_out(const options& o,
+                                                                     std::stop_source& stop,
+                                                                     std::atomic<int>& exit_code) {
+  if (o.ha) return nullptr;
+  return [&stop, &exit_code](const mongo::driver_error& why) {
+    if (exit_code.exchange(1) != 0) return;
+    log::error("daemon",
+               "another denormd has taken over writing a namespace this one wrote (only one may "
+               "run without --ha); stopping",
+               {{"error", why.to_string()}});
+    stop.request_stop();
+  };
+}
+
+// `fenced_out`: what a pipeline does when another writer took its namespace's write fence.
+pipeline::pipeline_options pipeline_options_of(
+    const options& o, std::function<void(const mongo::driver_error&)> fenced_out) {
   pipeline::pipeline_options po;
   po.applier.dry_run = o.dry_run;
   po.applier.linger = std::chrono::milliseconds(o.linger_ms);
-  po.writers = static_cast<std::size_t>(o.writers);
   po.applier.checkpoint_interval = std::chrono::milliseconds(o.checkpoint_interval_ms);
+  po.applier.fenced_out = std::move(fenced_out);
   return po;
 }
 
@@ -166,26 +183,66 @@ readiness readiness_of(const std::vector<mapping::ns>& watched,
   return r;
 }
 
-// Exits the process `stop_deadline` after it is made, unless it is stopped first.
-std::jthread exit_at_deadline() {
-  return std::jthread([](std::stop_token stop) {
-    if (!sleep_unless_stopped(stop, stop_deadline)) return;
-    log::warn("daemon",
-              "stop deadline passed with calls still waiting on the server; exiting without "
-              "them (nothing unacknowledged was checkpointed: the next start replays it)",
-              {{"deadline_s", static_cast<std::int64_t>(stop_deadline.count())}});
-    std::_Exit(0);
-  });
-}
+// The last resort of a stop: armed when the stop begins, it exits the process with the code
+// given `stop_deadline` later, unless it is destroyed first. Declared before the connection,
+// so that the driver's own teardown (which ends the sessions it pooled, waiting for an
+// unreachable server as long as any call) is bounded by it too. Main thread only.
+class exit_deadline {
+ public:
+  exit_deadline() = default;
+  exit_deadline(const exit_deadline&) = delete;
+  exit_deadline& operator=(const exit_deadline&) = delete;
+  ~exit_deadline() {
+    if (!thread_.joinable()) return;
+    thread_.request_stop();
+    thread_.join();
+  }
+
+  void arm(int code) {
+    thread_ = std::jthread([code, this](std::stop_token stop) {
+      if (!sleep_unless_stopped(stop, stop_deadline)) return;
+      if (stopped_) {
+        log::info("daemon",
+                  "the driver is still ending its sessions with a server that does not answer; "
+                  "exiting without waiting for it");
+      } else {
+        log::warn("daemon",
+                  "stop deadline passed with calls still waiting on the server; exiting without "
+                  "them (nothing unacknowledged was checkpointed: the next start replays it)",
+                  {{"deadline_s", static_cast<std::int64_t>(stop_deadline.count())}});
+      }
+      std::_Exit(code);
+    });
+  }
+  // Everything of denormd's own has stopped; only the driver's teardown is left.
+  void stopped() { stopped_ = true; }
+
+ private:
+  std::atomic<bool> stopped_{false};
+  std::jthread thread_;
+};
 
 // With --ha, the lease unit of the automatic backfill (no namespace: it has no dot).
 constexpr const char* backfill_unit = "auto-backfill";
 
-// This instance's name among its peers: hostname:pid.
-std::string default_instance_id() {
+std::string host_name() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "denormd");
-  return std::string(host) + ":" + std::to_string(getpid());
+  return host;
+}
+
+// This instance's name among its peers: hostname:pid.
+std::string default_instance_id() {
+  return host_name() + ":" + std::to_string(getpid());
+}
+
+// This process run, as the write fences record their writers: hostname:pid:random, unique
+// even when a pid or an --instance-id is used again.
+std::string process_token() {
+  std::random_device random;
+  char suffix[17];
+  std::snprintf(suffix, sizeof suffix, "%08x%08x", random(), random());
+  return host_name() + ":" + std::to_string(getpid()) + ":" + suffix;
 }
 
 // A namespace's lease unit back as the namespace: its name up to the first dot is the
@@ -208,7 +265,7 @@ void start_leases(ha_parts& ha, const options& o, const std::string& instance_id
                   mongo::connection& conn, const std::string& meta_db,
                   const mapping::planner& planner, metrics::metrics& m, reloader& running,
                   reload_requests& tasks, checkpoint::checkpoint_store& checkpoints,
-                  const lease::session_log& sessions, std::stop_token stop) {
+                  const std::string& process, std::stop_token stop) {
   // One unit per watched namespace, and one more: the automatic backfill runs on the one
   // instance that holds it.
   auto units_of = [](const std::vector<mapping::ns>& watched) {
@@ -241,17 +298,35 @@ void start_leases(ha_parts& ha, const options& o, const std::string& instance_id
       if (release) ha.coordinator->released(unit);
     });
   };
-  hooks.fence = [&checkpoints](const std::string& unit,
-                               std::int64_t epoch) -> mongo::result<std::int64_t> {
+  hooks.fence = [&checkpoints, &process, mark_time = ha.table->acquire_time()](
+                    const std::string& unit, std::int64_t epoch,
+                    bool taken_over) -> mongo::result<std::int64_t> {
     // The backfill stores its progress per mapping and races the streams by design: there is
     // no checkpoint of its own to fence.
     if (unit == backfill_unit) return epoch;
-    return checkpoints.fence(namespace_of(unit), epoch);
+    const mapping::ns source = namespace_of(unit);
+    // A holder that did not release may have left a transaction open (killed or paused inside
+    // it): ended now, so that the mark below and the new writes do not wait for the server
+    // to abort it.
+    if (taken_over) {
+      auto ended = checkpoints.end_writer_of_other(source, process);
+      if (!ended) {
+        log::warn("lease",
+                  "could not end the session of the namespace's previous writer; the server "
+                  "aborts what it left open after its transaction lifetime",
+                  {{"unit", unit}, {"error", ended.error().to_string()}});
+      } else if (*ended) {
+        log::info("lease",
+                  "ended the session of the namespace's previous writer (it did not release "
+                  "its lease: gone, or paused)",
+                  {{"unit", unit}, {"writer", **ended}});
+      }
+    }
+    return checkpoints.fence(source, epoch, mark_time);
   };
   ha.coordinator = std::make_unique<lease::coordinator>(
       *ha.table, m,
-      lease::coordinator_options{instance_id, units, std::chrono::milliseconds(o.lease_ttl_ms),
-                                 &sessions},
+      lease::coordinator_options{instance_id, units, std::chrono::milliseconds(o.lease_ttl_ms)},
       std::move(hooks));
   // A reload changes the units, once the namespaces it stopped watching have stopped.
   running.on_watched_changed([&ha, units_of](const std::vector<mapping::ns>& watched) {
@@ -360,19 +435,24 @@ class side_services {
   ops::background_verifier verify_;
 };
 
-// Stops the pipelines (within the stop deadline), then releases the leases (after the last
-// checkpoints, so a peer starts exactly where this instance stopped), then the endpoint.
-void shut_down(pipeline::supervisor& pipelines, lease::coordinator* leases,
-               http::endpoint& endpoint) {
-  // Reverse order: stop reading (a watcher ends within one await), close the hand-overs, let
-  // writers finish and checkpoint; a stop still waiting on the server after the deadline
-  // exits without it.
-  std::jthread deadline = exit_at_deadline();
+// Stops everything in reverse order of start: the services beside the pipelines, the
+// automatic backfill, the pipelines (stop reading, close the hand-overs, let writers finish and
+// checkpoint), then releases the leases (after the last checkpoints, so a peer starts exactly
+// where this instance stopped), then the endpoint. A stop still waiting on the server after the
+// deadline exits without it (whatever is unacknowledged was not checkpointed: the next start
+// replays it).
+void shut_down(exit_deadline& deadline, side_services& services, reloader& running,
+               pipeline::supervisor& pipelines, lease::coordinator* leases,
+               http::endpoint& endpoint, int exit_code) {
+  deadline.arm(exit_code);
+  services.stop();
+  running.stop();
+  if (leases != nullptr) leases->drain();
+  log::debug("daemon", "stopping the pipelines");
   const std::uint64_t applied = pipelines.stop_all();
   if (leases != nullptr) leases->release_all();
-  deadline.request_stop();
-  deadline.join();
   endpoint.stop();
+  deadline.stopped();
   log::info("daemon", "stopped", {{"events_applied", applied}});
 }
 
@@ -411,6 +491,7 @@ int daemon::run() {
     reloads.post({});
   });
 
+  exit_deadline deadline;  // outlives the connection: its teardown is bounded too
   auto conn = mongo::connection::open(opts_.uri, "denormd", daemon_timeouts);
   if (!conn) {
     log::error("daemon", conn.error().to_string(), {{"uri", mongo::redact_uri(opts_.uri)}});
@@ -424,10 +505,11 @@ int daemon::run() {
   const std::string instance_id = !opts_.ha                   ? ""
                                   : opts_.instance_id.empty() ? default_instance_id()
                                                               : opts_.instance_id;
-  // With --ha: the sessions of this instance's fenced transactions, for its heartbeat.
-  lease::session_log sessions;
-  mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run, instance_id, sessions);
-  pipeline::supervisor pipelines(parts, m, pipeline_options_of(opts_));
+  const std::string process = process_token();
+  mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run, process);
+  std::atomic<int> exit_code{0};
+  pipeline::supervisor pipelines(
+      parts, m, pipeline_options_of(opts_, stop_when_fenced_out(opts_, stop_, exit_code)));
   reloader running(opts_, **conn, m, pipelines, checkpoints, meta_db, planner);
   // The operator's page's data, read on a thread of its own; stopped after the endpoint.
   status_api status([ctx = status_context{**conn, meta_db, running, pipelines, opts_.mappings_dir,
@@ -450,7 +532,7 @@ int daemon::run() {
   ha_parts ha;
   if (opts_.ha)
     start_leases(ha, opts_, instance_id, **conn, meta_db, *planner, m, running, reloads,
-                 checkpoints, sessions, stop_.get_token());
+                 checkpoints, process, stop_.get_token());
   side_services services(opts_, **conn, m, meta_db, running, pipelines);
   services.start();
   {
@@ -458,11 +540,9 @@ int daemon::run() {
     if (opts_.watch_mappings) watch.emplace(opts_.mappings_dir, [&reloads] { reloads.post({}); });
     running.serve(reloads, stop_.get_token());
   }
-  services.stop();
-  running.stop();
-  if (ha.coordinator) ha.coordinator->drain();
-  shut_down(pipelines, ha.coordinator.get(), *endpoint);
-  return 0;
+  shut_down(deadline, services, running, pipelines, ha.coordinator.get(), *endpoint,
+            exit_code.load());
+  return exit_code.load();
 }
 
 }  // namespace denormd::app

@@ -34,7 +34,6 @@ struct options {
   std::string instance_id;            // run: --instance-id ("" = hostname:pid)
   int lease_ttl_ms = 10000;           // run: --lease-ttl-ms
   int linger_ms = 5;                  // run: --linger-ms
-  int writers = 1;                    // run: --writers (per source)
   int checkpoint_interval_ms = 1000;  // run: --checkpoint-interval-ms
   int headroom_interval_ms = 30000;   // run: --headroom-interval-ms (0: no history-headroom probe)
   // run: --verify-interval (0: no background verify), in milliseconds

@@ -2,7 +2,7 @@
 // Hashing consistent with MongoDB's value equality (compare(a, b) == 0): numbers hash by
 // numeric value whatever their type (1, Int64(1), 1.0 and Decimal128 "1.00" alike), strings
 // with symbols, documents and arrays by content. For unordered containers keyed by values
-// (the planner's partitions, the test server's `_id` index). Stateless.
+// (the coalescer's parents, the test server's `_id` index). Stateless.
 
 #include <cstddef>
 

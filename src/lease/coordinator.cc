@@ -49,7 +49,7 @@ std::chrono::milliseconds coordinator::next_round(std::chrono::milliseconds ever
 }
 
 void coordinator::drain() {
-  std::lock_guard lock(mutex_);
+  // No lock: a round may hold it across server calls, and a stop must not wait for them.
   draining_ = true;
 }
 
@@ -59,9 +59,7 @@ void coordinator::round() {
   std::vector<std::string> mine;
   for (const auto& [unit, held] : machine_.held())
     mine.push_back(unit);
-  const std::vector<bson::document> sessions =
-      opts_.sessions != nullptr ? opts_.sessions->recent() : std::vector<bson::document>{};
-  if (auto st = store_.heartbeat(opts_.instance_id, mine, sessions); !st) {
+  if (auto st = store_.heartbeat(opts_.instance_id, mine); !st) {
     metrics_.count_error("lease", st.error().metric_code());
     log::warn("lease", "heartbeat failed", {{"error", st.error().to_string()}});
   }
@@ -93,14 +91,16 @@ void coordinator::round() {
   std::stable_partition(actions.begin(), actions.end(), [](const lease_action& a) {
     return a.what != lease_action::kind::acquire;
   });
-  std::set<std::string> ended;  // instances whose transactions this round ended
   for (const auto& a : actions) {
+    if (stopping_) break;  // what is left is released or expires; the stop must not wait
     switch (a.what) {
-      case lease_action::kind::acquire:
+      case lease_action::kind::acquire: {
         if (draining_ || steady_ms() - sent >= round_every().count()) break;
-        end_transactions_of_gone_owner(a.unit, ended);
-        acquire(a.unit, sent);
+        const auto row = std::find_if(table_.begin(), table_.end(),
+                                      [&](const lease_row& r) { return r.unit == a.unit; });
+        acquire(a.unit, sent, row != table_.end() && !row->owner.empty());
         break;
+      }
       case lease_action::kind::renew:
         renew(a.unit, a.epoch, sent);
         break;
@@ -124,31 +124,7 @@ void coordinator::round() {
   }
 }
 
-void coordinator::end_transactions_of_gone_owner(const std::string& unit,
-                                                 std::set<std::string>& ended) {
-  const auto row = std::find_if(table_.begin(), table_.end(),
-                                [&](const lease_row& r) { return r.unit == unit; });
-  if (row == table_.end() || row->owner.empty() || row->owner == opts_.instance_id) return;
-  if (std::find(live_.begin(), live_.end(), row->owner) != live_.end()) return;  // not gone
-  if (!ended.insert(row->owner).second) return;
-  // Killed or paused inside a fenced transaction, it holds the rows that transaction wrote
-  // (this lease row too, when it stopped after its fence) until the server aborts it.
-  auto n = store_.end_transactions_of(row->owner);
-  if (!n) {
-    metrics_.count_error("lease", n.error().metric_code());
-    log::warn("lease",
-              "could not end the transactions of an instance that is gone; the server aborts "
-              "them after its transaction lifetime",
-              {{"instance", row->owner}, {"error", n.error().to_string()}});
-    return;
-  }
-  if (*n > 0) {
-    log::info("lease", "ended the transactions of an instance that is gone",
-              {{"instance", row->owner}, {"sessions", static_cast<std::int64_t>(*n)}});
-  }
-}
-
-void coordinator::acquire(const std::string& unit, std::int64_t sent_ms) {
+void coordinator::acquire(const std::string& unit, std::int64_t sent_ms, bool taken_over) {
   auto epoch = store_.acquire(unit, opts_.instance_id);
   if (!epoch) {
     metrics_.count_error("lease", epoch.error().metric_code());
@@ -158,8 +134,8 @@ void coordinator::acquire(const std::string& unit, std::int64_t sent_ms) {
   }
   if (!*epoch) return;  // another instance holds it
   std::int64_t held = **epoch;
-  // No holder of an older epoch may store a checkpoint from here on.
-  auto marked = hooks_.fence(unit, held);
+  // No holder of an older epoch may write or store a checkpoint from here on.
+  auto marked = hooks_.fence(unit, held, taken_over);
   if (marked && *marked > held) {
     // The checkpoint was marked under a newer lease than the table knows (the table was
     // dropped or restored): this lease is the newest now, so it takes the next epoch.
@@ -169,7 +145,7 @@ void coordinator::acquire(const std::string& unit, std::int64_t sent_ms) {
     auto raised = store_.raise_epoch(unit, opts_.instance_id, held, *marked + 1);
     if (raised && *raised) {
       held = *marked + 1;
-      marked = hooks_.fence(unit, held);
+      marked = hooks_.fence(unit, held, false);
     }
   }
   if (!marked || *marked != held) {
@@ -263,6 +239,7 @@ void coordinator::released(const std::string& unit) {
 }
 
 void coordinator::release_all() {
+  stopping_ = true;
   if (thread_.joinable()) {
     thread_.request_stop();
     thread_.join();

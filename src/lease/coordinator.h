@@ -8,9 +8,11 @@
 // unit's writers, which stop writing when it passes unrenewed.
 //
 // Lifecycle: start(); drain() before the pipelines stop (renew only: nothing is taken or
-// given up any more); release_all() after they stopped (every lease released, the heartbeat
-// withdrawn). The destructor stops the thread without releasing (as a crash would).
-// Thread-safety: released() and held_units() from any thread; the rest from the owner's.
+// given up any more; it never waits for a round); release_all() after they stopped (every
+// lease released, the heartbeat withdrawn). The destructor stops the thread without releasing
+// (as a crash would). A round stops between two statements once stopping.
+// Thread-safety: drain(), released() and held_units() from any thread; the rest from the
+// owner's.
 
 #include <atomic>
 #include <chrono>
@@ -26,7 +28,6 @@
 
 #include "lease/lease_machine.h"
 #include "lease/lease_table.h"
-#include "lease/session_log.h"
 #include "metrics/metrics.h"
 
 namespace denormd::lease {
@@ -45,18 +46,19 @@ struct unit_hooks {
   // Stop `unit`'s pipeline (it finishes its batch and stores its checkpoint); then, when
   // `release`, call coordinator::released(unit).
   std::function<void(const std::string& unit, bool release)> stop;
-  // Marks the unit's checkpoint with `epoch`, so that no older holder can store one any more;
-  // returns the epoch it carries afterwards (a newer one when the lease table is behind it).
-  std::function<mongo::result<std::int64_t>(const std::string& unit, std::int64_t epoch)> fence;
+  // Marks the unit's checkpoint with `epoch`, so that no older holder can write or store one
+  // any more; returns the epoch it carries afterwards (a newer one when the lease table is
+  // behind it). `taken_over`: the previous holder did not release the lease (it is gone, or
+  // paused), so a transaction it left open is ended first.
+  std::function<mongo::result<std::int64_t>(const std::string& unit, std::int64_t epoch,
+                                            bool taken_over)>
+      fence;
 };
 
 struct coordinator_options {
   std::string instance_id;
   std::vector<std::string> units;  // the watched namespaces' full names, at start
   std::chrono::milliseconds ttl{10000};
-  // The sessions this instance's fenced transactions ran on, published with each heartbeat
-  // (none: nothing to publish). Outlives the coordinator.
-  const session_log* sessions = nullptr;
 };
 
 class coordinator {
@@ -84,10 +86,8 @@ class coordinator {
   // Rounds run every TTL/3 (at least 50 ms), sooner when another's lease is about to expire.
   std::chrono::milliseconds round_every() const;
   std::chrono::milliseconds next_round(std::chrono::milliseconds every) const;
-  // Before taking `unit`: when its row's owner is another instance that is no longer live,
-  // ends that instance's transactions (once per round: `ended`).
-  void end_transactions_of_gone_owner(const std::string& unit, std::set<std::string>& ended);
-  void acquire(const std::string& unit, std::int64_t sent_ms);
+  // `taken_over`: its row names a holder that did not release it.
+  void acquire(const std::string& unit, std::int64_t sent_ms, bool taken_over);
   void renew(const std::string& unit, std::int64_t epoch, std::int64_t sent_ms);
   // No longer held: fence the writers, count `reason`, forget it.
   void forget(const std::string& unit, const char* reason);
@@ -106,7 +106,8 @@ class coordinator {
   // Until the next lease held by another instance expires (ms, as the server counted when
   // read); the next round comes no later, so a dead owner's units move as soon as they can.
   std::optional<std::int64_t> next_expiry_ms_;
-  bool draining_ = false;
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> stopping_{false};  // release_all() began: the round in flight ends early
   std::jthread thread_;
 };
 

@@ -107,39 +107,16 @@ mongo::status lease_store::release(const std::string& unit, const std::string& m
   return written(update_one(leases_collection, filter, pipeline, false, statement_time()));
 }
 
-mongo::status lease_store::heartbeat(const std::string& me, const std::vector<std::string>& units,
-                                     const std::vector<bson::document>& sessions) {
+mongo::status lease_store::heartbeat(const std::string& me, const std::vector<std::string>& units) {
   bson::array held;
   for (const auto& u : units)
     held.push_back(u);
-  bson::array ran_on;
-  for (const auto& s : sessions)
-    ran_on.push_back(s);
   const bson::document filter{{"_id", me}};
   const bson::array pipeline{
       bson::document{{"$set", bson::document{{"expiresAt", now_plus(ttl_ms_)},
                                              {"seenAt", "$$NOW"},
-                                             {"units", literal(held)},
-                                             {"sessions", literal(ran_on)}}}}};
+                                             {"units", literal(held)}}}}};
   return written(update_one(instances_collection, filter, pipeline, true, statement_time()));
-}
-
-mongo::result<std::size_t> lease_store::end_transactions_of(const std::string& instance) {
-  auto doc = conn_.find_one(db_, instances_collection, bson::document{{"_id", instance}});
-  if (!doc) return doc.error();
-  std::vector<bson::document> sessions;
-  const bson::value* listed = *doc ? (*doc)->get("sessions") : nullptr;
-  if (listed != nullptr && listed->is_array()) {
-    for (const auto& s : listed->as_array()) {
-      // Only {id: UUID}: what another instance wrote is data, never a command of ours.
-      const bson::value* id = s.is_document() ? s.as_document().get("id") : nullptr;
-      if (id != nullptr && id->is<bson::binary>() && id->as<bson::binary>().subtype == 4)
-        sessions.push_back(bson::document{{"id", *id}});
-    }
-  }
-  if (sessions.empty()) return std::size_t{0};
-  if (auto st = conn_.kill_sessions(sessions); !st) return st.error();
-  return sessions.size();
 }
 
 mongo::status lease_store::leave(const std::string& me) {

@@ -1,7 +1,7 @@
 #pragma once
 // The lease table and the instances' heartbeats in MongoDB, `<meta db>.denormd_leases`
 // {_id: unit, owner, epoch, expiresAt, acquiredAt, previousOwner} and `denormd_instances`
-// {_id: instance, expiresAt, seenAt, units, sessions}. Every change is one conditional
+// {_id: instance, expiresAt, seenAt, units}. Every change is one conditional
 // single-document update, and every expiry is dated and judged by the server's clock ($$NOW), so
 // instances' clocks need not agree. Stateless apart from the connection; thread-safe.
 
@@ -32,23 +32,20 @@ class lease_store final : public lease_table {
                                   std::int64_t to) override;
   mongo::status release(const std::string& unit, const std::string& me,
                         std::int64_t epoch) override;
-  mongo::status heartbeat(const std::string& me, const std::vector<std::string>& units,
-                          const std::vector<bson::document>& sessions) override;
-  mongo::result<std::size_t> end_transactions_of(const std::string& instance) override;
+  mongo::status heartbeat(const std::string& me, const std::vector<std::string>& units) override;
   mongo::status leave(const std::string& me) override;
   mongo::result<std::vector<std::string>> live() override;
   mongo::result<std::vector<lease_entry>> table() override;
 
   // How long the server may spend taking a lease (maxTimeMS): a tenth of the TTL, at least
-  // 100 ms. A row another instance's open transaction wrote (a holder paused just after its
-  // fence) would hold the statement until that transaction ends: this bounds what it costs
-  // the round, and the renewals due after it.
+  // 100 ms. Only lease statements write the rows (the write fence is the checkpoint document),
+  // so a statement waits only for a slow server: this bounds what one costs the round, and
+  // the renewals due after it.
   std::chrono::milliseconds acquire_time() const {
     return std::chrono::milliseconds(std::max<std::int64_t>(100, ttl_ms_ / 10));
   }
-  // The same for every other statement: half the TTL. The rows they write are this
-  // instance's, which only its own fenced transactions write too, and those commit right
-  // after their fence; a renewal still waiting after half the TTL is of no use any more.
+  // The same for every other statement: half the TTL; a renewal still waiting after half the
+  // TTL is of no use any more.
   std::chrono::milliseconds statement_time() const {
     return std::chrono::milliseconds(std::max<std::int64_t>(100, ttl_ms_ / 2));
   }

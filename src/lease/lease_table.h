@@ -38,14 +38,8 @@ class lease_table {
   // Gives the lease up (owner "", expired) if it is still `me`'s at `epoch`.
   virtual mongo::status release(const std::string& unit, const std::string& me,
                                 std::int64_t epoch) = 0;
-  // `me` is live for another TTL, holds `units`, and ran its recent transactions on
-  // `sessions` ({id: UUID} each).
-  virtual mongo::status heartbeat(const std::string& me, const std::vector<std::string>& units,
-                                  const std::vector<bson::document>& sessions) = 0;
-  // Ends the transactions `instance` may have left open (killSessions of the sessions its last
-  // heartbeat published), so that the rows they wrote are free now rather than when the
-  // server's transaction lifetime runs out. Returns how many sessions were named.
-  virtual mongo::result<std::size_t> end_transactions_of(const std::string& instance) = 0;
+  // `me` is live for another TTL and holds `units`.
+  virtual mongo::status heartbeat(const std::string& me, const std::vector<std::string>& units) = 0;
   // `me` is gone (a clean stop): peers see it leave at once instead of after a TTL.
   virtual mongo::status leave(const std::string& me) = 0;
   // The instances whose heartbeat has not expired, by name.

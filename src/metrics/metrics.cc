@@ -171,6 +171,17 @@ struct metrics::impl {
               "write, checkpoint, ...) and server or internal error code, retried ones "
               "included."),
       {"stage", "code"}};
+  labelled<prometheus::Gauge, 1> batch_attempts{
+      gauge(*registry, "denormd_batch_attempts",
+            "Attempts so far of the batch a source is writing, when they failed (0 once one "
+            "succeeds): how many times in a row the batch in flight was tried."),
+      {"source"}};
+  labelled<prometheus::Counter, 2> stuck_batches{
+      counter(*registry, "denormd_stuck_batches_total",
+              "Batches that failed 5 attempts in a row, by source and stage (write, checkpoint, "
+              "compute, fence), each counted once, when its fifth attempt failed; the log says "
+              "why, and the batch is still retried."),
+      {"source", "stage"}};
   labelled<prometheus::Counter, 1> deadletters{
       counter(*registry, "denormd_deadletters_total",
               "Writes the server rejected for good (document too large, validation; one per "
@@ -300,6 +311,14 @@ void metrics::count_error(std::string_view stage, std::string_view code) {
   impl_->errors.get({stage, code}).Increment();
 }
 
+void metrics::set_batch_attempts(std::string_view source, int attempts) {
+  impl_->batch_attempts.get({source}).Set(attempts);
+}
+
+void metrics::count_stuck_batch(std::string_view source, std::string_view stage) {
+  impl_->stuck_batches.get({source, stage}).Increment();
+}
+
 void metrics::count_deadletter(std::string_view mapping) {
   impl_->deadletters.get({mapping}).Increment();
 }
@@ -324,6 +343,8 @@ void metrics::declare_source(std::string_view source) {
   impl_->history_lost.get({source});
   impl_->watcher_ready.get({source});
   impl_->errors.get({"stream", "network"});
+  impl_->batch_attempts.get({source}).Set(0);
+  impl_->stuck_batches.get({source, "write"});
 }
 
 void metrics::remove_mapping(std::string_view mapping) {
@@ -337,6 +358,7 @@ void metrics::remove_source(std::string_view source) {
   auto named = [&](const auto& labels) { return labels[0] == source; };
   impl_->lag.remove_if(named);
   impl_->checkpoint_age.remove_if(named);
+  impl_->batch_attempts.remove_if(named);
   impl_->watcher_ready.remove_if(named);
   impl_->history_headroom.remove_if(named);
 }

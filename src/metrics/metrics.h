@@ -39,6 +39,14 @@ class metrics {
   void count_history_lost(std::string_view source);
   // denormd_errors_total{stage, code}
   void count_error(std::string_view stage, std::string_view code);
+  // denormd_batch_attempts{source}: attempts of the source's batch in flight so far (0 once
+  // one succeeds)
+  void set_batch_attempts(std::string_view source, int attempts);
+  // denormd_stuck_batches_total{source, stage}: batches that failed stuck_attempts times in a
+  // row at `stage`
+  void count_stuck_batch(std::string_view source, std::string_view stage);
+  // How many failed attempts in a row make a batch stuck.
+  static constexpr int stuck_attempts = 5;
   // denormd_deadletters_total{mapping}
   void count_deadletter(std::string_view mapping);
   // denormd_watcher_ready{source}

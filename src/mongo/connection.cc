@@ -258,6 +258,12 @@ struct connection::impl {
   result<bulk_outcome> update_bulk(mongoc_client_t* client, mongoc_client_session_t* session,
                                    const std::string& db, const std::string& coll,
                                    std::span<const write_request> requests, bool ordered) const;
+  // One bulk write (libmongoc may send it as several commands).
+  result<bulk_outcome> update_bulk_command(mongoc_client_t* client,
+                                           mongoc_client_session_t* session, const std::string& db,
+                                           const std::string& coll,
+                                           std::span<const write_request> requests,
+                                           bool ordered) const;
   status insert_one(mongoc_client_t* client, mongoc_client_session_t* session,
                     const std::string& db, const std::string& coll,
                     const bson::document& doc) const;
@@ -375,11 +381,66 @@ result<bulk_outcome> connection::update_bulk(const std::string& db, const std::s
   return impl_->update_bulk(client.get(), nullptr, db, coll, requests, ordered);
 }
 
+namespace {
+
+// The bytes a statement adds to an update command, about (its documents' BSON sizes).
+std::size_t statement_bytes(const write_request& r) {
+  std::size_t n = 64 + bson::to_bson(*r.filter)->len;
+  if (r.pipeline != nullptr && !r.pipeline->empty()) {
+    n += bson::to_bson(bson::document{{"u", *r.pipeline}})->len;
+  } else if (r.update != nullptr) {
+    n += bson::to_bson(*r.update)->len;
+  }
+  if (r.array_filters != nullptr && !r.array_filters->empty())
+    n += bson::to_bson(bson::document{{"a", *r.array_filters}})->len;
+  return n;
+}
+
+}  // namespace
+
 result<bulk_outcome> connection::impl::update_bulk(mongoc_client_t* client,
                                                    mongoc_client_session_t* session,
                                                    const std::string& db, const std::string& coll,
                                                    std::span<const write_request> requests,
                                                    bool ordered) const {
+  if (session == nullptr || !mongoc_client_session_in_transaction(session))
+    return update_bulk_command(client, session, db, coll, requests, ordered);
+  // libmongoc 1.23 sends a bulk larger than one message as several commands built from one:
+  // in a transaction's first statement each of them says startTransaction, and the server
+  // refuses the second (117, "Only servers in a sharded cluster can start a new transaction
+  // at the active transaction number"). So in a transaction a bulk goes as commands small
+  // enough never to be split (16 MiB each, a third of the 48 MB message limit).
+  constexpr std::size_t max_bytes = 16 * 1024 * 1024;
+  constexpr std::size_t max_statements = 10000;
+  bulk_outcome out;
+  for (std::size_t start = 0; start < requests.size();) {
+    std::size_t end = start;
+    std::size_t bytes = 0;
+    while (end < requests.size() && end - start < max_statements) {
+      const std::size_t b = statement_bytes(requests[end]);
+      if (end > start && bytes + b > max_bytes) break;
+      bytes += b;
+      ++end;
+    }
+    auto part = update_bulk_command(client, session, db, coll, requests.subspan(start, end - start),
+                                    ordered);
+    if (!part) return part;
+    out.matched += part->matched;
+    out.modified += part->modified;
+    out.upserted += part->upserted;
+    if (part->write_error) {
+      out.write_error = std::move(part->write_error);
+      if (part->failed_index) out.failed_index = start + *part->failed_index;
+      return out;  // the refusal aborted the transaction: nothing after it can run
+    }
+    start = end;
+  }
+  return out;
+}
+
+result<bulk_outcome> connection::impl::update_bulk_command(
+    mongoc_client_t* client, mongoc_client_session_t* session, const std::string& db,
+    const std::string& coll, std::span<const write_request> requests, bool ordered) const {
   bulk_outcome out;
   if (requests.empty()) return out;
   const collection_ptr c = collection(client, db, coll);
@@ -643,25 +704,67 @@ result<std::vector<bson::document>> connection::impl::aggregate(mongoc_client_t*
 
 namespace {
 
-// A transaction on a pooled client of its own, held until the transaction ends. The session
+// A pooled client and one logical session on it, held as long as either is used. The session
 // goes first (destroying it aborts a transaction still open), then the client goes back.
+struct session_holder {
+  lease client;
+  session_ptr session;
+};
+
+result<session_holder> open_session(connection::impl& conn) {
+  session_holder h{conn.acquire(), nullptr};
+  bson_error_t err;
+  h.session.reset(mongoc_client_start_session(h.client.get(), nullptr, &err));
+  if (!h.session) return failure(to_error(err, nullptr));
+  return h;
+}
+
+// A transaction on `session`, which `client` runs: readConcern "snapshot", w:"majority" at
+// commit. Owns the two when `owned` holds them (a transaction on a session of its own);
+// otherwise borrows them from a session_runner. Destroyed before its commit, it aborts.
 class session_transaction final : public transaction {
  public:
-  session_transaction(connection& owner, connection::impl& conn, lease client, session_ptr session)
-      : owner_(owner), conn_(conn), client_(std::move(client)), session_(std::move(session)) {}
+  session_transaction(connection& owner, connection::impl& conn, mongoc_client_t* client,
+                      mongoc_client_session_t* session, std::optional<session_holder> owned)
+      : owner_(owner), conn_(conn), client_(client), session_(session), owned_(std::move(owned)) {}
+  ~session_transaction() override {
+    // A borrowed session outlives this transaction: end it here (an owned one ends with it).
+    if (!owned_ && mongoc_client_session_in_transaction(session_)) {
+      bson_error_t err;
+      (void)mongoc_client_session_abort_transaction(session_, &err);
+    }
+  }
+  session_transaction(const session_transaction&) = delete;
+  session_transaction& operator=(const session_transaction&) = delete;
+
+  static result<std::unique_ptr<transaction>> start(connection& owner, connection::impl& conn,
+                                                    mongoc_client_t* client,
+                                                    mongoc_client_session_t* session,
+                                                    std::optional<session_holder> owned) {
+    const txn_opts_ptr opts(mongoc_transaction_opts_new());
+    const read_concern_ptr snapshot(mongoc_read_concern_new());
+    mongoc_read_concern_set_level(snapshot.get(), MONGOC_READ_CONCERN_LEVEL_SNAPSHOT);
+    mongoc_transaction_opts_set_read_concern(opts.get(), snapshot.get());
+    mongoc_transaction_opts_set_write_concern(opts.get(), conn.majority.get());
+    bson_error_t err;
+    if (!mongoc_client_session_start_transaction(session, opts.get(), &err))
+      return failure(to_error(err, nullptr));
+    return std::unique_ptr<transaction>(
+        std::make_unique<session_transaction>(owner, conn, client, session, std::move(owned)));
+  }
 
   result<bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
                                    std::span<const write_request> requests, bool ordered) override {
-    return conn_.update_bulk(client_.get(), session_.get(), db, coll, requests, ordered);
+    return conn_.update_bulk(client_, session_, db, coll, requests, ordered);
   }
   status insert_one(const std::string& db, const std::string& coll,
                     const bson::document& doc) override {
-    return conn_.insert_one(client_.get(), session_.get(), db, coll, doc);
+    return conn_.insert_one(client_, session_, db, coll, doc);
   }
   status find_each(const std::string& db, const std::string& coll, const bson::document& filter,
                    const find_options& opts,
                    const std::function<bool(bson::document&&)>& each) override {
-    return conn_.find_each(client_.get(), session_.get(), db, coll, filter, opts, each);
+    return conn_.find_each(client_, session_, db, coll, filter, opts, each);
   }
   result<std::vector<bson::document>> find(const std::string& db, const std::string& coll,
                                            const bson::document& filter,
@@ -674,50 +777,70 @@ class session_transaction final : public transaction {
   }
   result<std::vector<bson::document>> aggregate(const std::string& db, const std::string& coll,
                                                 const bson::array& pipeline) override {
-    return conn_.aggregate(client_.get(), session_.get(), db, coll, pipeline);
+    return conn_.aggregate(client_, session_, db, coll, pipeline);
   }
   result<snapshot_results> aggregate_snapshot(const std::string& db, const std::string& coll,
                                               const bson::array& pipeline) override {
     return owner_.aggregate_snapshot(db, coll, pipeline);
   }
 
-  bson::document session_id() const override {
-    const bson_t* lsid = mongoc_client_session_get_lsid(session_.get());
-    auto doc = bson::from_bson(*lsid);
-    return doc ? std::move(doc).value() : bson::document{};
-  }
+  bson::document session_id() const override { return lsid_of(session_); }
 
   status commit() override {
     scoped_reply reply;
     bson_error_t err;
-    if (!mongoc_client_session_commit_transaction(session_.get(), &reply.doc, &err))
+    if (!mongoc_client_session_commit_transaction(session_, &reply.doc, &err))
       return failure(to_error(err, &reply.doc));
     return {};
+  }
+
+  static bson::document lsid_of(mongoc_client_session_t* session) {
+    const bson_t* lsid = mongoc_client_session_get_lsid(session);
+    auto doc = bson::from_bson(*lsid);
+    return doc ? std::move(doc).value() : bson::document{};
   }
 
  private:
   connection& owner_;
   connection::impl& conn_;
-  lease client_;
-  session_ptr session_;
+  mongoc_client_t* client_;
+  mongoc_client_session_t* session_;
+  std::optional<session_holder> owned_;
+};
+
+// A session kept for transactions one after another (connection::start_session).
+class session_runner final : public session {
+ public:
+  session_runner(connection& owner, connection::impl& conn, session_holder held)
+      : owner_(owner), conn_(conn), held_(std::move(held)) {}
+
+  bson::document id() const override { return session_transaction::lsid_of(held_.session.get()); }
+  result<std::unique_ptr<transaction>> start_transaction() override {
+    return session_transaction::start(owner_, conn_, held_.client.get(), held_.session.get(),
+                                      std::nullopt);
+  }
+
+ private:
+  connection& owner_;
+  connection::impl& conn_;
+  session_holder held_;
 };
 
 }  // namespace
 
 result<std::unique_ptr<transaction>> connection::start_transaction() {
-  lease client = impl_->acquire();
-  bson_error_t err;
-  session_ptr session(mongoc_client_start_session(client.get(), nullptr, &err));
-  if (!session) return failure(to_error(err, nullptr));
-  const txn_opts_ptr opts(mongoc_transaction_opts_new());
-  const read_concern_ptr snapshot(mongoc_read_concern_new());
-  mongoc_read_concern_set_level(snapshot.get(), MONGOC_READ_CONCERN_LEVEL_SNAPSHOT);
-  mongoc_transaction_opts_set_read_concern(opts.get(), snapshot.get());
-  mongoc_transaction_opts_set_write_concern(opts.get(), impl_->majority.get());
-  if (!mongoc_client_session_start_transaction(session.get(), opts.get(), &err))
-    return failure(to_error(err, nullptr));
-  return std::unique_ptr<transaction>(
-      std::make_unique<session_transaction>(*this, *impl_, std::move(client), std::move(session)));
+  auto held = open_session(*impl_);
+  if (!held) return held.error();
+  mongoc_client_t* client = held->client.get();
+  mongoc_client_session_t* session = held->session.get();
+  return session_transaction::start(*this, *impl_, client, session, std::move(*held));
+}
+
+result<std::unique_ptr<session>> connection::start_session() {
+  auto held = open_session(*impl_);
+  if (!held) return held.error();
+  return std::unique_ptr<session>(
+      std::make_unique<session_runner>(*this, *impl_, std::move(*held)));
 }
 
 result<std::unique_ptr<change_stream>> connection::watch(const std::string& db,

@@ -84,6 +84,8 @@ class connection final : public document_client {
                                               const bson::array& pipeline) override;
   // readConcern "snapshot", w:"majority" at commit; holds a pooled client until destroyed.
   result<std::unique_ptr<transaction>> start_transaction() override;
+  // The same, one transaction after another; holds a pooled client until destroyed.
+  result<std::unique_ptr<session>> start_session() override;
 
   // Opens a collection change stream; the stream keeps a pooled client until destroyed.
   result<std::unique_ptr<change_stream>> watch(const std::string& db, const std::string& coll,

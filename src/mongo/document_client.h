@@ -46,14 +46,18 @@ struct find_options {
 };
 
 class transaction;
+class session;
 
 class document_client {
  public:
   virtual ~document_client() = default;
 
-  // A multi-document transaction on one session (w:"majority" at commit). Clients that have
-  // none refuse (the default).
+  // A multi-document transaction on a session of its own (w:"majority" at commit). Clients
+  // that have none refuse (the default).
   virtual result<std::unique_ptr<transaction>> start_transaction();
+  // A session for transactions run one after another, whose id is known before the first of
+  // them. Clients that have none refuse (the default).
+  virtual result<std::unique_ptr<session>> start_session();
 
   // Bulk update with w:"majority". A write error is reported in the outcome, not as a
   // failure; failures are errors of the whole command (network, election, write concern).
@@ -118,6 +122,25 @@ class transaction : public document_client {
   virtual status commit() = 0;
 };
 
+// A logical session on which transactions run one after another. Its id is fixed from the
+// start, so that it can be published before its first transaction: whoever fences out its
+// writes ends it (kill_sessions) instead of waiting for the server to abort a transaction left
+// open. Destroyed, it aborts a transaction still open. One thread at a time.
+class session {
+ public:
+  virtual ~session() = default;
+  // {id: UUID}
+  virtual bson::document id() const = 0;
+  // A transaction on this session (readConcern "snapshot", w:"majority" at commit); the one
+  // before it must have ended (committed, or destroyed: aborted).
+  virtual result<std::unique_ptr<transaction>> start_transaction() = 0;
+
+ protected:
+  session() = default;
+  session(const session&) = default;
+  session& operator=(const session&) = default;
+};
+
 inline result<bulk_outcome> document_client::update_one_within(const std::string& db,
                                                                const std::string& coll,
                                                                const write_request& request,
@@ -131,6 +154,11 @@ inline status document_client::kill_sessions(const std::vector<bson::document>&)
 }
 
 inline result<std::unique_ptr<transaction>> document_client::start_transaction() {
+  return failure(
+      driver_error{driver_error::origin::client, 0, "this client does not run transactions", {}});
+}
+
+inline result<std::unique_ptr<session>> document_client::start_session() {
   return failure(
       driver_error{driver_error::origin::client, 0, "this client does not run transactions", {}});
 }

@@ -54,9 +54,9 @@ class parts_factory {
   virtual std::unique_ptr<source::change_source> make_source(
       const mapping::ns& source, const start_position& from, mapping::stream_images images,
       const bson::array& filter, source::event_queue& queue, source::resync_hook resync) = 0;
-  // `lease_epoch` not 0 (--ha): every write is fenced under `source`'s lease at that epoch.
-  virtual std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns& source,
-                                                          std::int64_t lease_epoch) = 0;
+  // The writer of `source`'s batches (it takes the source's write fence when its applier opens
+  // it, under the applier's lease epoch, if any).
+  virtual std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns& source) = 0;
   // Where `source`'s computed fields are evaluated (called only when its mappings have some);
   // nullptr leaves them absent (fakes of plain mappings).
   virtual std::shared_ptr<sink::computed_evaluator> make_evaluator(const mapping::ns& /*source*/) {

@@ -52,14 +52,9 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
       metrics_(m),
       name_(source_.full()),
       queue_(std::make_unique<source::event_queue>(opts.queue_items, opts.queue_bytes)) {
-  std::vector<sink::batch_writer*> writers;
-  // Fenced writes (--ha) all update the lease row, so groups written at the same time would
-  // only conflict: one writer, one group at a time.
-  const std::size_t n = from_.lease_epoch != 0 ? 1 : std::max<std::size_t>(1, opts.writers);
-  for (std::size_t i = 0; i < n; ++i) {
-    writers_.push_back(parts.make_writer(source_, from_.lease_epoch));
-    writers.push_back(writers_.back().get());
-  }
+  // One writer: every transaction of a namespace ends with the same fence statement, so two at
+  // a time would only conflict with each other.
+  writer_ = parts.make_writer(source_);
   sink::applier_options ao = opts.applier;
   ao.source = source_;
   ao.initial_checkpoint_ms = from_.saved_ms;
@@ -76,8 +71,7 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   } else {
     ao.initial_position_time = from_.start_at;
   }
-  applier_ = std::make_unique<sink::applier>(planner_, std::move(writers), parts.positions(),
-                                             *queue_, m, ao);
+  applier_ = std::make_unique<sink::applier>(planner_, *writer_, parts.positions(), *queue_, m, ao);
   reader_ = parts.make_source(source_, from_, planner_->needs_images(source_), stages_, *queue_,
                               [this](std::stop_token stop) { return resync(stop); });
 }

@@ -1,6 +1,6 @@
 #pragma once
 // One watched namespace's running pipeline: its change source -> a bounded event_queue -> an
-// applier (and the applier's writers), planning with one immutable planner snapshot it shares.
+// applier (and the applier's writer), planning with one immutable planner snapshot it shares.
 //
 // Lifecycle: constructed stopped (not ready, "starting"); start() starts the applier, then
 // the source. Stopping runs in two stages so a supervisor can stop many pipelines in the
@@ -31,8 +31,6 @@ struct pipeline_options {
   // while the writer is blocked.
   std::size_t queue_items = 4000;
   std::size_t queue_bytes = 4 * 1024 * 1024;
-  // Writers per source: a large batch is written by up to this many at the same time.
-  std::size_t writers = 1;
   // For every applier; `source` and `initial_checkpoint_ms` are set per pipeline.
   sink::applier_options applier;
 };
@@ -91,7 +89,7 @@ class pipeline {
   const std::string name_;
   // Declared in data-flow order, so they are destroyed reader first.
   std::unique_ptr<source::event_queue> queue_;
-  std::vector<std::unique_ptr<sink::batch_writer>> writers_;
+  std::unique_ptr<sink::batch_writer> writer_;
   std::unique_ptr<sink::applier> applier_;
   std::unique_ptr<source::change_source> reader_;
   // The re-sync's backfill: started and replaced on the source's thread, joined once the

@@ -7,7 +7,6 @@
 #include "common/log.h"
 #include "common/retry.h"
 #include "mapping/coalescer.h"
-#include "mapping/partitioner.h"
 
 namespace denormd::sink {
 
@@ -38,17 +37,16 @@ std::optional<bson::timestamp> position_time(const checkpoint::checkpoint& cp) {
 
 }  // namespace
 
-applier::applier(std::shared_ptr<const mapping::planner> planner,
-                 std::vector<batch_writer*> writers, checkpoint::position_store& checkpoints,
-                 source::event_queue& queue, metrics::metrics& m, applier_options opts)
+applier::applier(std::shared_ptr<const mapping::planner> planner, batch_writer& w,
+                 checkpoint::position_store& checkpoints, source::event_queue& queue,
+                 metrics::metrics& m, applier_options opts)
     : planner_(std::move(planner)),
-      writers_(std::move(writers)),
+      writer_(w),
       checkpoints_(checkpoints),
       queue_(queue),
       metrics_(m),
       opts_(std::move(opts)),
       name_(opts_.source.full()) {
-  assert(!writers_.empty());
   checkpoint_ms_ = opts_.initial_checkpoint_ms;
   if (opts_.initial_position_time) stored_through_ = pack(*opts_.initial_position_time);
 }
@@ -97,8 +95,23 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
   auto failed = [&](const mongo::driver_error& e, const retry_state& s) {
     const int tries = s.attempt;
     metrics_.count_error(stage, e.metric_code());
-    if (e.from == mongo::driver_error::origin::client &&
-        (e.code == mongo::lease_moved_code || e.code == mongo::lease_expired_code)) {
+    metrics_.set_batch_attempts(name_, tries);
+    if (fenced_out(e)) {
+      if (!ended_fenced_out_) {
+        ended_fenced_out_ = true;
+        opts_.fenced_out(e);
+      }
+      return retry_verdict::give_up;
+    }
+    if (tries == metrics::metrics::stuck_attempts) {
+      // Said once per batch, loudly: a batch that cannot be written holds its source back.
+      metrics_.count_stuck_batch(name_, stage);
+      log::error("applier",
+                 "a batch failed " + std::to_string(tries) +
+                     " times in a row; it is retried until it is written (fix the cause)",
+                 {{"source", name_}, {"stage", stage}, {"error", e.to_string()}});
+    } else if (e.from == mongo::driver_error::origin::client &&
+               (e.code == mongo::lease_moved_code || e.code == mongo::lease_expired_code)) {
       log::warn(
           "applier", "not written: the lease is gone; the pipeline stops at the next round",
           {{"source", name_}, {"stage", stage}, {"attempt", tries}, {"error", e.to_string()}});
@@ -113,9 +126,29 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
     }
     return retry_verdict::retry;
   };
-  return retry_with_backoff(
-             stop, retry, [&]() -> mongo::status { return attempt(); }, failed)
-      .has_value();
+  auto done = retry_with_backoff(
+      stop, retry, [&]() -> mongo::status { return attempt(); }, failed);
+  if (done && *done) metrics_.set_batch_attempts(name_, 0);
+  return done && *done;
+}
+
+bool applier::fenced_out(const mongo::driver_error& e) const {
+  // Only without a lease: with one, the coordinator stops the pipeline when the lease is gone.
+  return !opts_.lease_deadline && opts_.fenced_out &&
+         e.from == mongo::driver_error::origin::client &&
+         (e.code == mongo::lease_moved_code || e.code == mongo::lease_fenced_code);
+}
+
+bool applier::open_writer(std::stop_token& stop) {
+  if (opened_) return true;
+  opened_ = with_retry(stop, "fence", [&]() -> mongo::status {
+    if (!lease_valid()) return lease_expired(name_);
+    auto epoch = writer_.open(opts_.lease_epoch);
+    if (!epoch) return epoch.error();
+    epoch_ = *epoch;
+    return {};
+  });
+  return opened_;
 }
 
 bool applier::lease_valid() const {
@@ -125,12 +158,13 @@ bool applier::lease_valid() const {
 mongo::status applier::save_position() {
   if (!lease_valid()) return lease_expired(name_);
   checkpoint::checkpoint cp = *position_;
-  cp.lease_epoch = opts_.lease_epoch;
+  cp.lease_epoch = epoch_;
   return checkpoints_.save(opts_.source, cp);
 }
 
 bool applier::store_pending(std::stop_token& stop) {
   if (!pending_ || opts_.dry_run || held_) return true;
+  if (!open_writer(stop)) return false;
   if (!with_retry(stop, "checkpoint", [&] { return save_position(); })) return false;
   pending_ = false;
   stored(*position_);
@@ -183,12 +217,7 @@ std::optional<std::int64_t> applier::plan_batch(const std::vector<source::stream
   }
   if (!events_.empty()) metrics_.observe_batch(name_, events_.size());
   ops_ = mapping::coalesce(std::move(ops_));
-  if (writers_.size() > 1 && ops_.size() >= opts_.min_split_ops) {
-    groups_ = mapping::partition(ops_, writers_.size());
-  } else {
-    groups_ = {0, ops_.size()};
-  }
-  written_.assign(groups_.size() - 1, false);
+  written_ops_ = 0;
   return last_event_ms;
 }
 
@@ -229,42 +258,13 @@ bool applier::evaluate_computed(std::stop_token& stop) {
   return true;
 }
 
-mongo::status applier::write_groups() {
+mongo::status applier::write_rest() {
   if (!lease_valid()) return lease_expired(name_);
-  std::vector<std::size_t> pending;
-  for (std::size_t g = 0; g + 1 < groups_.size(); ++g) {
-    if (!written_[g] && groups_[g] < groups_[g + 1]) pending.push_back(g);
-  }
-  std::vector<mongo::status> results(pending.size());
-  auto write = [&](std::size_t i) {
-    const std::size_t g = pending[i];
-    const std::span<const mapping::write_op> ops(ops_.data() + groups_[g],
-                                                 groups_[g + 1] - groups_[g]);
-    results[i] = writers_[g]->apply(ops, tokens_, opts_.source);
-  };
-  if (pending.size() <= 1) {
-    if (pending.empty()) return writers_.front()->apply({}, tokens_, opts_.source);
-    write(0);
-  } else {
-    if (!split_logged_) {
-      log::info("applier", "writing a batch in groups at the same time (--writers)",
-                {{"source", name_}, {"groups", pending.size()}});
-      split_logged_ = true;
-    }
-    std::vector<std::jthread> others;
-    for (std::size_t i = 1; i < pending.size(); ++i)
-      others.emplace_back(write, i);
-    write(0);
-  }
-  mongo::status first;
-  for (std::size_t i = 0; i < pending.size(); ++i) {
-    if (results[i]) {
-      written_[pending[i]] = true;
-    } else if (first) {
-      first = results[i];
-    }
-  }
-  return first;
+  const std::span<const mapping::write_op> rest(ops_.data() + written_ops_,
+                                                ops_.size() - written_ops_);
+  auto st = writer_.apply(rest, tokens_, opts_.source);
+  written_ops_ += st ? rest.size() : std::min(writer_.committed(), rest.size());
+  return st;
 }
 
 std::optional<bson::timestamp> applier::applied_through() const {
@@ -290,7 +290,10 @@ void applier::advance(checkpoint::checkpoint cp) {
 }
 
 void applier::run(std::stop_token stop) {
-  while (!stop.stop_requested()) {
+  // The fence first: a predecessor's transaction left open is ended now, not at the first
+  // write, and nothing it sent can land after this pipeline's writes.
+  (void)open_writer(stop);
+  while (opened_ && !stop.stop_requested()) {
     auto items = queue_.pop_batch(opts_.max_batch, std::chrono::milliseconds(200));
     if (items.empty()) {
       if (!store_pending(stop)) break;  // quiet: store what is applied
@@ -308,8 +311,8 @@ void applier::run(std::stop_token stop) {
     read_any_ = true;
 
     // The checkpoint rule: the batch's token is taken only once its writes are acknowledged.
-    if (!with_retry(stop, "write", [&] { return write_groups(); })) {
-      break;  // stopping mid-retry: the checkpoint stays before this batch, replay is safe
+    if (!open_writer(stop) || !with_retry(stop, "write", [&] { return write_rest(); })) {
+      break;  // stopping mid-retry (or fenced out): the checkpoint stays before this batch
     }
     applied_ += events_.size();
     if (last_event_ms != 0) last_event_ms_ = last_event_ms;
@@ -341,7 +344,7 @@ void applier::run(std::stop_token stop) {
               {{"source", name_}});
   }
   // One attempt to store what was applied; if it fails, the next start replays it.
-  if (pending_ && !opts_.dry_run && !held_) {
+  if (pending_ && !opts_.dry_run && !held_ && opened_ && !ended_fenced_out_) {
     if (auto st = save_position(); st) {
       stored(*position_);
       checkpoint_ms_ = wall_ms();

@@ -1,18 +1,19 @@
 #pragma once
 // The consumer side of one source: takes whatever its watcher queued (up to a batch), plans
-// it, coalesces, writes, and only then may store the checkpoint of the last item. With more
-// than one writer, a large batch is split into groups of ops that commute (mapping::partition)
-// and the groups are written at the same time, one writer each; the batch is applied when
-// every group is (docs/architecture.md, "Writes in flight"). A failed
-// batch is retried whole (ops are idempotent) with capped exponential backoff and jitter,
-// so position is never lost. The planner is an immutable snapshot the applier shares, so
-// whoever swaps plans never changes one under a running batch.
+// it, coalesces, writes, and only then may store the checkpoint of the last item. Before its
+// first write its writer takes the source's write fence (batch_writer::open), and every
+// checkpoint goes under the epoch that gave (docs/architecture.md, "The write fence"). A failed
+// batch is retried from its first op not written for good (ops are idempotent) with capped
+// exponential backoff and jitter, so position is never lost; a batch failing 5 times in a row
+// is logged with why and counted (denormd_stuck_batches_total). The planner is an immutable
+// snapshot the applier shares, so whoever swaps plans never changes one under a running batch.
 // Lifecycle: start() once; request_stop() lets the batch in flight finish (and checkpoint)
 // and ends the thread; join(). Accessors and wait_until_completed() are thread-safe.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,17 +49,19 @@ struct applier_options {
   std::chrono::milliseconds checkpoint_interval{1000};
   // The stream's server-side filter as JSON, kept with each checkpoint.
   std::string filter;
-  // A batch with fewer ops than this is written by one writer: splitting a small batch saves
-  // less than starting its groups costs.
-  std::size_t min_split_ops = 64;
   // While replaying history that only some mappings need, which mapping takes which event;
   // dropped once the stream is past every position it holds back.
   std::optional<mapping::replay_gate> gate;
-  // With --ha: the epoch of the lease this source is written under (its checkpoints carry it),
-  // and the steady-clock deadline (ms) past which nothing may be written or stored (0 once the
-  // lease is gone). None without a lease.
+  // With --ha: the epoch of the lease this source is written under (the writer fences with it,
+  // and its checkpoints carry it), and the steady-clock deadline (ms) past which nothing may be
+  // written or stored (0 once the lease is gone). Without a lease (0, none), the writer claims
+  // an epoch of its own.
   std::int64_t lease_epoch = 0;
   std::shared_ptr<const std::atomic<std::int64_t>> lease_deadline;
+  // Without a lease: called once when another writer has taken the source's fence since (a
+  // second denormd without --ha, or one that replaced this paused process); the applier then
+  // writes and stores nothing more and ends. Unset: it goes on retrying.
+  std::function<void(const mongo::driver_error& why)> fenced_out;
   // The cluster time of the stored position the stream starts from (its checkpoint's, or
   // --start-at's), if known: stored_through() until this applier stores one.
   std::optional<bson::timestamp> initial_position_time;
@@ -69,15 +72,9 @@ struct applier_options {
 
 class applier {
  public:
-  // `writers`: at least one; each is used by one thread at a time.
-  applier(std::shared_ptr<const mapping::planner> planner, std::vector<batch_writer*> writers,
-          checkpoint::position_store& checkpoints, source::event_queue& queue, metrics::metrics& m,
-          applier_options opts);
   applier(std::shared_ptr<const mapping::planner> planner, batch_writer& w,
           checkpoint::position_store& checkpoints, source::event_queue& queue, metrics::metrics& m,
-          applier_options opts)
-      : applier(std::move(planner), std::vector<batch_writer*>{&w}, checkpoints, queue, m,
-                std::move(opts)) {}
+          applier_options opts);
   ~applier();
   applier(const applier&) = delete;
   applier& operator=(const applier&) = delete;
@@ -124,10 +121,15 @@ class applier {
   bool with_retry(std::stop_token& stop, const char* stage, F&& attempt);
   // Stores `position_` if pending (retrying until stored or stopped); false when stopped first.
   bool store_pending(std::stop_token& stop);
-  // Saves `position_` under the lease, if any; refused once the lease's deadline has passed.
+  // Saves `position_` under the fence's epoch; refused once a lease's deadline has passed.
   mongo::status save_position();
   // Without a lease, or before its deadline.
   bool lease_valid() const;
+  // The writer takes the source's write fence (again, after a failure); false when stopped
+  // first or fenced out.
+  bool open_writer(std::stop_token& stop);
+  // Another writer took the fence (without a lease: the applier ends).
+  bool fenced_out(const mongo::driver_error& e) const;
   // Parses and plans `items` into the batch buffers; returns the newest event's wall time, or
   // nullopt when stopped while the server computed the batch's computed fields.
   std::optional<std::int64_t> plan_batch(const std::vector<source::stream_item>& items,
@@ -135,16 +137,16 @@ class applier {
   // Has the server compute the events' computed fields (retrying until done or stopped; false
   // when stopped) and notes on each event what failed.
   bool evaluate_computed(std::stop_token& stop);
-  // Writes the batch's groups not written yet, at the same time; the first failure, if any
-  // (the groups written are not written again when the batch is retried).
-  mongo::status write_groups();
+  // Writes the batch's ops not written yet; a failure keeps what was written for good (the
+  // retry starts after it).
+  mongo::status write_rest();
   // Everything up to `cp` is applied: it is pending until stored.
   void advance(checkpoint::checkpoint cp);
   // `cp` was stored: a restart resumes from it.
   void stored(const checkpoint::checkpoint& cp);
 
   const std::shared_ptr<const mapping::planner> planner_;
-  const std::vector<batch_writer*> writers_;
+  batch_writer& writer_;
   checkpoint::position_store& checkpoints_;
   source::event_queue& queue_;
   metrics::metrics& metrics_;
@@ -154,10 +156,11 @@ class applier {
   std::vector<mapping::change_event> events_;
   std::vector<bson::document> tokens_;
   std::vector<mapping::write_op> ops_;
-  // Where each group of ops_ begins (and ops_.size() last), and which groups are written.
-  std::vector<std::size_t> groups_;
-  std::vector<bool> written_;
-  bool split_logged_ = false;  // the first batch written in groups is logged
+  std::size_t written_ops_ = 0;  // the first ops of ops_ written for good
+  // The epoch the writer's fence was taken under (applier thread), and whether it is taken.
+  std::int64_t epoch_ = 0;
+  bool opened_ = false;
+  bool ended_fenced_out_ = false;
   // The newest applied position, and whether it is not stored yet (applier thread).
   std::optional<checkpoint::checkpoint> position_;
   bool pending_ = false;

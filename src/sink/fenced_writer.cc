@@ -1,66 +1,59 @@
 #include "sink/fenced_writer.h"
 
 #include <algorithm>
+#include <map>
+#include <random>
+#include <thread>
 
+#include "checkpoint/checkpoint_store.h"
 #include "common/log.h"
-#include "lease/lease_store.h"
 
 namespace denormd::sink {
 
-mongo::write_request fence_statement(const lease_fence& fence, bson::document& filter,
-                                     bson::array& pipeline) {
-  // Expired is judged by the server's clock, as the lease table's every expiry is.
-  filter = bson::document{{"_id", fence.unit},
-                          {"owner", fence.owner},
-                          {"epoch", fence.epoch},
-                          {"$expr", bson::document{{"$gt", bson::array{"$expiresAt", "$$NOW"}}}}};
-  pipeline = bson::array{bson::document{{"$set", bson::document{{"fencedAt", "$$NOW"}}}}};
-  static const bson::document none;
-  mongo::write_request r;
-  r.filter = &filter;
-  r.update = &none;
-  r.pipeline = &pipeline;
-  return r;
-}
-
-mongo::status fence_held(const lease_fence& fence,
+mongo::status fence_held(const write_fence& fence, std::int64_t epoch,
                          const mongo::result<mongo::bulk_outcome>& outcome) {
-  // A write conflict on the row (a takeover under way) fails the statement: transient, and
-  // the retry's fence finds the lease moved or still ours.
+  // A write conflict on the document (a takeover or a claim under way) fails the statement:
+  // transient, and the retry's fence finds the epoch moved or still ours.
   if (!outcome) return mongo::failure(outcome.error());
   if (outcome->write_error) return mongo::failure(*outcome->write_error);
   if (outcome->matched == 1) return {};
-  return mongo::failure(mongo::driver_error{
-      mongo::driver_error::origin::client,
-      mongo::lease_moved_code,
-      "the lease of " + fence.unit + " at epoch " + std::to_string(fence.epoch) +
-          " is no longer this instance's, or has expired by the server's clock; the batch is "
-          "not written",
-      {}});
+  return mongo::failure(
+      mongo::driver_error{mongo::driver_error::origin::client,
+                          mongo::lease_moved_code,
+                          "the write fence of " + fence.source.full() + " has moved past epoch " +
+                              std::to_string(epoch) +
+                              " (another writer took the namespace over); the batch is not written",
+                          {}});
 }
 
 namespace {
 
-// A transaction whose session is noted first: if this instance is killed or paused inside it,
-// the instance taking its leases over can end it (lease::session_log).
-mongo::result<std::unique_ptr<mongo::transaction>> begin_transaction(mongo::document_client& conn,
-                                                                     const lease_fence& fence) {
-  auto txn = conn.start_transaction();
-  if (txn && fence.sessions != nullptr) fence.sessions->note((*txn)->session_id());
-  return txn;
-}
-
-// The fence as the last statement of `txn`, then the commit. Last, not first: a holder paused
-// inside a transaction then has not written the lease row, so a takeover does not wait for it
-// (the paused transaction conflicts with it, or finds the row moved, when it resumes).
-mongo::status fence_and_commit(mongo::transaction& txn, const lease_fence& fence) {
+// The fence as the last statement of `txn`, then the commit. Last, not first: a writer paused
+// inside a transaction then has not written the checkpoint document yet, so whoever takes over
+// does not wait for it (the paused transaction conflicts, or finds the epoch moved, when it
+// resumes).
+mongo::status fence_and_commit(mongo::transaction& txn, const write_fence& fence,
+                               std::int64_t epoch) {
   bson::document filter;
-  bson::array pipeline;
-  const mongo::write_request r = fence_statement(fence, filter, pipeline);
+  bson::document update;
+  const mongo::write_request r = checkpoint::fence_statement(fence.source, epoch, filter, update);
   auto held = fence_held(
-      fence, txn.update_bulk(fence.db, lease::leases_collection, std::span(&r, 1), true));
+      fence, epoch, txn.update_bulk(fence.db, checkpoint::collection_name, std::span(&r, 1), true));
   if (!held) return held;
   return txn.commit();
+}
+
+bool is_write_conflict(const mongo::driver_error& e) {
+  constexpr std::uint32_t write_conflict = 112;
+  return e.from == mongo::driver_error::origin::server && e.code == write_conflict;
+}
+
+// A short, jittered pause before a transaction is tried again, so that two writers that
+// conflicted do not meet again in step.
+void pause_before_retry(int attempt) {
+  static thread_local std::minstd_rand rng{std::random_device{}()};
+  const int ms = 5 * attempt + static_cast<int>(rng() % 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 }  // namespace
@@ -69,8 +62,9 @@ mongo::status fence_and_commit(mongo::transaction& txn, const lease_fence& fence
 // write call is). So a statement refused for good aborts only its own call's transaction.
 class fenced_writer::per_write_client final : public mongo::document_client {
  public:
-  per_write_client(mongo::document_client& conn, const lease_fence& fence)
-      : conn_(conn), fence_(fence) {}
+  per_write_client(mongo::document_client& conn, mongo::session& session, const write_fence& fence,
+                   std::int64_t epoch)
+      : conn_(conn), session_(session), fence_(fence), epoch_(epoch) {}
 
   mongo::result<mongo::bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
                                                  std::span<const mongo::write_request> requests,
@@ -87,10 +81,10 @@ class fenced_writer::per_write_client final : public mongo::document_client {
   }
   mongo::status insert_one(const std::string& db, const std::string& coll,
                            const bson::document& doc) override {
-    auto txn = begin_transaction(conn_, fence_);
+    auto txn = session_.start_transaction();
     if (!txn) return txn.error();
     if (auto st = (*txn)->insert_one(db, coll, doc); !st) return st;
-    return fence_and_commit(**txn, fence_);
+    return fence_and_commit(**txn, fence_, epoch_);
   }
   mongo::status find_each(const std::string& db, const std::string& coll,
                           const bson::document& filter, const mongo::find_options& opts,
@@ -122,20 +116,22 @@ class fenced_writer::per_write_client final : public mongo::document_client {
   mongo::result<mongo::bulk_outcome> fenced_bulk(const std::string& db, const std::string& coll,
                                                  std::span<const mongo::write_request> requests,
                                                  bool ordered) {
-    auto txn = begin_transaction(conn_, fence_);
+    auto txn = session_.start_transaction();
     if (!txn) return txn.error();
     auto out = (*txn)->update_bulk(db, coll, requests, ordered);
     if (!out || out->write_error) return out;
-    if (auto st = fence_and_commit(**txn, fence_); !st) return st.error();
+    if (auto st = fence_and_commit(**txn, fence_, epoch_); !st) return st.error();
     return out;
   }
 
   mongo::document_client& conn_;
-  const lease_fence& fence_;
+  mongo::session& session_;
+  const write_fence& fence_;
+  const std::int64_t epoch_;
 };
 
 fenced_writer::fenced_writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts,
-                             lease_fence fence, std::size_t max_ops, std::size_t max_documents)
+                             write_fence fence, std::size_t max_ops, std::size_t max_documents)
     : conn_(conn),
       metrics_(m),
       opts_(std::move(opts)),
@@ -143,39 +139,83 @@ fenced_writer::fenced_writer(mongo::document_client& conn, metrics::metrics& m, 
       max_ops_(std::max<std::size_t>(1, max_ops)),
       max_documents_(std::max<std::size_t>(1, max_documents)) {}
 
+mongo::result<std::int64_t> fenced_writer::open(std::int64_t epoch) {
+  if (!session_) {
+    auto s = conn_.start_session();
+    if (!s) return s.error();
+    session_ = std::move(s).value();
+  }
+  checkpoint::checkpoint_store store(conn_, fence_.db);
+  const checkpoint::writer_session mine{session_->id(), fence_.process};
+  if (epoch == 0) {
+    auto claimed = store.claim(fence_.source, mine, claim_time);
+    if (!claimed) return claimed.error();
+    epoch_ = *claimed;
+    return epoch_;
+  }
+  auto published = store.publish_writer(fence_.source, epoch, mine);
+  if (!published) return published.error();
+  epoch_ = epoch;
+  if (!*published) return fence_held(fence_, epoch, mongo::bulk_outcome{}).error();
+  return epoch_;
+}
+
 mongo::status fenced_writer::apply(std::span<const mapping::write_op> ops,
                                    std::span<const bson::document> event_tokens,
                                    const mapping::ns& source) {
-  // Each transaction commits under the lease or not at all; a batch cut short by a takeover is
-  // replayed whole by the new owner from the checkpoint before it (every op is idempotent).
-  // Ops keep plan order: a transaction ends before an op that would take it past its limits.
-  std::size_t start = 0;
-  std::size_t documents = 0;
-  auto flush = [&](std::size_t end) -> mongo::status {
-    auto st = end > start ? write_chunk(ops.subspan(start, end - start), event_tokens, source)
-                          : mongo::status{};
-    start = end;
-    documents = 0;
-    return st;
-  };
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (i - start == max_ops_) {
-      if (auto st = flush(i); !st) return st;
-    }
-    auto n = documents_of(ops[i]);
-    if (!n) return n.error();
-    if (*n > max_documents_) {
-      if (auto st = flush(i); !st) return st;
-      if (auto st = write_in_pages(ops[i], event_tokens, source); !st) return st;
-      start = i + 1;
-      continue;
-    }
-    if (documents + *n > max_documents_) {
-      if (auto st = flush(i); !st) return st;
-    }
-    documents += *n;
+  committed_ = 0;
+  if (ops.empty()) return {};
+  if (!session_) {
+    return mongo::failure(mongo::driver_error{
+        mongo::driver_error::origin::client,
+        mongo::lease_moved_code,
+        "the writer of " + fence_.source.full() + " has not taken the write fence (open)",
+        {}});
   }
-  return flush(ops.size());
+  // Each transaction commits under the fence or not at all; ops keep plan order, and a batch
+  // cut short is retried after its committed ops (every op is idempotent).
+  for (std::size_t start = 0; start < ops.size();) {
+    const auto chunk = ops.subspan(start, std::min(max_ops_, ops.size() - start));
+    auto documents = documents_in(chunk);
+    if (!documents) return documents.error();
+    auto st = *documents <= max_documents_ ? write_range(chunk, event_tokens, source, &committed_)
+                                           : write_counted(chunk, event_tokens, source);
+    if (!st) return st;
+    start += chunk.size();
+  }
+  return {};
+}
+
+mongo::status fenced_writer::write_range(std::span<const mapping::write_op> ops,
+                                         std::span<const bson::document> event_tokens,
+                                         const mapping::ns& source, std::size_t* progress) {
+  mongo::status st;
+  for (int attempt = 1; attempt <= tries_in_place; ++attempt) {
+    st = write_chunk(ops, event_tokens, source);
+    if (st) {
+      if (progress != nullptr) *progress += ops.size();
+      return st;
+    }
+    // Only a write conflict is worth trying again here: another failure (the server away,
+    // shutting down, the fence moved) goes back to the applier, which backs off and stops.
+    if (!is_write_conflict(st.error())) return st;
+    if (ops.size() == 1 && attempt == tries_in_place) return st;  // the applier counts it
+    // Tried again here, so counted here (a failure returned is counted by the applier).
+    metrics_.count_error("write", st.error().metric_code());
+    if (attempt < tries_in_place) pause_before_retry(attempt);
+  }
+  // A transaction that keeps conflicting (with an application writing the same documents)
+  // is smaller in halves: each half is shorter, touches less, and commits on its own.
+  log::info("writer",
+            "a transaction met a write conflict " + std::to_string(tries_in_place) +
+                " times in a row; writing it in halves",
+            {{"source", source.full()},
+             {"ops", static_cast<std::int64_t>(ops.size())},
+             {"error", st.error().to_string()}});
+  const std::size_t half = ops.size() / 2;
+  if (auto first = write_range(ops.first(half), event_tokens, source, progress); !first)
+    return first;
+  return write_range(ops.subspan(half), event_tokens, source, progress);
 }
 
 mongo::status fenced_writer::write_chunk(std::span<const mapping::write_op> ops,
@@ -191,17 +231,66 @@ mongo::status fenced_writer::write_chunk(std::span<const mapping::write_op> ops,
   return write_by_write(ops, event_tokens, source);
 }
 
-mongo::result<std::size_t> fenced_writer::documents_of(const mapping::write_op& op) {
-  const auto* w = op.as<mapping::update_write>();
-  if (w == nullptr || !w->many) return std::size_t{1};
-  // Read outside the transaction, so a long one is not made longer; the count only decides
-  // how the writes are cut, so one that changes meanwhile changes no outcome.
-  mongo::find_options ids_only;
-  ids_only.projection = bson::document{{"_id", 1}};
-  ids_only.limit = static_cast<std::int64_t>(max_documents_ + 1);
-  auto found = conn_.find(op.target.db, op.target.coll, w->filter, ids_only);
-  if (!found) return found.error();
-  return found->size();
+mongo::result<std::size_t> fenced_writer::documents_in(std::span<const mapping::write_op> ops) {
+  std::size_t n = 0;
+  std::map<std::string, std::pair<mapping::ns, bson::array>> by_target;
+  for (const auto& op : ops) {
+    const auto* w = op.as<mapping::update_write>();
+    if (w == nullptr || !w->many) {
+      ++n;
+      continue;
+    }
+    auto& [target, filters] = by_target[op.target.full()];
+    target = op.target;
+    filters.push_back(w->filter);
+  }
+  // Read outside any transaction, so that none is made longer; the count only decides how the
+  // writes are cut, so one that changes meanwhile changes no outcome. One read per target: the
+  // server serves an $or of indexed clauses with one index scan each.
+  for (auto& [name, entry] : by_target) {
+    if (n > max_documents_) break;
+    auto& [target, filters] = entry;
+    mongo::find_options ids_only;
+    ids_only.projection = bson::document{{"_id", 1}};
+    ids_only.limit = static_cast<std::int64_t>(max_documents_ + 1 - n);
+    const bson::document filter = filters.size() == 1 ? filters.front().as_document()
+                                                      : bson::document{{"$or", std::move(filters)}};
+    auto found = conn_.find(target.db, target.coll, filter, ids_only);
+    if (!found) return found.error();
+    n += found->size();
+  }
+  return n;
+}
+
+mongo::status fenced_writer::write_counted(std::span<const mapping::write_op> ops,
+                                           std::span<const bson::document> event_tokens,
+                                           const mapping::ns& source) {
+  std::size_t start = 0;
+  std::size_t documents = 0;
+  auto flush = [&](std::size_t end) -> mongo::status {
+    auto st = end > start
+                  ? write_range(ops.subspan(start, end - start), event_tokens, source, &committed_)
+                  : mongo::status{};
+    start = end;
+    documents = 0;
+    return st;
+  };
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    auto n = documents_in(ops.subspan(i, 1));
+    if (!n) return n.error();
+    if (*n > max_documents_) {
+      if (auto st = flush(i); !st) return st;
+      if (auto st = write_in_pages(ops[i], event_tokens, source); !st) return st;
+      ++committed_;
+      start = i + 1;
+      continue;
+    }
+    if (documents + *n > max_documents_) {
+      if (auto st = flush(i); !st) return st;
+    }
+    documents += *n;
+  }
+  return flush(ops.size());
 }
 
 mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
@@ -216,27 +305,21 @@ mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
   // narrowed to their _ids (never an array nor a regular expression, so $in matches each
   // literally). Writing while reading may show a document twice, which only repeats an
   // idempotent write; one that comes to match meanwhile is as an updateMany outside a
-  // transaction may find it or not (a fill, or the next event, writes it).
+  // transaction may find it or not (a fill, or the next event, writes it). A page that fails
+  // with a write conflict is tried again in place, so that one conflict does not begin every page
+  // again.
   return for_each_id_page(conn_, op.target, w.filter, max_documents_, [&](bson::array&& ids) {
     mapping::write_op page = op;
     std::get<mapping::update_write>(page.what).filter = mapping::with_filter(
         bson::document{{"_id", bson::document{{"$in", std::move(ids)}}}}, w.filter);
-    // A transient failure (112: a conflict with this instance's own renewal of the lease row,
-    // every TTL/3, or with a takeover) is retried here a few times, the fence deciding again
-    // each time: a retry of the whole batch would begin again from the first page for every
-    // conflict one of many pages meets.
-    constexpr int attempts = 5;
-    for (int attempt = 1;; ++attempt) {
-      auto st = write_chunk(std::span(&page, 1), event_tokens, source);
-      if (st || !st.error().transient() || attempt == attempts) return st;
-    }
+    return write_range(std::span(&page, 1), event_tokens, source, nullptr);
   });
 }
 
 mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_op> ops,
                                                 std::span<const bson::document> event_tokens,
                                                 const mapping::ns& source, bool& refused) {
-  auto txn = begin_transaction(conn_, fence_);
+  auto txn = session_->start_transaction();
   if (!txn) return txn.error();
   // Counted once committed: an aborted transaction wrote nothing (and its ops are written
   // again, and counted, by the retry or write_by_write).
@@ -247,7 +330,7 @@ mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_o
   // The server aborted the transaction at the refusal: nothing of it may be committed.
   refused = w.saw_refusal();
   if (refused || !st) return st;
-  st = fence_and_commit(**txn, fence_);
+  st = fence_and_commit(**txn, fence_, epoch_);
   if (st) w.tally().publish();
   return st;
 }
@@ -255,7 +338,7 @@ mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_o
 mongo::status fenced_writer::write_by_write(std::span<const mapping::write_op> ops,
                                             std::span<const bson::document> event_tokens,
                                             const mapping::ns& source) {
-  per_write_client each(conn_, fence_);
+  per_write_client each(conn_, *session_, fence_, epoch_);
   writer w(each, metrics_, opts_);
   return w.apply(ops, event_tokens, source);
 }

@@ -1,74 +1,93 @@
 #pragma once
-// With --ha, writes a batch only while this instance still holds the source's lease, judged by
-// the server when the writes commit, not before they are sent (docs/architecture.md, "High
-// availability", "Fence"). Each transaction holds up to `max_ops` of the batch's ops and, last
-// before the commit, an update of the lease row that matches only {owner: me, epoch, not
-// expired by $$NOW} and sets `fencedAt`. A takeover writes the same row, so it either comes
-// first (the fence matches nothing, or conflicts: the transaction is aborted, nothing of it
-// lands) or after the commit (the new owner's writes come after ours). A statement the server
-// refuses for good aborts its transaction; the ops of that transaction are then written again
-// one write call per fenced transaction, so the refused one alone becomes a dead letter. A
-// transaction also holds at most `max_documents` documents of multi-document updates; one
-// update that fans out to more is split into fenced transactions of that many documents each
-// (narrowed to their _ids), each page retried in place a few times on a transient failure.
-// One writer per thread; not thread-safe.
+// Writes a namespace's batches only while its writer holds the namespace's write fence, judged
+// by the server when the writes commit, not before they are sent (docs/architecture.md, "The
+// write fence"). open() takes the fence: under a lease (--ha) at the lease's epoch, without
+// one by claiming the next epoch; either way it publishes the session its transactions commit
+// on. Each transaction holds up to `max_ops` of the batch's ops and, last before the commit,
+// checkpoint::fence_statement(): it matches the namespace's checkpoint document only while the
+// epoch is still this writer's, and writes it. Whoever moves the epoch (a takeover, a restarted
+// process's claim) writes the same document, so the server orders the two: the move comes
+// first and the transaction commits nothing, or the commit comes first and every write of the
+// new writer after it. Nothing else writes that document meanwhile (a lease's renewals write
+// the lease table), so the writer never conflicts with itself.
+//
+// A transaction that fails with a write conflict (with an application writing the same
+// documents, say) is tried again in place, then in halves, so that a batch makes progress a
+// transaction at a time; committed() says how much of a failed batch is written. A statement the
+// server refuses for good aborts its transaction; its ops are then written again one write call per
+// fenced transaction, so the refused one alone becomes a dead letter. A transaction also holds at
+// most `max_documents` documents of multi-document updates (counted with one read of their union);
+// one update that fans out to more is split into fenced transactions of that many documents
+// each (narrowed to their _ids). One writer per thread; not thread-safe.
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
-#include "lease/session_log.h"
 #include "mongo/document_client.h"
 #include "sink/writer.h"
 
 namespace denormd::sink {
 
-// Whose lease a write must still be under: `<db>.denormd_leases` {_id: unit, owner, epoch}.
-struct lease_fence {
+// Whose fence a writer's transactions end with: the checkpoint document of `source` in `db`,
+// and this process run (unique per run), recorded with the session.
+struct write_fence {
   std::string db;
-  std::string unit;
-  std::string owner;
-  std::int64_t epoch = 0;
-  // Where each transaction's session is noted, for the heartbeat to publish (none: not noted).
-  lease::session_log* sessions = nullptr;
+  mapping::ns source;
+  std::string process;
 };
 
-// The fence statement, and what its outcome means: held, or the lease has moved (a
-// failure coded lease_moved_code, never transient), or the statement failed.
-mongo::write_request fence_statement(const lease_fence& fence, bson::document& filter,
-                                     bson::array& pipeline);
-mongo::status fence_held(const lease_fence& fence,
+// What the fence statement's outcome means: held, or moved (a failure coded lease_moved_code,
+// never transient: the next attempt's fence finds the same), or the statement failed.
+mongo::status fence_held(const write_fence& fence, std::int64_t epoch,
                          const mongo::result<mongo::bulk_outcome>& outcome);
 
 class fenced_writer final : public batch_writer {
  public:
   // Ops per transaction, and documents a transaction's multi-document updates may write: a
   // transaction this large stays well inside MongoDB's transaction limits
-  // (transactionLifetimeLimitSeconds, cache pressure, oplog entries) and well under the lease
-  // TTL/3 at which this instance's own renewals conflict with it.
+  // (transactionLifetimeLimitSeconds, cache pressure, oplog entries).
   static constexpr std::size_t default_max_ops = 500;
   static constexpr std::size_t default_max_documents = 1000;
+  // Tries of one transaction that fails with a write conflict, in place, before it is halved.
+  static constexpr int tries_in_place = 3;
+  // How long taking the fence may wait for the checkpoint document (held by a transaction the
+  // previous writer left open, when its session could not be ended).
+  static constexpr std::chrono::milliseconds claim_time{5000};
 
   fenced_writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts,
-                lease_fence fence, std::size_t max_ops = default_max_ops,
+                write_fence fence, std::size_t max_ops = default_max_ops,
                 std::size_t max_documents = default_max_documents);
 
+  mongo::result<std::int64_t> open(std::int64_t epoch) override;
   mongo::status apply(std::span<const mapping::write_op> ops,
                       std::span<const bson::document> event_tokens,
                       const mapping::ns& source) override;
+  std::size_t committed() const override { return committed_; }
 
  private:
+  // `ops` (within the limits) in fenced transactions: tried in place, then in halves; each
+  // committed transaction adds its ops to `progress` when given.
+  mongo::status write_range(std::span<const mapping::write_op> ops,
+                            std::span<const bson::document> event_tokens, const mapping::ns& source,
+                            std::size_t* progress);
   // `ops` in one fenced transaction; a statement refused in it makes each write call a fenced
   // transaction of its own instead.
   mongo::status write_chunk(std::span<const mapping::write_op> ops,
                             std::span<const bson::document> event_tokens,
                             const mapping::ns& source);
-  // The documents `op` writes, counted up to max_documents_ + 1 (a multi-document update is
-  // read for them; any other op counts 1).
-  mongo::result<std::size_t> documents_of(const mapping::write_op& op);
+  // Up to max_documents_ + 1 documents `ops` write: one read of the union of their
+  // multi-document updates per target collection (any other op counts 1).
+  mongo::result<std::size_t> documents_in(std::span<const mapping::write_op> ops);
+  // `ops`, more than one transaction may write: cut by each op's own count, an op of more than
+  // max_documents_ written in pages.
+  mongo::status write_counted(std::span<const mapping::write_op> ops,
+                              std::span<const bson::document> event_tokens,
+                              const mapping::ns& source);
   // A multi-document update of more than max_documents_ documents: written a page of
-  // max_documents_ of them at a time, each page its own fenced transaction (retried in place
-  // a few times on a transient failure).
+  // max_documents_ of them at a time, each page its own fenced transaction.
   mongo::status write_in_pages(const mapping::write_op& op,
                                std::span<const bson::document> event_tokens,
                                const mapping::ns& source);
@@ -86,9 +105,12 @@ class fenced_writer final : public batch_writer {
   mongo::document_client& conn_;
   metrics::metrics& metrics_;
   const writer_options opts_;
-  const lease_fence fence_;
+  const write_fence fence_;
   const std::size_t max_ops_;
   const std::size_t max_documents_;
+  std::unique_ptr<mongo::session> session_;  // from open(); every transaction runs on it
+  std::int64_t epoch_ = 0;
+  std::size_t committed_ = 0;
 };
 
 }  // namespace denormd::sink

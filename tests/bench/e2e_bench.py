@@ -49,10 +49,6 @@ COPY_MAPPINGS = ("orders-customer", "orders-items-product", "logmsgs-host")
 # which runs denormd and both scripts, each on a fresh server.
 DENORMD_MEASUREMENTS = ("copy", "recent", "latency", "coalescing", "fanout", "catch_up")
 REALISTIC = "realistic_catch_up"
-# The copy catch-up with 1, 2 and 4 writers per source, with and without a delay on each write
-# command; not part of the main table.
-WRITERS = "writers"
-WRITER_COUNTS = (1, 2, 4)
 # --ha: the catch-up with 1, 2 and 3 instances, and the failover time over kills.
 HA = "ha"
 HA_INSTANCES = (1, 2, 3)
@@ -646,7 +642,6 @@ class Bench:
                                   ("latency", self.denormd_latency), ("coalescing", self.denormd_coalescing),
                                   ("fanout", self.denormd_fanout),
                                   ("catch_up", lambda: self.denormd_catch_up(mappings, meta)),
-                                  (WRITERS, lambda: self.denormd_writers(mappings, meta)),
                                   (HA, lambda: self.denormd_ha(mappings, meta))):
                 if not self.args.only or name in self.args.only.split(","):
                     r[name] = measure()
@@ -780,46 +775,6 @@ class Bench:
             raise AssertionError("the backlog fell off the server's history; catch-up measured a re-sync")
         say("  catch-up: %s" % row)
         return row
-
-    def denormd_writers(self, mappings, meta):
-        """The copy catch-up (a fifth of its backlog) with 1, 2 and 4 writers per source
-        (--writers), first as the test server answers, then with every write command of
-        denormd's held --write-delay-ms before it runs: a replica set whose majority commit
-        takes that long. The test server alone cannot show what writes in flight gain: it
-        answers at once and applies writes behind one lock."""
-        out = dict(backlog=max(1000, self.backlog // 5), delay_ms=self.args.write_delay_ms, rows=[])
-        delays = [0] + ([self.args.write_delay_ms] if self.args.write_delay_ms and not REAL_URI else [])
-        for delay in delays:
-            for writers in WRITER_COUNTS:
-                self.settle()
-                if self.denormd.stop() != 0:
-                    raise AssertionError("denormd did not stop cleanly:\n" + self.denormd.log()[-3000:])
-                n, _ = self.gen.drive(self.shop.mixed_event, None, count=out["backlog"])
-                checks = self.shop.write_markers(ALL_SOURCES)
-                if delay:
-                    self.client.admin.command("configureFailPoint", "failCommand", mode="alwaysOn", data={
-                        "failCommands": ["update"], "appName": "denormd", "blockConnection": True,
-                        "blockTimeMS": delay})
-                try:
-                    t0 = time.time()
-                    self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args(),
-                                           "--writers", str(writers))
-                    self.sync_proc = Proc(self.denormd.proc.pid)
-                    c0 = self.sync_proc.cpu()
-                    ok = wait_markers(checks, 1800, self.sync_proc.alive)
-                    t1 = time.time()
-                finally:
-                    if delay:
-                        self.client.admin.command("configureFailPoint", "failCommand", mode="off")
-                if not ok:
-                    raise AssertionError("catch-up did not finish:\n" + self.denormd.log()[-3000:])
-                row = dict(delay_ms=delay, writers=writers, seconds=round(t1 - t0, 2),
-                           events_per_s=round(n / (t1 - t0)),
-                           cpu_us_per_event=round((self.sync_proc.cpu() - c0) / n * 1e6, 1))
-                say("  writers: %s" % row)
-                out["rows"].append(row)
-        self.wait_ready()
-        return out
 
     def ha_instances(self, mappings, meta, names, ttl_ms):
         return {n: Denormd(self.uri, meta, mappings, *self.denormd_args(), "--ha", "--instance-id", n,
@@ -1085,7 +1040,7 @@ class Bench:
         self.results["machine"] = machine()
         t0, cpu0 = time.time(), cpu_times()
         only = self.args.only.split(",") if self.args.only else None
-        if not only or set(only) & set(DENORMD_MEASUREMENTS + (WRITERS, HA)):
+        if not only or set(only) & set(DENORMD_MEASUREMENTS + (HA,)):
             self.run_denormd()
         if not only or REALISTIC in only:
             self.results[REALISTIC] = self.realistic_catch_up()
@@ -1205,8 +1160,6 @@ def markdown(r):
         parts.append(denormd_table(r))
     if REALISTIC in r:
         parts.append(realistic_table(r[REALISTIC]))
-    if WRITERS in r.get("denormd", {}):
-        parts.append(writers_table(r["denormd"][WRITERS]))
     if HA in r.get("denormd", {}):
         parts.append(ha_table(r["denormd"][HA]))
     return "\n".join(parts)
@@ -1223,20 +1176,6 @@ def ha_table(h):
         lines.append("\nFailover after kill -9 of the instance holding the most units, until every unit is held "
                      "again (%d kills): median %.2f s, max %.2f s.\n" % (
                          len(h["failovers_s"]), h["failover_median_s"], h["failover_max_s"]))
-    return "\n".join(lines) + "\n"
-
-
-def writers_table(w):
-    """Catch-up source events/s by writers per source, per write-command delay."""
-    delays = sorted({row["delay_ms"] for row in w["rows"]})
-    lines = ["| Copy catch-up of %d source events: source events/s | %s |" % (
-        w["backlog"], " | ".join("%d writer%s" % (n, "" if n == 1 else "s") for n in WRITER_COUNTS)),
-             "|---|" + "---|" * len(WRITER_COUNTS)]
-    for delay in delays:
-        rates = {row["writers"]: row["events_per_s"] for row in w["rows"] if row["delay_ms"] == delay}
-        label = "as the test server answers" if delay == 0 else "each write command held %d ms" % delay
-        lines.append("| %s | %s |" % (label, " | ".join("{:,}".format(rates[n]) if n in rates else ""
-                                                         for n in WRITER_COUNTS)))
     return "\n".join(lines) + "\n"
 
 
@@ -1361,13 +1300,10 @@ def main():
     p.add_argument("--skip-baseline", action="store_true", help="measure denormd only, not the baseline scripts")
     p.add_argument("--render", metavar="RESULTS_JSON", help="print the table of an earlier run's --json output")
     p.add_argument("--only", help="measurements to run, comma-separated: copy, recent, latency, coalescing, "
-                   "fanout, catch_up (of denormd; the main table needs all), writers (the catch-up by "
-                   "writers per source), realistic_catch_up (denormd and both scripts)")
+                   "fanout, catch_up (of denormd; the main table needs all), ha (the catch-up by "
+                   "--ha instances, and failover), realistic_catch_up (denormd and both scripts)")
     p.add_argument("--realistic-events", type=int, metavar="N",
                    help="random changes in the realistic catch-up's backlog (default 100000; --quick 1000)")
-    p.add_argument("--write-delay-ms", type=int, default=5, metavar="MS",
-                   help="for the writers measurement: how long each of denormd's write commands is held "
-                        "(0: only as the test server answers; default 5)")
     p.add_argument("--ha-ttl-ms", type=int, default=None, metavar="MS",
                    help="for the ha measurement: --lease-ttl-ms of the instances (default 10000; --quick 2000)")
     p.add_argument("--ha-kills", type=int, default=None, metavar="N",
@@ -1384,7 +1320,7 @@ def main():
         add_ratios(results)
         print(markdown(results))
         return
-    unknown = set(args.only.split(",") if args.only else ()) - set(DENORMD_MEASUREMENTS + (REALISTIC, WRITERS, HA))
+    unknown = set(args.only.split(",") if args.only else ()) - set(DENORMD_MEASUREMENTS + (REALISTIC, HA))
     if unknown:
         p.error("--only: unknown measurement(s) %s" % ", ".join(sorted(unknown)))
     if args.ha_ttl_ms is None:

@@ -1,13 +1,14 @@
 """denormd run, end to end: the real binary against the test server (or DENORMD_TEST_URI)."""
 import json
 import os
+import subprocess
 import tempfile
 import threading
 import time
 import unittest
 
 from tests.integration.base import ShopTestCase
-from tests.integration.harness import emulator_only, wait_until
+from tests.integration.harness import DENORMD, emulator_only, wait_until
 from tests.integration.seed import host_id, logmsg
 
 DOCUMENTED_METRICS = [
@@ -50,23 +51,33 @@ class DaemonTest(ShopTestCase):
         self.assertGreaterEqual(d2.metric_sum("denormd_resumes_total", reason="checkpoint"), 1)
         self.assertEqual(d2.stop(), 0)
 
-    def test_several_writers_per_source_catch_up_exactly_through_failures(self):
-        """--writers 3: a backlog's batches are split over three writers, some groups fail and
-        are written again; every copy ends exact."""
+    def test_a_backlog_is_written_in_fenced_transactions_through_failures(self):
+        """A backlog's batches are written in fenced transactions: statements and commits that
+        fail (a shutdown, write conflicts) are tried again, and every copy ends exact. The
+        removed --writers is refused with the reason."""
         self.shop.seed()
         self.shop.fill_recent_arrays()
-        d = self.start("--writers", "3")
+        d = self.start()
         self.converge()
         self.assertEqual(d.stop(), 0)
         for _ in range(2500):  # while it is down: large batches on restart
             self.shop.random_change()
         self.fail_point(mode={"times": 4}, failCommands=["update"], errorCode=91,
-                        errorLabels=["RetryableWriteError"])
-        d = self.start("--writers", "3")
+                        errorLabels=["RetryableWriteError"], namespace=self.dbname + ".orders")
+        d = self.start()
         self.converge()
-        self.assertIn("writing a batch in groups at the same time", d.log())
         self.assertGreater(d.metric_sum("denormd_errors_total", stage="write"), 0)
+        self.fail_point(mode={"times": 6}, failCommands=["commitTransaction"], errorCode=112,
+                        errorLabels=["TransientTransactionError"])
+        for _ in range(500):
+            self.shop.random_change()
+        self.converge()
+        self.assertGreaterEqual(d.metric_sum("denormd_errors_total", stage="write", code="112"), 1)
         self.assertEqual(d.stop(), 0)
+        r = subprocess.run([DENORMD, "run", "--uri", self.uri, "--writers", "3"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--writers was removed", r.stderr)
 
     def test_fail_points_on_update_getmore_and_connection_converge(self):
         self.shop.seed()
@@ -155,7 +166,7 @@ class DaemonTest(ShopTestCase):
 
         def token():
             doc = self.db.denormd_checkpoints.find_one({"_id": key})
-            return doc and json.dumps(doc["token"], default=str)
+            return doc and doc.get("token") and json.dumps(doc["token"], default=str)
 
         self.db.customers.update_one({"_id": 1}, {"$set": {"name": "first"}})
         wait_until(lambda: token() is not None, timeout=10, message="a checkpoint once the source is quiet")

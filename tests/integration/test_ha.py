@@ -292,10 +292,10 @@ class HaTest(LeaseHelpers, ShopTestCase):
     def test_an_owner_paused_inside_its_commit_is_taken_over_without_waiting_for_the_server(self):
         """The owner of the customers writes a rename in a fenced transaction whose commit the
         server holds (a fail point), and is paused: the open transaction holds the orders it
-        wrote and the lease row (the fence came before the commit) for as long as the server
-        keeps it, 60 s by default. The new owner ends the gone owner's transactions
-        (killSessions of the sessions its heartbeat published), takes the lease within the TTL,
-        and the orders show the newest name long before the hold ends."""
+        wrote and the checkpoint document (the fence came before the commit) for as long as the
+        server keeps it, 60 s by default. The new owner takes the lease within the TTL, ends the
+        old writer's session (published in the checkpoint), and the orders show the newest name
+        long before the hold ends."""
         self.shop.seed()
         self.shop.fill_recent_arrays()
         a = self.instance("a")
@@ -308,12 +308,9 @@ class HaTest(LeaseHelpers, ShopTestCase):
         def names():
             return {o["customer"]["name"] for o in self.db.orders.find(open_orders)}
 
-        # A few fenced transactions first, and a heartbeat after them: the pooled sessions the
-        # owner writes on are published.
         for i in range(3):
             self.db.customers.update_one({"_id": customer}, {"$set": {"name": "Warm %d" % i}})
             wait_until(lambda: names() == {"Warm %d" % i}, timeout=10, message="warm-up rename %d" % i)
-        time.sleep(self.TTL_MS / 1000)
         held_ms = 16000
         self.fail_point(failCommands=["commitTransaction"], blockConnection=True, blockTimeMS=held_ms)
         read_before = a.metric_sum("denormd_events_total", source=unit)
@@ -326,7 +323,7 @@ class HaTest(LeaseHelpers, ShopTestCase):
         paused_at = time.time()
         try:
             b = self.instance("b")
-            # Without ending a's transaction, its lease row stays locked until the hold ends.
+            # Without ending a's transaction, the checkpoint stays locked until the hold ends.
             wait_until(lambda: unit in self.held_by(b), timeout=self.TTL_MS / 1000 + 8,
                        message="the paused owner's customers taken over before the held commit ends")
             entered = self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
@@ -335,7 +332,7 @@ class HaTest(LeaseHelpers, ShopTestCase):
             wait_until(lambda: names() == {"Newest Name"}, timeout=10,
                        message="the new owner wrote the orders the paused transaction had written")
             self.assertLess(time.time() - paused_at, held_ms / 1000 - 2)
-            self.assertIn("ended the transactions of an instance that is gone", b.log())
+            self.assertIn("ended the session of the namespace's previous writer", b.log())
         finally:
             os.kill(a.proc.pid, signal.SIGCONT)
         # The held commit ends with its transaction gone: nothing of it lands after the new name.

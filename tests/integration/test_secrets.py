@@ -92,10 +92,12 @@ class SecretsTest(ShopTestCase):
         self.record("%s %s (exit %s)" % (" ".join(args), fmt, p.returncode), out + err, fmt)
         return out, err
 
-    def run_daemon(self, uri, fmt, *extra, ready=False):
-        """`denormd run` for a few seconds (until ready when it can connect), scraped, then SIGTERM."""
+    def run_daemon(self, uri, fmt, *extra, ready=False, meta=None):
+        """`denormd run` for a few seconds (until ready when it can connect), scraped, then SIGTERM.
+        `meta`: its own database for checkpoints, so that daemons run side by side do not fence
+        each other out (only one may write a namespace without --ha)."""
         log = tempfile.TemporaryFile(mode="w+")
-        argv = [DENORMD, "run", "--uri", uri, "--db", self.dbname, "--mappings", self.mappings,
+        argv = [DENORMD, "run", "--uri", uri, "--db", meta or self.dbname, "--mappings", self.mappings,
                 "--metrics-addr", "127.0.0.1:0", "--log-format", fmt, "--log-level", "debug", *extra]
         p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, text=True)
 
@@ -179,10 +181,12 @@ class SecretsTest(ShopTestCase):
                          lambda fmt=fmt: self.command(uri, ["verify", "--json", "--repair", *give_up], fmt),
                          lambda fmt=fmt: self.command(uri, ["backfill", *give_up], fmt,
                                                       cap=60 if reachable else 4)]
-                runs.append(lambda fmt=fmt: self.run_daemon(uri, fmt))
-            runs += [lambda: self.run_daemon(uri, "text", "--start-at", start_at),
+                runs.append(lambda fmt=fmt: self.run_daemon(uri, fmt, meta=self.dbname + "_" + fmt))
+            runs += [lambda: self.run_daemon(uri, "text", "--start-at", start_at,
+                                             meta=self.dbname + "_start"),
                      lambda: self.run_daemon(uri, "json", "--resume-after",
-                                             '{"_data": "8200000001000000012B0229296E04"}')]
+                                             '{"_data": "8200000001000000012B0229296E04"}',
+                                             meta=self.dbname + "_resume")]
             if reachable:
                 # Changes, a dead letter and checkpoints first, for the other commands to show.
                 self.run_daemon(uri, "text", ready=True)

@@ -67,6 +67,9 @@ mongo::result<std::vector<source_status>> status_probe::run(
       if (e.row.unit == ns.full())
         s.lease = lease_status{e.row.owner, e.row.epoch, e.expires_ms, e.row.expired};
     }
+    auto fence = store.fence_of(ns);
+    if (!fence) return fence.error();
+    s.fence = *fence;
     auto cp = store.load(ns);
     if (!cp) return cp.error();
     if (*cp) {
@@ -129,6 +132,10 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) 
         lease_line += "held by " + s.lease->owner + ", expires " + iso8601(s.lease->expires_ms);
       }
       lease_line += " (epoch " + std::to_string(s.lease->epoch) + ")\n";
+    }
+    if (s.fence && !s.fence->writer_process.empty()) {
+      lease_line += "  writer: " + s.fence->writer_process + " (fence epoch " +
+                    std::to_string(s.fence->epoch) + ")\n";
     }
     if (!s.has_checkpoint) {
       out += " no checkpoint (denormd run starts this source at the current time)\n" + lease_line;
@@ -204,6 +211,10 @@ bson::document to_document(const std::vector<source_status>& all, std::int64_t n
       d.append("headroomSeconds",
                s.headroom_seconds ? bson::value(*s.headroom_seconds) : bson::value());
       if (!s.headroom_detail.empty()) d.append("headroomDetail", s.headroom_detail);
+    }
+    if (s.fence) {
+      d.append("writer",
+               bson::document{{"process", s.fence->writer_process}, {"epoch", s.fence->epoch}});
     }
     if (s.lease) {
       d.append("lease", bson::document{{"owner", s.lease->owner},

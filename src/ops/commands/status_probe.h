@@ -4,7 +4,8 @@
 // back to it, tested by opening a
 // change stream that resumes after the token and closing it at once, its headroom: how
 // far the oldest entry the server keeps is behind it (oplog_window.h), and with --ha its
-// lease: which instance streams it, under which epoch, until when. Stateless apart from
+// lease: which instance streams it, under which epoch, until when; and its write fence: which
+// process run writes it (docs/architecture.md, "The write fence"). Stateless apart from
 // the connection; thread-safe like it. The renderings are pure.
 
 #include <cstdint>
@@ -13,7 +14,7 @@
 #include <vector>
 
 #include "bson/value.h"
-#include "checkpoint/position_store.h"
+#include "checkpoint/checkpoint_store.h"
 #include "mapping/ns.h"
 #include "mongo/connection.h"
 
@@ -50,6 +51,9 @@ struct source_status {
   std::string headroom_detail;
   // With --ha: the namespace's lease; nullopt when it has none.
   std::optional<lease_status> lease;
+  // The namespace's write fence: which process writes it, under which epoch; nullopt before
+  // any writer took it.
+  std::optional<checkpoint::fence_record> fence;
 };
 
 class status_probe {

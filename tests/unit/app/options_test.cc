@@ -18,7 +18,6 @@ TEST(options_test, parses_flags_in_both_forms) {
   EXPECT_EQ(o->only_mappings, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(o->log_format, "json");
   EXPECT_EQ(o->linger_ms, 5);
-  EXPECT_EQ(o->writers, 1);
   EXPECT_EQ(o->checkpoint_interval_ms, 1000);
   EXPECT_EQ(o->headroom_interval_ms, 30000);
   EXPECT_FALSE(o->watch_mappings);
@@ -32,12 +31,10 @@ TEST(options_test, parses_flags_in_both_forms) {
   ASSERT_TRUE(o.has_value()) << o.error().message;
   EXPECT_TRUE(o->web_enable_lifecycle);
   EXPECT_NE(help_text("run").find("[--web-enable-lifecycle]"), std::string::npos);
-  o = parse_options({"run", "--linger-ms", "0", "--checkpoint-interval-ms=250", "--writers", "4"},
-                    "");
+  o = parse_options({"run", "--linger-ms", "0", "--checkpoint-interval-ms=250"}, "");
   ASSERT_TRUE(o.has_value()) << o.error().message;
   EXPECT_EQ(o->linger_ms, 0);
-  EXPECT_EQ(o->writers, 4);
-  EXPECT_NE(help_text("run").find("[--writers N]"), std::string::npos);
+  EXPECT_EQ(help_text("run").find("--writers"), std::string::npos);
   EXPECT_EQ(o->checkpoint_interval_ms, 250);
   o = parse_options({"run", "--headroom-interval-ms", "0"}, "");
   ASSERT_TRUE(o.has_value()) << o.error().message;
@@ -112,8 +109,9 @@ TEST(options_test, usage_errors_say_what_is_wrong) {
       {{"run", "--linger-ms=5ms"}, "not \"5ms\""},
       {{"run", "--checkpoint-interval-ms", "999999"}, "from 0 to 600000"},
       {{"run", "--headroom-interval-ms", "3600001"}, "from 0 to 3600000"},
-      {{"run", "--writers", "0"}, "--writers must be a whole number from 1 to 16, not \"0\""},
-      {{"run", "--writers", "17"}, "from 1 to 16"},
+      // A flag that went says why, in the form it was given.
+      {{"run", "--writers", "2"}, "--writers was removed: every transaction of a namespace ends"},
+      {{"run", "--writers=2"}, "--writers was removed"},
       // One message with the whole range (it used to say "from 0 to 600000", or "at least 1000").
       {{"run", "--lease-ttl-ms", "500"},
        "--lease-ttl-ms must be a whole number of milliseconds from 1000 to 600000, not \"500\""},

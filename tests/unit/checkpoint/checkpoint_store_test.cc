@@ -4,11 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "bson/json.h"
+#include "emulator_process.h"
+#include "mongo/connection.h"
 
 namespace denormd::checkpoint {
 namespace {
@@ -204,11 +208,11 @@ TEST(checkpoint_store_test, a_newer_lease_fences_saves_and_marks_of_older_ones) 
   };
   // Before any lease (or without --ha) a save is not fenced.
   ASSERT_TRUE(under(0, "01"));
-  ASSERT_EQ(store.fence(customers, 3).value(), 3);
+  ASSERT_EQ(store.fence(customers, 3, std::chrono::seconds(1)).value(), 3);
   ASSERT_TRUE(under(3, "02"));
   EXPECT_EQ(client.docs["shop.customers"].get("leaseEpoch")->to_double(), 3);
   // Instance B takes the namespace over at epoch 4: A, at 3, can store nothing any more.
-  ASSERT_EQ(store.fence(customers, 4).value(), 4);
+  ASSERT_EQ(store.fence(customers, 4, std::chrono::seconds(1)).value(), 4);
   auto refused = under(3, "03");
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, mongo::lease_fenced_code);
@@ -216,7 +220,7 @@ TEST(checkpoint_store_test, a_newer_lease_fences_saves_and_marks_of_older_ones) 
   EXPECT_NE(refused.error().message.find("newer lease than epoch 3"), std::string::npos);
   EXPECT_EQ(bson::to_json(store.load(customers).value()->token), R"({"_data":"02"})");
   // Marking under an older epoch changes nothing and says which epoch is there.
-  EXPECT_EQ(store.fence(customers, 2).value(), 4);
+  EXPECT_EQ(store.fence(customers, 2, std::chrono::seconds(1)).value(), 4);
   ASSERT_TRUE(under(4, "04"));
   EXPECT_EQ(bson::to_json(store.load(customers).value()->token), R"({"_data":"04"})");
 }
@@ -261,6 +265,122 @@ TEST(checkpoint_store_test, failures_are_returned_as_values) {
                           checkpoint{parse(R"({"_data":"01"})"), 1, 0, std::nullopt, ""});
   ASSERT_FALSE(saved);
   EXPECT_EQ(saved.error().message, "down");
+}
+
+// The write fence in a real server (the test server, or DENORMD_TEST_URI): claims, marks and the
+// fence statement are conditional writes of the checkpoint document, and a transaction of an
+// older writer commits nothing once the epoch moved, even one left open across the move.
+class write_fence_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = mongo::connection::open(test::test_uri(), "write_fence_test");
+    ASSERT_TRUE(c) << c.error().to_string();
+    conn_ = std::move(c).value();
+    db_ = "write_fence_test_" + std::to_string(std::random_device{}());
+    store_ = std::make_unique<checkpoint_store>(*conn_, db_);
+  }
+  void TearDown() override {
+    if (conn_) (void)conn_->command(db_, bson::document{{"dropDatabase", 1}});
+  }
+
+  // A write of a target document then the fence at `epoch`, in a transaction on `session` left
+  // open: the fence statement's outcome (matched 1: held).
+  std::int64_t fence_in(mongo::transaction& txn, std::int64_t epoch, int order) {
+    const bson::document filter{{"_id", order}};
+    const bson::document update{{"$set", bson::document{{"epoch", epoch}}}};
+    mongo::write_request w;
+    w.filter = &filter;
+    w.update = &update;
+    w.upsert = true;
+    auto wrote = txn.update_bulk(db_, "orders", std::span(&w, 1), true);
+    EXPECT_TRUE(wrote && !wrote->write_error);
+    bson::document ff, fu;
+    const auto r = fence_statement(source_, epoch, ff, fu);
+    auto fenced = txn.update_bulk(db_, collection_name, std::span(&r, 1), true);
+    EXPECT_TRUE(fenced) << fenced.error().to_string();
+    return fenced ? fenced->matched : -1;
+  }
+  std::optional<bson::document> order(int id) {
+    return conn_->find_one(db_, "orders", bson::document{{"_id", id}}).value();
+  }
+
+  std::unique_ptr<mongo::connection> conn_;
+  std::string db_;
+  std::unique_ptr<checkpoint_store> store_;
+  const mapping::ns source_{"shop", "customers"};
+};
+
+TEST_F(write_fence_test, each_claim_takes_the_next_epoch_and_records_its_writer) {
+  auto s1 = conn_->start_session().value();
+  const writer_session one{s1->id(), "host:1:a"};
+  EXPECT_EQ(store_->claim(source_, one, std::chrono::seconds(5)).value(), 1);
+  EXPECT_EQ(store_->claim(source_, one, std::chrono::seconds(5)).value(), 2);
+  auto doc = conn_->find_one(db_, collection_name, bson::document{{"_id", "shop.customers"}});
+  ASSERT_TRUE(doc && *doc);
+  EXPECT_EQ((*doc)->get("leaseEpoch")->to_double(), 2);
+  EXPECT_EQ((*doc)->get("writer")->as_document().get("process")->as_string(), "host:1:a");
+  // A checkpoint saved under an older epoch is refused.
+  checkpoint cp{parse(R"({"_data":"01"})"), 1, 0, std::nullopt, ""};
+  cp.lease_epoch = 1;
+  auto old = store_->save(source_, cp);
+  ASSERT_FALSE(old);
+  EXPECT_EQ(old.error().code, mongo::lease_fenced_code);
+  cp.lease_epoch = 2;
+  EXPECT_TRUE(store_->save(source_, cp));
+}
+
+TEST_F(write_fence_test, a_claim_ends_the_open_transaction_the_previous_process_left_behind) {
+  // Process one wrote an order and the fence, and was killed before its commit: its
+  // transaction holds both documents until the server ends it (60 s by default).
+  auto s1 = conn_->start_session().value();
+  ASSERT_EQ(store_->claim(source_, {s1->id(), "host:1:a"}, std::chrono::seconds(5)).value(), 1);
+  auto t1 = s1->start_transaction().value();
+  ASSERT_EQ(fence_in(*t1, 1, 7), 1);
+  // Process two claims: it ends one's session first, so it neither waits nor fails.
+  auto s2 = conn_->start_session().value();
+  const auto sent = std::chrono::steady_clock::now();
+  auto claimed = store_->claim(source_, {s2->id(), "host:2:b"}, std::chrono::seconds(5));
+  ASSERT_TRUE(claimed) << claimed.error().to_string();
+  EXPECT_EQ(*claimed, 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(3));
+  // One's commit, arriving late, commits nothing.
+  EXPECT_FALSE(t1->commit());
+  EXPECT_FALSE(order(7).has_value());
+  // Two's transactions fence at 2 and commit.
+  auto t2 = s2->start_transaction().value();
+  ASSERT_EQ(fence_in(*t2, 2, 7), 1);
+  ASSERT_TRUE(t2->commit());
+  EXPECT_EQ(order(7)->get("epoch")->to_double(), 2);
+}
+
+TEST_F(write_fence_test, a_transaction_fenced_at_an_older_epoch_matches_nothing) {
+  auto s1 = conn_->start_session().value();
+  ASSERT_EQ(store_->claim(source_, {s1->id(), "p1"}, std::chrono::seconds(5)).value(), 1);
+  auto s2 = conn_->start_session().value();
+  ASSERT_EQ(store_->claim(source_, {s2->id(), "p2"}, std::chrono::seconds(5)).value(), 2);
+  auto t1 = s1->start_transaction().value();
+  EXPECT_EQ(fence_in(*t1, 1, 8), 0);  // the writer sees the fence moved, and does not commit
+}
+
+TEST_F(write_fence_test, a_takeover_under_a_lease_marks_publishes_and_ends_the_old_writer) {
+  auto s1 = conn_->start_session().value();
+  ASSERT_EQ(store_->fence(source_, 1, std::chrono::seconds(1)).value(), 1);
+  ASSERT_TRUE(store_->publish_writer(source_, 1, {s1->id(), "host:1:a"}).value());
+  auto t1 = s1->start_transaction().value();
+  ASSERT_EQ(fence_in(*t1, 1, 9), 1);  // paused before its commit
+  // The new holder ends the old writer's session (not its own), then marks epoch 2.
+  EXPECT_EQ(store_->end_writer_of_other(source_, "host:2:b").value(), "host:1:a");
+  ASSERT_EQ(store_->fence(source_, 2, std::chrono::seconds(1)).value(), 2);
+  auto s2 = conn_->start_session().value();
+  EXPECT_FALSE(store_->publish_writer(source_, 1, {s2->id(), "host:2:b"}).value());
+  EXPECT_TRUE(store_->publish_writer(source_, 2, {s2->id(), "host:2:b"}).value());
+  EXPECT_FALSE(t1->commit());
+  EXPECT_FALSE(order(9).has_value());
+  // Its own writer's session is never ended by it.
+  auto t2 = s2->start_transaction().value();
+  ASSERT_EQ(fence_in(*t2, 2, 9), 1);
+  EXPECT_FALSE(store_->end_writer_of_other(source_, "host:2:b").value().has_value());
+  EXPECT_TRUE(t2->commit());
 }
 
 }  // namespace

@@ -29,7 +29,6 @@ class memory_table final : public lease_table {
   bool left = false;
   std::vector<std::string> calls;             // "acquire <unit>", "renew <unit>"
   std::chrono::milliseconds acquire_time{0};  // how long each acquisition takes
-  std::vector<bson::document> published;      // the sessions of the last heartbeat
 
   mongo::result<std::optional<std::int64_t>> acquire(const std::string& unit,
                                                      const std::string& me) override {
@@ -62,15 +61,9 @@ class memory_table final : public lease_table {
     if (r.owner == me && r.epoch == epoch) r.owner.clear();
     return {};
   }
-  mongo::status heartbeat(const std::string&, const std::vector<std::string>&,
-                          const std::vector<bson::document>& sessions) override {
+  mongo::status heartbeat(const std::string&, const std::vector<std::string>&) override {
     ++heartbeats;
-    published = sessions;
     return {};
-  }
-  mongo::result<std::size_t> end_transactions_of(const std::string& instance) override {
-    calls.push_back("end " + instance);
-    return std::size_t{1};
   }
   mongo::status leave(const std::string&) override {
     left = true;
@@ -101,9 +94,10 @@ class coordinator_test : public ::testing::Test {
     hooks_.stop = [this](const std::string& unit, bool release) {
       stopped_.push_back(unit + (release ? " release" : " drop"));
     };
-    hooks_.fence = [this](const std::string& unit,
-                          std::int64_t epoch) -> mongo::result<std::int64_t> {
+    hooks_.fence = [this](const std::string& unit, std::int64_t epoch,
+                          bool taken_over) -> mongo::result<std::int64_t> {
       fenced_.push_back(unit + " " + std::to_string(epoch));
+      if (taken_over) taken_over_.push_back(unit);
       if (fence_fails_)
         return mongo::failure(
             mongo::driver_error{mongo::driver_error::origin::network, 0, "down", {}});
@@ -112,8 +106,8 @@ class coordinator_test : public ::testing::Test {
   }
   coordinator& make(std::vector<std::string> units,
                     std::chrono::milliseconds ttl = std::chrono::seconds(10)) {
-    c_ = std::make_unique<coordinator>(
-        table_, metrics_, coordinator_options{"a", std::move(units), ttl, &sessions_}, hooks_);
+    c_ = std::make_unique<coordinator>(table_, metrics_,
+                                       coordinator_options{"a", std::move(units), ttl}, hooks_);
     return *c_;
   }
   double metric(const std::string& line_start) {
@@ -130,7 +124,7 @@ class coordinator_test : public ::testing::Test {
   std::vector<std::string> fenced_;
   bool fence_fails_ = false;
   std::int64_t checkpoint_epoch_ = 0;
-  session_log sessions_;
+  std::vector<std::string> taken_over_;  // fenced as taken from a holder that did not release
   std::unique_ptr<coordinator> c_;
 };
 
@@ -239,28 +233,35 @@ TEST_F(coordinator_test, renewals_come_first_and_slow_acquisitions_end_the_round
                                                     "renew s.y", "acquire s.2"}));
 }
 
-TEST_F(coordinator_test, a_gone_owners_transactions_are_ended_before_its_leases_are_taken) {
-  // "b" held two units and is gone (killed or paused): its heartbeat and leases expired. "c"
-  // is live though a lease of its own expired: its transactions are left alone.
-  table_.live_list = {"a", "c"};
-  std::vector<std::string> mine;  // units rendezvous hashing gives "a" rather than "c"
-  for (const auto& u : twelve_units()) {
-    if (owner_of(u, table_.live_list) == "a" && mine.size() < 3) mine.push_back(u);
-  }
-  ASSERT_EQ(mine.size(), 3u);
-  table_.rows[mine[0]] = {"b", 3, true};
-  table_.rows[mine[1]] = {"b", 5, true};
-  table_.rows[mine[2]] = {"c", 1, true};
-  sessions_.note(bson::document{{"id", bson::binary{4, std::vector<std::uint8_t>(16, 7)}}});
-  auto& c = make(mine);
+TEST_F(coordinator_test, a_lease_its_holder_did_not_release_is_fenced_as_a_takeover) {
+  // "b" held two units and is gone (killed or paused): its leases expired. A third was released
+  // (a clean stop), a fourth never held.
+  std::vector<std::string> units = {"s.w", "s.x", "s.y", "s.z"};
+  table_.rows["s.w"] = {"b", 3, true};
+  table_.rows["s.x"] = {"b", 5, true};
+  table_.rows["s.y"] = {"", 2, true};
+  auto& c = make(units);
   c.round();
-  // Once per gone instance, before the first of its leases is taken.
-  EXPECT_EQ(table_.calls, (std::vector<std::string>{"end b", "acquire " + mine[0],
-                                                    "acquire " + mine[1], "acquire " + mine[2]}));
-  EXPECT_EQ(table_.rows[mine[0]].owner, "a");
-  // The heartbeat publishes this instance's own sessions.
-  ASSERT_EQ(table_.published.size(), 1u);
-  EXPECT_EQ(table_.published[0].get("id")->as<bson::binary>().data.size(), 16u);
+  // Its open transactions are ended before the mark (the daemon's hook does it): only where the
+  // holder did not let go.
+  EXPECT_EQ(taken_over_, (std::vector<std::string>{"s.w", "s.x"}));
+  EXPECT_EQ(table_.rows["s.w"].owner, "a");
+  EXPECT_EQ(fenced_, (std::vector<std::string>{"s.w 4", "s.x 6", "s.y 3", "s.z 1"}));
+}
+
+TEST_F(coordinator_test, drain_does_not_wait_for_a_round_in_flight) {
+  table_.acquire_time = std::chrono::milliseconds(300);
+  auto& c = make({"s.x", "s.y", "s.z"}, std::chrono::seconds(30));
+  std::thread round([&] { c.round(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto t0 = std::chrono::steady_clock::now();
+  c.drain();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
+  round.join();
+  // Once draining, the round took nothing more.
+  EXPECT_EQ(std::count_if(table_.calls.begin(), table_.calls.end(),
+                          [](const std::string& s) { return s.starts_with("acquire"); }),
+            1);
 }
 
 TEST_F(coordinator_test, a_failed_renewal_keeps_the_deadline_it_had) {

@@ -88,6 +88,8 @@ void use_every_family(metrics& m) {
   m.count_resume("shop.customers", "transient");
   m.count_history_lost("shop.customers");
   m.count_error("write", "11000");
+  m.set_batch_attempts("shop.customers", 2);
+  m.count_stuck_batch("shop.customers", "write");
   m.count_deadletter("orders-customer");
   m.set_watcher_ready("shop.customers", true);
   m.count_backfill("orders-customer", 100);
@@ -122,6 +124,10 @@ const std::vector<family_spec>& design_families() {
       {"denormd_resumes_total", "counter", {{"source", "shop.customers"}, {"reason", "transient"}}},
       {"denormd_history_lost_total", "counter", {{"source", "shop.customers"}}},
       {"denormd_errors_total", "counter", {{"stage", "write"}, {"code", "11000"}}},
+      {"denormd_batch_attempts", "gauge", {{"source", "shop.customers"}}},
+      {"denormd_stuck_batches_total",
+       "counter",
+       {{"source", "shop.customers"}, {"stage", "write"}}},
       {"denormd_deadletters_total", "counter", {{"mapping", "orders-customer"}}},
       {"denormd_watcher_ready", "gauge", {{"source", "shop.customers"}}},
       {"denormd_backfill_documents_total", "counter", {{"mapping", "orders-customer"}}},

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <sstream>
 #include <string>
 
 #include "common/log.h"
+#include "emulator_process.h"
 
 namespace denormd::mongo {
 namespace {
@@ -56,6 +58,41 @@ TEST_F(connection_test, driver_log_lines_obey_the_level) {
   EXPECT_EQ(out.str(), "");
   EXPECT_EQ(err.find("fooBar"), std::string::npos) << err;
   EXPECT_EQ(err.find("foobar"), std::string::npos) << err;
+}
+
+// A session's transactions against a server (the test server, or DENORMD_TEST_URI): a bulk the
+// driver would send as several commands is its transaction's first statement, and commits
+// (libmongoc 1.23 would say startTransaction in each of them: the server refuses the second).
+TEST(connection_session_test, a_first_statement_larger_than_one_message_commits) {
+  auto conn = connection::open(test::test_uri(), "connection_session_test").value();
+  const std::string db = "connection_session_test_" + std::to_string(std::random_device{}());
+  const std::string big(9 << 20, 'x');
+  for (int id = 1; id <= 6; ++id)
+    ASSERT_TRUE(conn->insert_one(db, "c", bson::document{{"_id", id}}));
+  auto session = conn->start_session().value();
+  for (int round = 0; round < 2; ++round) {
+    std::vector<bson::document> filters, updates;
+    for (int id = 1; id <= 6; ++id) {
+      filters.push_back(bson::document{{"_id", id}});
+      updates.push_back(
+          bson::document{{"$set", bson::document{{"blob", big.substr(round)}, {"round", round}}}});
+    }
+    std::vector<write_request> requests(6);
+    for (std::size_t i = 0; i < 6; ++i) {
+      requests[i].filter = &filters[i];
+      requests[i].update = &updates[i];
+    }
+    auto txn = session->start_transaction().value();
+    auto out = txn->update_bulk(db, "c", requests, true);
+    ASSERT_TRUE(out) << out.error().to_string();
+    ASSERT_FALSE(out->write_error) << out->write_error->to_string();
+    EXPECT_EQ(out->modified, 6);  // 54 MB: more than one 48 MB message
+    ASSERT_TRUE(txn->commit());
+  }
+  auto doc = conn->find_one(db, "c", bson::document{{"_id", 6}}).value();
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(doc->get("round")->to_double(), 1);
+  (void)conn->command(db, bson::document{{"dropDatabase", 1}});
 }
 
 }  // namespace

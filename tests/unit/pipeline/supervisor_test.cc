@@ -212,7 +212,7 @@ class fake_parts final : public parts_factory {
     sources.push_back(made{ns, from, s.get(), &queue});
     return s;
   }
-  std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns&, std::int64_t) override {
+  std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns&) override {
     return std::make_unique<fake_writer>(log);
   }
   checkpoint::position_store& positions() override { return store_; }

@@ -145,10 +145,8 @@ class applier_test : public ::testing::Test {
     options_.checkpoint_interval = std::chrono::milliseconds(0);
   }
 
-  applier& start(std::vector<batch_writer*> writers = {}) {
-    if (writers.empty()) writers.push_back(&writer_);
-    applier_ =
-        std::make_unique<applier>(planner_, std::move(writers), store_, queue_, metrics_, options_);
+  applier& start() {
+    applier_ = std::make_unique<applier>(planner_, writer_, store_, queue_, metrics_, options_);
     applier_->start();
     return *applier_;
   }
@@ -328,132 +326,163 @@ TEST_F(applier_test, nothing_is_written_or_stored_past_the_lease_deadline) {
   EXPECT_EQ(journal_.saved.back().lease_epoch, 5);
 }
 
-// One of several writers of an applier: records the customers each call wrote ("ack" lines
-// for its tokens once all groups are in), and can wait for its peers to be writing too.
-class group_writer final : public batch_writer {
+// A writer that takes a fence (open) and may fail part-way through a batch: records the
+// customers each call wrote, and the calls to open().
+class fencing_writer final : public batch_writer {
  public:
-  group_writer(journal& j, int index, std::atomic<int>& writing)
-      : journal_(j), index_(index), writing_(writing) {}
-  std::atomic<int> peers = 1;  // how many writers to wait for inside apply() (1: none)
-  std::atomic<int> failures_left = 0;
-  std::atomic<bool> overlapped = false;  // a call saw all its peers inside apply() at once
-  std::atomic<int> calls = 0;
+  std::int64_t claimed_epoch = 9;    // what open(0) claims
+  std::vector<std::int64_t> opened;  // the epochs open() was called with
+  // Per call of apply(), in order: how many ops it writes for good before failing (none: all).
+  std::vector<std::optional<std::size_t>> plan;
+  std::optional<mongo::driver_error> open_error;
+  // From this call of apply() on, `moved_calls` calls find the fence moved (another writer).
+  std::optional<std::size_t> moved_at_call;
+  std::size_t moved_calls = 1000;
+  std::function<void(std::size_t call)> on_call;  // called first in each apply(), unlocked
   std::mutex mutex;
-  std::vector<std::int32_t> customers;  // the merge keys written, in order
+  std::vector<std::vector<std::int32_t>> calls;  // the merge keys each call was given
 
+  mongo::result<std::int64_t> open(std::int64_t epoch) override {
+    std::lock_guard lock(mutex);
+    opened.push_back(epoch);
+    if (open_error) return mongo::failure(*open_error);
+    return epoch != 0 ? epoch : claimed_epoch;
+  }
   mongo::status apply(std::span<const mapping::write_op> ops, std::span<const bson::document>,
                       const mapping::ns&) override {
-    ++calls;
-    ++writing_;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (writing_.load() < peers.load() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (writing_.load() >= peers.load()) overlapped = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let peers see this one
-    --writing_;
-    if (failures_left.fetch_sub(1) > 0) {
-      return mongo::failure(
-          mongo::driver_error{mongo::driver_error::origin::server, 91, "shutting down", {}});
-    }
+    if (on_call) on_call(calls.size());
     std::lock_guard lock(mutex);
+    std::vector<std::int32_t> keys;
     for (const auto& op : ops)
-      customers.push_back(op.merge_key.as<std::int32_t>());
-    journal_.add("writer " + std::to_string(index_) + " wrote " + std::to_string(ops.size()));
+      keys.push_back(op.merge_key.as<std::int32_t>());
+    const std::size_t n = calls.size();
+    calls.push_back(keys);
+    committed_ = 0;
+    if (moved_at_call && n >= *moved_at_call && n < *moved_at_call + moved_calls) {
+      return mongo::failure(mongo::driver_error{
+          mongo::driver_error::origin::client, mongo::lease_moved_code, "moved", {}});
+    }
+    if (n < plan.size() && plan[n]) {
+      committed_ = *plan[n];
+      return mongo::failure(mongo::driver_error{mongo::driver_error::origin::server,
+                                                112,
+                                                "WriteConflict",
+                                                {"TransientTransactionError"}});
+    }
     return {};
   }
+  std::size_t committed() const override { return committed_; }
 
  private:
-  journal& journal_;
-  const int index_;
-  std::atomic<int>& writing_;
+  std::size_t committed_ = 0;
 };
 
-class applier_groups_test : public applier_test {
+class applier_fence_test : public applier_test {
  protected:
   // Queues renames of customers 0..n-1 (e0..) before the applier starts: one batch.
   void queue_renames(int n) {
     for (int c = 0; c < n; ++c)
       ASSERT_TRUE(queue_.push(rename("e" + std::to_string(c), 1000 + c, c)));
   }
-  std::vector<batch_writer*> both() { return {&w0_, &w1_}; }
+  applier& start_with(batch_writer& w) {
+    applier_ = std::make_unique<applier>(planner_, w, store_, queue_, metrics_, options_);
+    applier_->start();
+    return *applier_;
+  }
+  double metric(const std::string& series) const {
+    const std::string text = metrics_.serialize();
+    const auto at = text.find("\n" + series + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(text.substr(at + series.size() + 2));
+  }
 
-  std::atomic<int> writing_ = 0;
-  group_writer w0_{journal_, 0, writing_};
-  group_writer w1_{journal_, 1, writing_};
+  fencing_writer fw_;
 };
 
-TEST_F(applier_groups_test, a_large_batch_is_split_over_the_writers_written_at_once_then_stored) {
-  options_.min_split_ops = 8;
-  w0_.peers = 2;
-  w1_.peers = 2;
-  queue_renames(40);
-  start(both());
-  ASSERT_TRUE(saved("e39"));
+TEST_F(applier_fence_test, the_writer_takes_the_fence_first_and_checkpoints_carry_its_epoch) {
+  queue_renames(1);
+  start_with(fw_);
+  ASSERT_TRUE(saved("e0"));
   stop();
-  EXPECT_EQ(w0_.calls.load(), 1);
-  EXPECT_EQ(w1_.calls.load(), 1);
-  EXPECT_TRUE(w0_.overlapped && w1_.overlapped) << "the groups were written one after the other";
-  // Every customer written once, by one writer.
-  std::vector<std::int32_t> all = w0_.customers;
-  all.insert(all.end(), w1_.customers.begin(), w1_.customers.end());
-  std::sort(all.begin(), all.end());
-  ASSERT_EQ(all.size(), 40u);
-  for (std::int32_t c = 0; c < 40; ++c)
-    EXPECT_EQ(all[static_cast<std::size_t>(c)], c);
-  EXPECT_FALSE(w0_.customers.empty());
-  EXPECT_FALSE(w1_.customers.empty());
-  // The checkpoint came after both groups.
   std::lock_guard lock(journal_.mutex);
-  const auto at = [&](const std::string& line) {
-    return std::find(journal_.lines.begin(), journal_.lines.end(), line) - journal_.lines.begin();
+  EXPECT_EQ(fw_.opened, (std::vector<std::int64_t>{0}));  // no lease: claim one
+  EXPECT_EQ(journal_.saved.back().lease_epoch, 9);
+}
+
+TEST_F(applier_fence_test, a_batch_cut_short_is_retried_after_what_was_written_for_good) {
+  fw_.plan = {std::size_t{3}, std::size_t{2}};  // 3 of 10 written, then 2 of the 7 left
+  queue_renames(10);
+  start_with(fw_);
+  ASSERT_TRUE(saved("e9"));
+  stop();
+  ASSERT_EQ(fw_.calls.size(), 3u);
+  EXPECT_EQ(fw_.calls[0], (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(fw_.calls[1], (std::vector<std::int32_t>{3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(fw_.calls[2], (std::vector<std::int32_t>{5, 6, 7, 8, 9}));
+  EXPECT_EQ(applier_->applied_events(), 10u);
+  EXPECT_EQ(metric(R"(denormd_batch_attempts{source="shop.customers"})"), 0);
+}
+
+TEST_F(applier_fence_test, a_batch_failing_five_times_in_a_row_is_counted_once_and_retried) {
+  fw_.plan.assign(7, std::size_t{0});  // 7 failures, then it goes through
+  double attempts_before_the_sixth = -1;
+  fw_.on_call = [&](std::size_t n) {
+    if (n == 5)
+      attempts_before_the_sixth = metric(R"(denormd_batch_attempts{source="shop.customers"})");
   };
-  const auto save = at("save e39");
-  EXPECT_LT(at("writer 0 wrote " + std::to_string(w0_.customers.size())), save);
-  EXPECT_LT(at("writer 1 wrote " + std::to_string(w1_.customers.size())), save);
-  EXPECT_EQ(applier_->applied_events(), 40u);
+  queue_renames(1);
+  start_with(fw_);
+  ASSERT_TRUE(saved("e0"));
+  EXPECT_EQ(attempts_before_the_sixth, 5);
+  stop();
+  EXPECT_EQ(metric(R"(denormd_stuck_batches_total{source="shop.customers",stage="write"})"), 1);
+  EXPECT_EQ(metric(R"(denormd_batch_attempts{source="shop.customers"})"), 0);
 }
 
-TEST_F(applier_groups_test, only_the_group_that_failed_is_written_again) {
-  options_.min_split_ops = 8;
-  w1_.failures_left = 2;
-  queue_renames(40);
-  start(both());
-  ASSERT_TRUE(saved("e39"));
+TEST_F(applier_fence_test, fenced_out_without_a_lease_it_says_so_once_and_stores_nothing) {
+  std::atomic<int> told = 0;
+  options_.fenced_out = [&](const mongo::driver_error& e) {
+    EXPECT_EQ(e.code, mongo::lease_moved_code);
+    journal_.add("fenced out");
+    ++told;
+  };
+  start_with(fw_);
+  ASSERT_TRUE(queue_.push(rename("e1", 1000)));
+  ASSERT_TRUE(saved("e1"));
+  {
+    std::lock_guard lock(fw_.mutex);
+    fw_.moved_at_call = fw_.calls.size();  // another writer claims the fence now
+  }
+  ASSERT_TRUE(queue_.push(rename("e2", 2000)));
+  ASSERT_TRUE(journal_.wait([&] {
+    return std::find(journal_.lines.begin(), journal_.lines.end(), "fenced out") !=
+           journal_.lines.end();
+  }));
+  ASSERT_TRUE(queue_.push(rename("e3", 3000)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   stop();
-  EXPECT_EQ(w0_.calls.load(), 1);
-  EXPECT_EQ(w1_.calls.load(), 3);
-  EXPECT_EQ(w0_.customers.size() + w1_.customers.size(), 40u);
-  std::lock_guard lock(journal_.mutex);
-  // Nothing was stored before the failed group was written at last.
-  const auto first_save = std::find_if(journal_.lines.begin(), journal_.lines.end(),
-                                       [](const auto& l) { return l.starts_with("save "); });
-  EXPECT_LT(std::find(journal_.lines.begin(), journal_.lines.end(),
-                      "writer 1 wrote " + std::to_string(w1_.customers.size())),
-            first_save);
+  EXPECT_EQ(told.load(), 1);
+  std::lock_guard lock(fw_.mutex);
+  EXPECT_EQ(fw_.calls.size(), 2u);  // e2 tried once, e3 never
+  std::lock_guard jlock(journal_.mutex);
+  EXPECT_EQ(data_of(journal_.saved.back().token), "e1");
 }
 
-TEST_F(applier_groups_test, stopping_while_one_group_fails_stores_nothing_of_that_batch) {
-  options_.min_split_ops = 8;
-  w1_.failures_left = 1000;
-  queue_renames(40);
-  start(both());
-  ASSERT_TRUE(journal_.wait([&] { return w1_.calls.load() >= 2; }));
+TEST_F(applier_fence_test, under_a_lease_a_moved_fence_is_retried_until_the_pipeline_stops) {
+  std::atomic<int> told = 0;
+  options_.fenced_out = [&](const mongo::driver_error&) { ++told; };
+  options_.lease_epoch = 4;
+  options_.lease_deadline = std::make_shared<std::atomic<std::int64_t>>(steady_ms() + 60000);
+  fw_.moved_at_call = 0;
+  fw_.moved_calls = 2;
+  start_with(fw_);
+  ASSERT_TRUE(queue_.push(rename("e1", 1000)));
+  ASSERT_TRUE(saved("e1"));
   stop();
-  EXPECT_EQ(w0_.calls.load(), 1);
-  std::lock_guard lock(journal_.mutex);
-  EXPECT_TRUE(journal_.saved.empty());
-  EXPECT_EQ(applier_->applied_events(), 0u);
-  EXPECT_FALSE(applier_->applied_position().has_value());
-}
-
-TEST_F(applier_groups_test, a_small_batch_is_written_by_one_writer) {
-  queue_renames(5);  // fewer ops than the default min_split_ops
-  start(both());
-  ASSERT_TRUE(saved("e4"));
-  stop();
-  EXPECT_EQ(w0_.calls.load(), 1);
-  EXPECT_EQ(w1_.calls.load(), 0);
-  EXPECT_EQ(w0_.customers.size(), 5u);
+  EXPECT_EQ(told.load(), 0);
+  std::lock_guard lock(fw_.mutex);
+  EXPECT_EQ(fw_.opened, (std::vector<std::int64_t>{4}));
+  EXPECT_EQ(fw_.calls.size(), 3u);
 }
 
 }  // namespace

@@ -237,7 +237,7 @@ int application::verify() {
   }
   out_ << (opts_.json ? ops::to_json(*report) + "\n" : ops::to_text(*report));
   // The exit code tells what was found, repaired or not.
-  return report->drifted() > 0 ? exit_drift : exit_ok;
+  return report->clean() ? exit_ok : exit_drift;
 }
 
 int application::status() {

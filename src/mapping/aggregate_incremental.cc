@@ -414,6 +414,10 @@ bool aggregate_kind::complete_incremental(const mapping& m, const write_op& op,
   constexpr int max_rounds = 10;
   return for_each_parent_chunk(op, store, parent_opts, [&](std::span<const bson::document> page) {
     std::vector<parent_ref> pending = recomputable(m, *this, op, page);
+    // Children on which an expression fails: their values are left out of the snapshot, as
+    // the deltas leave them out, so that the parent still gets its position and values.
+    std::vector<failing_child> failing;
+    int failing_rounds = 0;
     for (int round = 0; !pending.empty(); ++round) {
       if (round == max_rounds) {
         log::warn("writer", "parents kept applying events newer than each snapshot; retrying",
@@ -423,8 +427,14 @@ bool aggregate_kind::complete_incremental(const mapping& m, const write_op& op,
       bson::array keys;
       for (const auto& [p, key] : pending)
         add_key(keys, *key);
-      auto snap = store.aggregate_snapshot(m.source, pipeline(keys));
-      if (!snap) return false;
+      auto snap = store.aggregate_snapshot(m.source, pipeline(keys, failing));
+      if (!snap) {
+        if (!store.refusal() || ++failing_rounds > max_failing_rounds ||
+            !find_failing(m, op, keys, store, failing))
+          return false;
+        --round;  // the same round again, leaving the failing values out
+        continue;
+      }
       const bson::document at = position_of(snap->at);
       const group_index by_key(snap->docs);
       std::vector<document_store::single_update> updates;

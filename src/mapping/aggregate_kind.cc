@@ -420,17 +420,51 @@ bson::document count_where(bson::document condition) {
 
 }  // namespace
 
-bson::array aggregate_kind::pipeline(const bson::array& keys) const {
+bson::document aggregate_kind::children_match(const bson::array& keys) const {
   bson::document match;
   if (!keys.empty()) match.append(parent_key, keys_match(parent_key, keys));
   if (filter) match = with_filter(std::move(match), filter->filter());
+  return match;
+}
+
+namespace {
+
+// An accumulator's argument `expression` with its value left out ($$REMOVE, which every
+// accumulator ignores) for the children of `failing` on which it failed, while they are as
+// they were then; `$cond` evaluates only the branch it takes, so the failing expression is
+// never evaluated for them.
+bson::value leaving_out(const computed_expression& expression,
+                        std::span<const failing_child> failing) {
+  bson::array which;
+  for (const auto& f : failing) {
+    if (f.expression == expression.key()) which.push_back(f.unchanged);
+  }
+  if (which.empty()) return expression.as_bson();
+  bson::value any =
+      which.size() == 1 ? which.front() : bson::value(bson::document{{"$or", std::move(which)}});
+  return bson::document{{"$cond", bson::array{std::move(any), "$$REMOVE", expression.as_bson()}}};
+}
+
+}  // namespace
+
+std::string failing_child::reason(const mapping& m) const {
+  const bson::value* id = input.get("_id");
+  return "the child " + (id != nullptr ? bson::to_json(*id) : std::string("?")) +
+         " of the parent " + bson::to_json(parent_key) + " is left out of " + m.name +
+         "'s values: an accumulator's expression fails on it: " + error;
+}
+
+bson::array aggregate_kind::pipeline(const bson::array& keys,
+                                     std::span<const failing_child> failing) const {
+  bson::document match = children_match(keys);
   bson::document group{{"_id", "$" + parent_key}};
   for (std::size_t i = 0; i < accumulators.size(); ++i) {
     const auto& a = accumulators[i];
     // {$sum: 1} is $count on every server version ($count as an accumulator is 5.0+).
     const bson::value arg = a.op == accumulator_op::count ? bson::value(1)
-                            : a.computed                  ? bson::value(a.computed->as_bson())
-                                                          : bson::value("$" + a.path);
+                            : a.computed ? (failing.empty() ? bson::value(a.computed->as_bson())
+                                                            : leaving_out(*a.computed, failing))
+                                         : bson::value("$" + a.path);
     const std::string_view op = a.op == accumulator_op::count ? "$sum" : accumulator_name(a.op);
     group.append(group_field(i), bson::document{{std::string(op), arg}});
     if (mode == aggregate_mode::incremental && a.op == accumulator_op::avg) {
@@ -633,7 +667,20 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
     if (recompute_parents(m, op, rw.recheck, chunk_parents, store)) return true;
     if (!store.refusal()) return false;
     // A child on which a computed argument fails makes $group refuse every parent it was read
-    // for: each parent alone, so only that child's parent is left out, as a dead letter.
+    // for: the children that fail are found, each a dead letter, and their values left out
+    // (as the stream's own evaluation leaves such a value absent).
+    bson::array keys;
+    for (const auto& [p, key] : chunk_parents)
+      add_key(keys, *key);
+    std::vector<failing_child> failing;
+    for (int round = 0; round < max_failing_rounds; ++round) {
+      if (!find_failing(m, op, keys, store, failing)) break;
+      if (recompute_parents(m, op, rw.recheck, chunk_parents, store, failing)) return true;
+      if (!store.refusal()) return false;
+    }
+    if (!store.refusal()) return false;
+    // They could not all be found (more than the bound, or failing only together): each parent
+    // alone, so only theirs are left out, as dead letters.
     for (const parent_ref& p : chunk_parents) {
       if (recompute_parents(m, op, rw.recheck, std::span(&p, 1), store)) continue;
       const auto refusal = store.refusal();
@@ -648,9 +695,28 @@ bool aggregate_kind::complete(const mapping& m, const write_op& op, document_sto
   });
 }
 
+bool aggregate_kind::find_failing(const mapping& m, const write_op& op, const bson::array& keys,
+                                  document_store& store, std::vector<failing_child>& failing) {
+  if (failing.size() >= max_failing_children) return false;
+  const auto& k = std::get<aggregate_kind>(m.kind);
+  auto found = store.failing_children(op, k.children_match(keys), k.parent_key,
+                                      max_failing_children - failing.size());
+  if (!found || found->empty()) return false;
+  for (auto& f : *found) {
+    const bool known = std::any_of(failing.begin(), failing.end(), [&](const failing_child& g) {
+      return g.expression == f.expression && bson::identical(g.input, f.input);
+    });
+    if (known) continue;
+    if (!store.dead_letter(op, f.reason(m))) return false;
+    failing.push_back(std::move(f));
+  }
+  return true;
+}
+
 bool aggregate_kind::recompute_parents(const mapping& m, const write_op& op, bool recheck,
                                        std::span<const parent_ref> chunk_parents,
-                                       document_store& store) const {
+                                       document_store& store,
+                                       std::span<const failing_child> failing) const {
   bson::array keys;
   for (const auto& [p, key] : chunk_parents)
     add_key(keys, *key);
@@ -661,7 +727,7 @@ bool aggregate_kind::recompute_parents(const mapping& m, const write_op& op, boo
   std::vector<std::optional<bson::document>> held(chunk_parents.size());
   bool first = true;
   while (true) {
-    auto groups = store.aggregate(m.source, pipeline(keys));
+    auto groups = store.aggregate(m.source, pipeline(keys, failing));
     if (!groups) return false;
     const group_index by_key(*groups);
     // The chunk's parents whose values differ, written in one round trip.

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bson/value.h"
+#include "mapping/failing_child.h"
 #include "mapping/fwd.h"
 #include "query/matcher.h"
 
@@ -130,10 +131,21 @@ struct aggregate_kind {
   bool complete_incremental(const mapping& m, const write_op& op, document_store& store) const;
   // Recompute mode: aggregates the children of `parents` (each with its key) and writes those
   // whose values differ, again until current with `recheck`. False when the store failed.
+  // `failing`: children whose values are left out (pipeline).
   bool recompute_parents(
       const mapping& m, const write_op& op, bool recheck,
       std::span<const std::pair<const bson::document*, const bson::value*>> parents,
-      document_store& store) const;
+      document_store& store, std::span<const failing_child> failing = {}) const;
+  // After a refusal of an aggregation over the children of `keys` (store.refusal()): adds to
+  // `failing` the children on which an expression fails now and stores a dead letter for each
+  // one new there; the aggregation can be run again leaving their values out. False when none
+  // was found or the store failed (the refusal stands).
+  static bool find_failing(const mapping& m, const write_op& op, const bson::array& keys,
+                           document_store& store, std::vector<failing_child>& failing);
+  // How many failing children one chunk of parents may have before it is given up (its
+  // parents then are dead letters), and how many rounds of finding them it takes at most.
+  static constexpr std::size_t max_failing_children = 1000;
+  static constexpr int max_failing_rounds = 4;
   // The same for consecutive recomputes, one after the other.
   bool complete(const mapping& m, std::span<const write_op* const> ops,
                 document_store& store) const;
@@ -169,8 +181,12 @@ struct aggregate_kind {
   // A recompute of the parents `parents` selects (backfill, verify --repair, a new parent).
   write_op recompute_selected(const mapping& m, bson::document parents, bool recheck) const;
   // The aggregation over the children of the parents whose keys are `keys`: $match on the
-  // keys and the filter, then $group by parent key.
-  bson::array pipeline(const bson::array& keys) const;
+  // keys and the filter, then $group by parent key. An accumulator's expression leaves out its
+  // value for each of `failing` (the child as it was when the expression failed on it), as
+  // the deltas and every other reader leave a value that fails out.
+  bson::array pipeline(const bson::array& keys, std::span<const failing_child> failing = {}) const;
+  // Its $match: the children of the parents whose keys are `keys`, within the filter.
+  bson::document children_match(const bson::array& keys) const;
   // The values a parent should hold, from its $group result (nullptr: no matching child):
   // {$set, $unset} as an update, and the expected values by target path.
   bson::document update_for(const mapping& m, const bson::document* group) const;

@@ -64,6 +64,17 @@ bson::document computed_fields::input(const bson::document& doc) const {
   return out;
 }
 
+bson::document computed_fields::same_input(const bson::document& input) const {
+  const bson::document literal{{"$literal", input}};
+  if (whole_) return bson::document{{"$eq", bson::array{"$$ROOT", literal}}};
+  // An object expression leaves out a missing field, as input() does: same fields, same order.
+  bson::document now{{"_id", "$_id"}};
+  for (const auto& name : top_fields_) {
+    if (name != "_id") now.append(name, "$" + name);
+  }
+  return bson::document{{"$eq", bson::array{std::move(now), literal}}};
+}
+
 void computed_fields::put(bson::document& doc, bson::document values) {
   doc.set(computed_root, std::move(values));
 }

@@ -44,6 +44,12 @@ class computed_fields {
   // name: only the mapping's own paths select.
   bson::document input(const bson::document& doc) const;
   bool reads_whole_document() const { return whole_; }
+  // The top-level fields the expressions read (besides _id), when not the whole document.
+  const std::vector<std::string>& top_fields() const { return top_fields_; }
+  // An aggregation expression true for a document whose input() is `input`: the same _id and
+  // read fields, or the same whole document (compared as $eq compares), so that a document
+  // changed since can be told apart. `input` is data: it goes in as {$literal}.
+  bson::document same_input(const bson::document& input) const;
   // Sets `doc`'s computed_root to `values` (the server's reply for it), replacing what was
   // there; a failed expression is simply absent, so its field is written as missing.
   static void put(bson::document& doc, bson::document values);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bson/value.h"
+#include "mapping/failing_child.h"
 #include "mapping/ns.h"
 
 namespace denormd::mapping {
@@ -62,6 +63,16 @@ class document_store {
   // server's error. The same call cannot succeed; the kind leaves out what it was for, as a
   // dead letter. nullopt for any other failure (retry).
   virtual std::optional<std::string> refusal() const { return std::nullopt; }
+  // After refusal(): the documents of `op`'s mapping's source that `filter` selects on which
+  // an expression of the mapping fails (at most `limit`, the first found in _id order), read
+  // and evaluated as they are now, each with the value at `parent_path`; an aggregation over
+  // them can then be run again leaving their values out. nullopt when the store failed (or
+  // cannot tell: a fake).
+  virtual std::optional<std::vector<failing_child>> failing_children(
+      const write_op& /*op*/, const bson::document& /*filter*/, const std::string& /*parent_path*/,
+      std::size_t /*limit*/) {
+    return std::nullopt;
+  }
   // Stores a dead letter of `op` saying `reason`; false when the store failed.
   virtual bool dead_letter(const write_op& /*op*/, const std::string& /*reason*/) { return false; }
   // One single-document update made on behalf of `op`.

@@ -14,6 +14,7 @@
 #include "mapping/document_store.h"
 #include "mapping/reference.h"
 #include "sink/computed_evaluator.h"
+#include "sink/failing_children.h"
 
 namespace denormd::sink {
 
@@ -270,6 +271,17 @@ class writer::store final : public mapping::document_store {
     if (computed_op_ == nullptr || computed_.empty() || !error_ || !refused_for_the_data(*error_))
       return std::nullopt;
     return error_->to_string();
+  }
+
+  std::optional<std::vector<mapping::failing_child>> failing_children(
+      const mapping::write_op& op, const bson::document& filter, const std::string& parent_path,
+      std::size_t limit) override {
+    // Outside any transaction (a refusal there would abort it), as the evaluations are.
+    computed_evaluator evaluator(w_.evaluate_on_);
+    auto found = find_failing_children(w_.evaluate_on_, evaluator, *op.source_mapping, filter,
+                                       parent_path, limit);
+    if (!found) return fail(found.error());
+    return std::move(found).value();
   }
 
   bool dead_letter(const mapping::write_op& op, const std::string& reason) override {

@@ -1,6 +1,7 @@
 """Mapping versions: the daemon records which definition of each mapping it runs
 (denormd_mappings), and status lists them with the state of their backfill, so a changed
 mapping whose documents still have the old shape shows as stale until it is backfilled."""
+import datetime
 import json
 import os
 import re
@@ -62,6 +63,44 @@ class MappingVersionsTest(MappingChangeCase):
         self.assertEqual(back["fingerprint"], first["products-recent-reviews"]["fingerprint"])
         self.assertGreater(back["activeSince"], first["products-recent-reviews"]["activeSince"])
         self.assertTrue(re.match(r"^\d{4}-\d\d-\d\dT", back["activeSince"]))
+
+    def test_a_definition_put_back_after_another_ran_is_backfilled_again(self):
+        """products-recent-reviews' filter changes from A (hidden reviews left out) to B (all
+        reviews) and back to A. While B ran, a hidden review went into its product's newest
+        reviews. A's earlier backfill does not count for A's second time: A is backfilled again
+        and the hidden review leaves. (Before: status said "done" from A's first time, no
+        backfill ran, and the product kept a review A's filter excludes.)"""
+        self.shop.seed()
+        path = os.path.join(self.mappings, "products-recent-reviews.json")
+        with open(path) as f:
+            a = json.load(f)
+        b = dict(a)
+        b["source"] = {k: v for k, v in a["source"].items() if k != "filter"}
+        d = self.start(auto_backfill=True)
+        wait_until(lambda: self.versions()["products-recent-reviews"]["backfill"] == "done", timeout=60,
+                   message="A backfilled")
+        self.assertEqual(d.stop(), 0)
+        with open(path, "w") as f:
+            json.dump(b, f)
+        d = self.start()  # B, not backfilled (the harness's default: --no-auto-backfill)
+        product = self.db.products.find_one({})["_id"]
+        self.db.reviews.insert_one({"_id": 999999, "productId": product, "stars": 1, "text": "hidden one",
+                                    "createdAt": datetime.datetime(2100, 1, 1), "hidden": True})
+
+        def newest_ids():
+            return [r.get("reviewId") for r in (self.db.products.find_one({"_id": product}) or {}).get(
+                "recentReviews", [])]
+        wait_until(lambda: 999999 in newest_ids(), timeout=30, message="B took the hidden review in")
+        self.assertEqual(d.stop(), 0)
+        with open(path, "w") as f:
+            json.dump(a, f)
+        d = self.start(auto_backfill=True)
+        wait_until(lambda: self.versions()["products-recent-reviews"]["backfill"] == "done", timeout=60,
+                   message="A backfilled again")
+        self.assertNotIn(999999, newest_ids(), "A's filter excludes the hidden review")
+        self.assertIn("backfill: starting mapping=products-recent-reviews", d.log())
+        self.assertEqual(d.stop(), 0)
+        self.converge()
 
     def test_a_changed_mapping_is_backfilled_at_start_while_a_workload_runs(self):
         self.shop.seed()

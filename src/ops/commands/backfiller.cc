@@ -297,13 +297,30 @@ mongo::status backfiller::recheck_copies(const mapping::mapping& m,
   return {};
 }
 
+mongo::result<std::int64_t> activation_of(mongo::connection& conn, const std::string& meta_db,
+                                          const std::string& name, const std::string& fingerprint) {
+  auto doc = conn.find_one(meta_db, mappings_collection, bson::document{{"_id", name}});
+  if (!doc) return doc.error();
+  if (!*doc) return std::int64_t{0};
+  const bson::value* print = (*doc)->get("fingerprint");
+  const bson::value* n = (*doc)->get("activation");
+  if (print == nullptr || !print->is_string() || print->as_string() != fingerprint ||
+      n == nullptr || !n->is_number())
+    return std::int64_t{0};
+  return static_cast<std::int64_t>(n->to_double());
+}
+
 mongo::result<backfiller::position> backfiller::resume_point(const mapping::mapping& m,
                                                              const std::string& fingerprint,
                                                              const backfill_options& opts,
                                                              bool first_attempt,
                                                              mapping_backfill& out) {
-  // Where to start: after the stored lastKey of an unfinished run of the same definition.
+  // Where to start: after the stored lastKey of an unfinished run of the same definition, in
+  // its same activation (put back after another one ran, it starts over).
+  auto activation = activation_of(conn_, meta_db_, m.name, fingerprint);
+  if (!activation) return activation.error();
   position at{std::nullopt, wall_ms()};
+  at.activation = *activation;
   auto stored = conn_.find_one(meta_db_, backfill_collection, bson::document{{"_id", m.name}});
   if (!stored) return stored.error();
   if (!*stored || (first_attempt && opts.restart)) return at;
@@ -311,7 +328,11 @@ mongo::result<backfiller::position> backfiller::resume_point(const mapping::mapp
   const bson::value* done = p.get("done");
   const bson::value* print = p.get("fingerprint");
   const bool unfinished = done != nullptr && done->is<bool>() && !done->as<bool>();
-  const bool same = print != nullptr && print->is_string() && print->as_string() == fingerprint;
+  const bson::value* ran_for = p.get("activation");
+  const bool same =
+      print != nullptr && print->is_string() && print->as_string() == fingerprint &&
+      (ran_for != nullptr && ran_for->is_number() ? static_cast<std::int64_t>(ran_for->to_double())
+                                                  : 0) == at.activation;
   if (unfinished && same) {
     if (const bson::value* k = p.get("lastKey")) at.last_key = *k;
     if (const bson::value* d = p.get("documents"); d != nullptr && d->is_number()) {
@@ -344,6 +365,7 @@ mongo::status backfiller::save_progress(const mapping::mapping& m, const std::st
   doc.append("documents", static_cast<std::int64_t>(walked_so_far.documents));
   if (walked_so_far.total) doc.append("total", static_cast<std::int64_t>(*walked_so_far.total));
   doc.append("fingerprint", fingerprint);
+  doc.append("activation", at.activation);
   doc.append("kind", std::string(m.kind_name()));
   doc.append("collection", walked.full());
   if (at.sweeping) {
@@ -419,7 +441,11 @@ mongo::status backfiller::backfill_one(const mapping::mapping& m, const backfill
   auto resumed = resume_point(m, fingerprint, opts, first_attempt, out);
   if (!resumed) return resumed.error();
   position at = *resumed;
-  if (at.sweeping && sweeps == nullptr) at = position{std::nullopt, at.started_ms};
+  if (at.sweeping && sweeps == nullptr) {
+    at.sweeping = false;
+    at.last_key.reset();
+    at.targets = 0;
+  }
   // Known before the first save, so that status can tell how far a backfill has come.
   const std::optional<std::uint64_t> total = count_documents(conn_, walk.walked);
   mongo::find_options find;
@@ -477,7 +503,7 @@ mongo::result<bool> backfiller::walk_sources(walk_state& a, std::stop_token& sto
       },
       stop);
   if (!walked || !*walked || a.sweeps == nullptr) return walked;
-  a.at = position{std::nullopt, a.at.started_ms, true, 0};
+  a.at = position{std::nullopt, a.at.started_ms, true, 0, a.at.activation};
   if (auto st = save(a, false); !st) return st.error();
   log::info("backfill", "sources done; unsetting the copies of sources that no longer exist",
             {{"mapping", a.m.name}, {"collection", a.m.target.full()}});

@@ -32,6 +32,15 @@
 namespace denormd::ops {
 
 inline constexpr const char* backfill_collection = "denormd_backfill";
+// Where the daemon records the mappings it runs (ops/services/mapping_versions.h).
+inline constexpr const char* mappings_collection = "denormd_mappings";
+
+// The activation of mapping `name` under `fingerprint`: how many times a definition of it
+// became active (recorded with it in denormd_mappings by the daemon), so that a backfill of
+// a definition put back (A, then B, then A again) is told from one of its earlier time. 0 when
+// it is not recorded under that fingerprint.
+mongo::result<std::int64_t> activation_of(mongo::connection& conn, const std::string& meta_db,
+                                          const std::string& name, const std::string& fingerprint);
 
 struct backfill_options {
   std::size_t batch_size = 500;  // source (copy) or parent (recent) documents per batch
@@ -82,8 +91,9 @@ class backfiller {
   struct position {
     std::optional<bson::value> last_key;
     std::int64_t started_ms = 0;
-    bool sweeping = false;      // the sources are done; walking the targets (orphan_sweep)
-    std::uint64_t targets = 0;  // targets the sweep walked so far
+    bool sweeping = false;        // the sources are done; walking the targets (orphan_sweep)
+    std::uint64_t targets = 0;    // targets the sweep walked so far
+    std::int64_t activation = 0;  // the mapping's activation this backfill runs for
   };
   // The stored position of an unfinished run of the same definition, or a fresh one.
   mongo::result<position> resume_point(const mapping::mapping& m, const std::string& fingerprint,

@@ -1,5 +1,8 @@
 #include "ops/commands/verifier.h"
 
+#include "sink/computed_evaluator.h"
+#include "sink/failing_children.h"
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -299,6 +302,48 @@ mongo::status verifier::verify_recent(const mapping::mapping& m, const mapping::
                       });
 }
 
+mongo::result<std::optional<std::vector<bson::document>>> verifier::group_leaving_out_failures(
+    const mapping::mapping& m, const mapping::aggregate_kind& k, const bson::array& keys,
+    std::vector<mapping::failing_child>& failing) {
+  using mapping::aggregate_kind;
+  for (int round = 0;; ++round) {
+    auto groups = conn_.aggregate(m.source.db, m.source.coll, k.pipeline(keys, failing));
+    if (groups) return std::optional<std::vector<bson::document>>(std::move(groups).value());
+    // Only an expression can make the server refuse the aggregation for good: its children
+    // that fail are found, and left out as the daemon leaves them out.
+    if (!m.has_computed_fields() || !sink::refused_for_the_data(groups.error()))
+      return groups.error();
+    if (round == aggregate_kind::max_failing_rounds ||
+        failing.size() >= aggregate_kind::max_failing_children)
+      return std::optional<std::vector<bson::document>>{};
+    sink::computed_evaluator evaluator(conn_);
+    auto found =
+        sink::find_failing_children(conn_, evaluator, m, k.children_match(keys), k.parent_key,
+                                    aggregate_kind::max_failing_children - failing.size());
+    if (!found) return found.error();
+    if (found->empty()) return std::optional<std::vector<bson::document>>{};
+    failing.insert(failing.end(), std::make_move_iterator(found->begin()),
+                   std::make_move_iterator(found->end()));
+  }
+}
+
+void verifier::note_failing(const std::vector<mapping::failing_child>& failing,
+                            const verify_options& opts, mapping_report& out) {
+  for (const auto& f : failing) {
+    const bson::value* id = f.input.get("_id");
+    ++out.failing;
+    if (out.failing_examples.size() < opts.max_examples)
+      out.failing_examples.push_back({f.parent_key, id != nullptr ? *id : bson::value(), f.error});
+  }
+}
+
+void verifier::note_unverifiable(const bson::value& parent, const std::string& why,
+                                 const verify_options& opts, mapping_report& out) {
+  ++out.failing;
+  if (out.failing_examples.size() < opts.max_examples)
+    out.failing_examples.push_back({parent, bson::value(), why});
+}
+
 mongo::status verifier::verify_aggregate(const mapping::mapping& m,
                                          const mapping::aggregate_kind& k,
                                          const verify_options& opts, std::stop_token& stop,
@@ -328,9 +373,18 @@ mongo::status verifier::verify_aggregate(const mapping::mapping& m,
           checked.push_back(&parent);
         }
         if (keys.empty()) return {};
-        auto groups = conn_.aggregate(m.source.db, m.source.coll, k.pipeline(keys));
+        std::vector<mapping::failing_child> failing;
+        auto groups = group_leaving_out_failures(m, k, keys, failing);
         if (!groups) return groups.error();
-        const mapping::group_index by_key(*groups);
+        note_failing(failing, opts, out);
+        if (!*groups) {
+          // The expressions fail together on children that cannot be told apart: these
+          // parents cannot be checked; said, and the rest goes on.
+          for (const auto& key : keys)
+            note_unverifiable(key, "the server refused their aggregation", opts, out);
+          return {};
+        }
+        const mapping::group_index by_key(**groups);
         bson::array drifted;
         for (const bson::document* parent : checked) {
           auto paths = k.check(m, *parent, by_key.find(*parent->find_path(k.parent_field)));

@@ -73,6 +73,16 @@ class verifier {
   mongo::status verify_aggregate(const mapping::mapping& m, const mapping::aggregate_kind& k,
                                  const verify_options& opts, std::stop_token& stop,
                                  mapping_report& out);
+  // The aggregation over the children of `keys`, leaving out the values of children on which
+  // an expression fails (added to `failing`, as the daemon leaves them out); nullopt when the
+  // server refuses it and the children that fail cannot be told apart (or are too many).
+  mongo::result<std::optional<std::vector<bson::document>>> group_leaving_out_failures(
+      const mapping::mapping& m, const mapping::aggregate_kind& k, const bson::array& keys,
+      std::vector<mapping::failing_child>& failing);
+  static void note_failing(const std::vector<mapping::failing_child>& failing,
+                           const verify_options& opts, mapping_report& out);
+  static void note_unverifiable(const bson::value& parent, const std::string& why,
+                                const verify_options& opts, mapping_report& out);
   mongo::connection& conn_;
   const mapping::planner& planner_;
   metrics::metrics& metrics_;

@@ -31,6 +31,13 @@ std::uint64_t verify_report::repaired() const {
   return n;
 }
 
+std::uint64_t verify_report::failing() const {
+  std::uint64_t n = 0;
+  for (const auto& m : mappings)
+    n += m.failing;
+  return n;
+}
+
 std::uint64_t verify_report::unrepaired() const {
   std::uint64_t n = 0;
   for (const auto& m : mappings)
@@ -76,8 +83,23 @@ std::string to_text(const verify_report& r) {
       out += "\n";
     }
     if (r.repair && m.drifted > 0) out += "  " + repair_summary(m.repaired, m.unrepaired) + "\n";
+    if (m.failing > 0) {
+      out += "  " + format_count(m.failing) +
+             " child(ren) on which an expression fails (their values are left out of their "
+             "parent's; fix the data):\n";
+      for (const auto& e : m.failing_examples) {
+        out += e.id.is_null()
+                   ? "    the children of parent " + bson::to_json(e.parent)
+                   : "    _id " + bson::to_json(e.id) + " of parent " + bson::to_json(e.parent);
+        out += ": " + e.error + "\n";
+      }
+    }
   }
   if (!r.complete) out += "stopped before every mapping was checked\n";
+  if (r.failing() > 0) {
+    out += "failing: " + format_count(r.failing()) +
+           " aggregate child(ren) on which an expression fails\n";
+  }
   if (r.drifted() == 0) {
     out += "in line: " + format_count(checked) + " dependent(s) of " +
            std::to_string(r.mappings.size()) + " mapping(s) checked\n";
@@ -120,12 +142,22 @@ std::string to_json(const verify_report& r) {
       d.append("repaired", static_cast<std::int64_t>(m.repaired));
       d.append("unrepaired", static_cast<std::int64_t>(m.unrepaired));
     }
+    if (m.failing > 0) {
+      bson::array failing;
+      for (const auto& e : m.failing_examples)
+        failing.push_back(bson::document{{"parent", e.parent}, {"_id", e.id}, {"error", e.error}});
+      d.append("failingChildren", static_cast<std::int64_t>(m.failing));
+      d.append("failingExamples", std::move(failing));
+    }
     mappings.push_back(std::move(d));
   }
-  bson::document out{
-      {"clean", r.drifted() == 0}, {"drifted", static_cast<std::int64_t>(r.drifted())},
-      {"repair", r.repair},        {"repaired", static_cast<std::int64_t>(r.repaired())},
-      {"complete", r.complete},    {"mappings", std::move(mappings)}};
+  bson::document out{{"clean", r.clean()},
+                     {"drifted", static_cast<std::int64_t>(r.drifted())},
+                     {"failingChildren", static_cast<std::int64_t>(r.failing())},
+                     {"repair", r.repair},
+                     {"repaired", static_cast<std::int64_t>(r.repaired())},
+                     {"complete", r.complete},
+                     {"mappings", std::move(mappings)}};
   if (r.repair) out.append("unrepaired", static_cast<std::int64_t>(r.unrepaired()));
   return bson::to_json(out);
 }

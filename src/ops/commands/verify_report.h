@@ -22,6 +22,15 @@ struct orphan_example {
   bson::array keys;  // the missing source keys
 };
 
+// An aggregate's child on which one of its expressions fails: left out of its parent's values
+// (as everywhere), but a problem in the data to fix. `id` null: the children of `parent` that
+// fail could not be told apart (then its values were not checked).
+struct failing_child_example {
+  bson::value parent;
+  bson::value id;
+  std::string error;
+};
+
 struct mapping_report {
   std::string mapping;
   std::string kind;    // the mapping kind's name
@@ -40,6 +49,9 @@ struct mapping_report {
   std::vector<orphan_example> orphan_examples;
   std::uint64_t repaired = 0;    // drifted dependents rewritten by --repair
   std::uint64_t unrepaired = 0;  // drifted dependents the server refused to rewrite
+  // aggregate: children on which an expression fails (each also a reason for exit 3).
+  std::uint64_t failing = 0;
+  std::vector<failing_child_example> failing_examples;  // the first few
 };
 
 struct verify_report {
@@ -50,6 +62,9 @@ struct verify_report {
   std::uint64_t drifted() const;
   std::uint64_t repaired() const;
   std::uint64_t unrepaired() const;
+  std::uint64_t failing() const;
+  // Nothing drifted and no child fails: exit 0.
+  bool clean() const { return drifted() == 0 && failing() == 0; }
 };
 
 std::string to_text(const verify_report& r);

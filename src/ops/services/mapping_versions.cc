@@ -29,6 +29,11 @@ std::int64_t date_ms(const bson::document& d, const char* field) {
   return v != nullptr && v->is<bson::date_time>() ? v->as<bson::date_time>().millis : 0;
 }
 
+std::int64_t int_field(const bson::document& d, const char* field) {
+  const bson::value* v = d.get(field);
+  return v != nullptr && v->is_number() ? static_cast<std::int64_t>(v->to_double()) : 0;
+}
+
 bool bool_field(const bson::document& d, const char* field) {
   const bson::value* v = d.get(field);
   return v != nullptr && v->is<bool>() && v->as<bool>();
@@ -66,15 +71,21 @@ mongo::status record_mappings(mongo::connection& conn, const std::string& meta_d
   for (const auto& m : mappings) {
     const std::string fingerprint = m.fingerprint();
     std::int64_t since = now_ms;
+    // The first one is 0, as a backfill run before the mapping was ever recorded says.
+    std::int64_t activation = 0;
     if (auto it = by_name.find(m.name); it != by_name.end()) {
       const bson::document& old = *it->second;
+      const bool same = string_field(old, "fingerprint") == fingerprint;
       // Unchanged, and not coming back from removal: it has been running all along.
-      if (string_field(old, "fingerprint") == fingerprint && !bool_field(old, "removed"))
-        since = date_ms(old, "activeSince");
+      if (same && !bool_field(old, "removed")) since = date_ms(old, "activeSince");
+      // Put back unchanged, it replays what it missed (mapping/reload_policy.h): the same
+      // activation. Changed, its earlier backfills are of another activation.
+      activation = int_field(old, "activation") + (same ? 0 : 1);
       by_name.erase(it);
     }
     bson::document doc{{"_id", m.name},
                        {"fingerprint", fingerprint},
+                       {"activation", activation},
                        {"kind", std::string(m.kind_name())},
                        {"file", m.file},
                        {"activeSince", bson::date_time{since}},
@@ -157,8 +168,12 @@ mongo::result<std::vector<mapping_version>> read_versions(mongo::connection& con
     v.fingerprint = string_field(d, "fingerprint");
     v.active_since_ms = date_ms(d, "activeSince");
     v.removed = bool_field(d, "removed");
+    v.activation = int_field(d, "activation");
     for (const auto& b : *backfills) {
-      if (string_field(b, "_id") != v.name || string_field(b, "fingerprint") != v.fingerprint)
+      // A backfill of this definition's earlier time (before another one ran in between)
+      // does not count: what ran in between wrote in its shape.
+      if (string_field(b, "_id") != v.name || string_field(b, "fingerprint") != v.fingerprint ||
+          int_field(b, "activation") != v.activation)
         continue;
       v.backfill = bool_field(b, "done") ? backfill_state::done : backfill_state::running;
       const bson::value* n = b.get("documents");

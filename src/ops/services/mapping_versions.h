@@ -19,10 +19,11 @@
 #include "mapping/mapping.h"
 #include "mapping/reload_policy.h"
 #include "mongo/connection.h"
+#include "ops/commands/backfiller.h"
 
 namespace denormd::ops {
 
-inline constexpr const char* mappings_collection = "denormd_mappings";
+using ops::mappings_collection;
 
 enum class backfill_state {
   done,     // a backfill of this definition finished
@@ -36,6 +37,9 @@ using mapping::stop_point;
 struct mapping_version {
   std::string name;
   std::string fingerprint;
+  // How many times its definition changed (0 for the first): a backfill counts only for the
+  // activation it ran for, so a definition put back after another ran (A, B, A) is stale.
+  std::int64_t activation = 0;
   std::int64_t active_since_ms = 0;
   bool removed = false;
   backfill_state backfill = backfill_state::pending;
@@ -43,7 +47,8 @@ struct mapping_version {
   std::int64_t backfill_total = 0;      // documents its collection held when it began (0: unknown)
 };
 
-// Records `mappings` as the ones running since `now_ms`, and marks the others removed (where
+// Records `mappings` as the ones running since `now_ms` (a changed one gets the next
+// activation), and marks the others removed (where
 // they stopped is kept with the checkpoints: mapping/reload_policy.h). `auto_backfill`: whether
 // the daemon backfills them (status says "disabled" for a stale one otherwise).
 mongo::status record_mappings(mongo::connection& conn, const std::string& meta_db,

@@ -10,6 +10,8 @@
 #include "config/mapping_loader.h"
 #include "fake_store.h"
 #include "mapping/coalescer.h"
+#include "mapping/computed_expression.h"
+#include "mapping/computed_fields.h"
 #include "mapping/planner.h"
 #include "mapping/write_op.h"
 #include "test_helpers.h"
@@ -68,6 +70,57 @@ TEST(aggregate_kind_test, reads_accumulators_in_order_with_their_paths) {
   EXPECT_TRUE(p.needs_images(ns{"shop", "reviews"}).before);
   EXPECT_FALSE(p.needs_images(ns{"shop", "reviews"}).after);  // recompute: updateLookup will do
   EXPECT_FALSE(p.needs_images(ns{"shop", "products"}).before);
+}
+
+// A child on which an expression fails is left out of the accumulators that evaluate it (it
+// still counts), while it is as it was when it failed; changed, it is evaluated again.
+TEST(aggregate_kind_test, a_failing_child_is_left_out_while_it_is_as_it_failed) {
+  auto ms = load(R"({"name":"cs","kind":"aggregate",
+    "source":{"collection":"lines","parentKey":"customerId"},"target":{"collection":"customers"},
+    "into":"spent","fields":{"total":{"$sum":{"$multiply":["$quantity","$price"]}},
+    "avg":{"$avg":{"$toInt":"$quantity"}},"n":{"$count":{}}}})");
+  const mapping& m = ms.front();
+  const aggregate_kind& k = kind_of(m);
+  auto doc = [](const char* json) { return bson::parse_json(json).value(); };
+  std::vector<bson::document> children{doc(R"({"_id":1,"customerId":7,"quantity":2,"price":5})"),
+                                       doc(R"({"_id":2,"customerId":7,"quantity":"x","price":5})")};
+  const bson::array keys{7};
+  // The groups, or nullopt when the test server refuses the aggregation.
+  auto group =
+      [&](std::span<const failing_child> failing) -> std::optional<std::vector<bson::document>> {
+    auto stages = mongo_emulator::engine::parse_pipeline(k.pipeline(keys, failing));
+    EXPECT_TRUE(stages) << stages.error().message;
+    try {
+      auto out = mongo_emulator::engine::run_pipeline(*stages, children);
+      if (!out) return std::nullopt;
+      return std::move(out).value();
+    } catch (const std::exception&) {  // an expression's run-time error fails the command
+      return std::nullopt;
+    }
+  };
+  ASSERT_FALSE(group({}));  // $multiply of a string: refused
+  const mapping* one = &m;
+  const computed_fields reads(std::span<const mapping* const>(&one, 1));
+  std::vector<failing_child> failing;
+  for (const auto& e : reads.entries()) {
+    const bson::document input = reads.input(children[1]);
+    failing.push_back({e.expression->key(), input, reads.same_input(input), 7, "fails"});
+  }
+  auto groups = group(failing);
+  ASSERT_TRUE(groups);
+  ASSERT_EQ(groups->size(), 1U);
+  EXPECT_EQ(bson::to_json((*groups)[0]), R"({"_id":7,"v0":10,"v1":2.0,"v2":2})");
+  // Changed since (still failing): evaluated again, so refused again, and found again.
+  children[1] = doc(R"({"_id":2,"customerId":7,"quantity":"y","price":5})");
+  EXPECT_FALSE(group(failing));
+  // Changed to a good value: it counts again.
+  children[1] = doc(R"({"_id":2,"customerId":7,"quantity":3,"price":5})");
+  groups = group(failing);
+  ASSERT_TRUE(groups);
+  EXPECT_EQ(bson::to_json((*groups)[0]), R"({"_id":7,"v0":25,"v1":2.5,"v2":2})");
+  EXPECT_EQ(failing.front().reason(m),
+            "the child 2 of the parent 7 is left out of cs's values: an accumulator's expression "
+            "fails on it: fails");
 }
 
 TEST(aggregate_kind_test, bad_accumulators_are_errors_naming_the_field) {

@@ -77,5 +77,32 @@ TEST(ops_verify_report_test, json) {
   EXPECT_FALSE(mappings[1].as_document().contains("orphaned"));
 }
 
+TEST(ops_verify_report_test, a_failing_child_is_listed_and_not_clean) {
+  verify_report r;
+  mapping_report agg;
+  agg.mapping = "customers-spent";
+  agg.kind = "aggregate";
+  agg.source = "shop.lines";
+  agg.target = "shop.customers";
+  agg.checked = 3;
+  agg.failing = 2;
+  agg.failing_examples = {{bson::value(1), bson::value(2), "$multiply only supports numeric types"},
+                          {bson::value(5), bson::value(), "the server refused their aggregation"}};
+  r.mappings = {agg};
+  EXPECT_EQ(r.drifted(), 0u);
+  EXPECT_FALSE(r.clean());
+  const std::string text = to_text(r);
+  EXPECT_NE(text.find("  2 child(ren) on which an expression fails"), std::string::npos) << text;
+  EXPECT_NE(text.find("    _id 2 of parent 1: $multiply only supports numeric types\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    the children of parent 5: the server refused"), std::string::npos);
+  auto parsed = bson::parse_json(to_json(r)).value();
+  EXPECT_EQ(*parsed.get("clean"), bson::value(false));
+  EXPECT_EQ(parsed.get("failingChildren")->to_double(), 2);
+  const auto& m = parsed.get("mappings")->as_array()[0].as_document();
+  EXPECT_EQ(m.get("failingExamples")->as_array()[0].as_document().get("_id")->to_double(), 2);
+}
+
 }  // namespace
 }  // namespace denormd::ops

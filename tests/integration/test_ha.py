@@ -289,6 +289,30 @@ class HaTest(LeaseHelpers, ShopTestCase):
         for d in ds.values():
             self.assertEqual(d.stop(), 0)
 
+    def test_a_transaction_longer_than_a_renewal_period_commits_under_its_lease(self):
+        """The server is slow inside a fenced transaction (a slow disk, an overloaded machine:
+        here each read of a customer is held 600 ms, with a 1 s TTL, so a new order's fill, which
+        reads its customer, writes the order and reads the customer again, spans more than
+        TTL/3). The owner renews its lease meanwhile; the transaction must still commit.
+        (Before: the fence wrote the lease row its renewals write, so every attempt conflicted
+        with the owner's own renewal, for as long as the server stayed slow.)"""
+        self.shop.seed()
+        self.shop.fill_recent_arrays()
+        a = self.instance("a", 1000)
+        units = self.units(a)
+        wait_until(lambda: self.held_by(a) == set(units), timeout=20, message="a holds every unit")
+        customer = self.db.customers.find_one({})
+        self.fail_point(mode="alwaysOn", failCommands=["find"], blockConnection=True,
+                        blockTimeMS=600, namespace=self.dbname + ".customers", appName="denormd")
+        try:
+            self.db.orders.insert_one({"_id": 999999, "customerId": customer["_id"], "status": "NEW",
+                                       "items": []})
+            wait_until(lambda: (self.db.orders.find_one({"_id": 999999}).get("customer") or {}).get("name")
+                       == customer["name"], timeout=20, message="the fill committed while the server is slow")
+        finally:
+            self.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+        self.assertEqual(a.stop(), 0)
+
     def test_an_owner_paused_inside_its_commit_is_taken_over_without_waiting_for_the_server(self):
         """The owner of the customers writes a rename in a fenced transaction whose commit the
         server holds (a fail point), and is paused: the open transaction holds the orders it

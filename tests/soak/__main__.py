@@ -1,9 +1,12 @@
 """The soak test: /usr/bin/python3 -m tests.soak --seed S --minutes M [--ha] [--faults a,b]
-[--exclude class,...]. Starts the test server and denormd (tests/integration/harness.py starts
+[--exclude class,...] [--overload] [--lease-ttl-ms MS]. Starts the test server and denormd (tests/integration/harness.py starts
 the processes; nothing there computes an expected value), writes a seeded random workload with
 faults mixed in, and at each quiescent point compares every target of every mapping with what
-tests/soak/oracle.py computes from the sources. Then `denormd verify` must exit 0. Exit 0 when
-no mismatch was found, 1 otherwise."""
+tests/soak/oracle.py computes from the sources. Then `denormd verify` must exit 0. Liveness is
+part of the verdict: at each quiescent point every instance must have applied everything
+(`GET /applied`) within LIVENESS_S, whatever the load. --overload keeps twice as many busy
+processes as the machine has cores running beside the whole run. Exit 0 when no mismatch and
+no liveness failure was found, 1 otherwise."""
 import argparse
 import collections
 import json
@@ -25,7 +28,8 @@ from tests.soak import faults, generator, oracle
 DB = "soak"
 HERE = os.path.dirname(os.path.abspath(__file__))
 HA_TRANSACTION_LIFETIME_S = 10  # the test server's transaction lifetime under --ha
-SETTLE_S = 20  # how long a quiescent point waits for denormd to converge before reporting
+SETTLE_S = 20  # how long a quiescent point waits for the copies to converge after /applied
+LIVENESS_S = 180  # how long every pipeline may take to catch up after a step, whatever the load
 
 
 class Run:
@@ -37,6 +41,13 @@ class Run:
         self.mismatches = collections.OrderedDict()  # (mapping, id, field) -> first Mismatch
         self.checks = collections.Counter()
         self.injected = collections.Counter()
+        self.liveness_failures = []  # (label, instance, seconds)
+        self.burners = []
+        if args.overload:
+            # Busy processes, twice the cores, for the whole run: the machine stays saturated.
+            for _ in range(2 * (os.cpu_count() or 2)):
+                self.burners.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        faults.LEASE_TTL_MS = args.lease_ttl_ms
         emu_args = ["--oplog-max-events", str(faults.OPLOG_MAX_EVENTS)] if "lost-history" in args.fault_list else []
         # Odd seeds run the test server with MongoDB 8.x's change-stream read-preference knob: a
         # step-down then also kills denormd's change streams (6.0, even seeds, keeps them).
@@ -117,14 +128,16 @@ class Run:
                 out.append(json_util.loads(fh.read()))
         return out
 
-    def wait_applied(self):
+    def wait_applied(self, label):
+        """Liveness: every live instance applies everything written so far within LIVENESS_S."""
         t = self.workload.last_time()
         if t is None:
             return
-        deadline = time.time() + SETTLE_S
+        began = time.time()
+        deadline = began + LIVENESS_S
         for d in self.live():
             status = 0
-            while time.time() < deadline:
+            while time.time() < deadline and d.proc.poll() is None:
                 try:
                     status, _ = d.get("/applied?after=%d:%d&timeout=5" % (t.time, t.inc))
                 except OSError:
@@ -132,11 +145,13 @@ class Run:
                 if status == 200:
                     break
                 time.sleep(0.2)
+            took = time.time() - began
+            self.checks["slowest catch-up after a step (s)"] = max(
+                self.checks["slowest catch-up after a step (s)"], int(took))
             if status != 200:
-                # Said, so that mismatches found next are not read as "after /applied answered"
-                # (a re-sync held back by a killed instance's open transaction, say).
-                self.note("%s: GET /applied did not answer 200 within %d s (last status %s); "
-                          "checking anyway" % (d.name, SETTLE_S, status))
+                self.liveness_failures.append((label, d.name, took))
+                print("  LIVENESS: %s did not apply the step's writes within %d s (last status %s)"
+                      % (d.name, LIVENESS_S, status), flush=True)
 
     def compare(self):
         def read(c):
@@ -144,7 +159,7 @@ class Run:
         return oracle.check_all(self.mappings(), read)
 
     def quiesce_and_check(self, label):
-        self.wait_applied()
+        self.wait_applied(label)
         deadline = time.time() + SETTLE_S
         while True:
             found = self.compare()
@@ -182,8 +197,10 @@ class Run:
     def main(self):
         a = self.args
         self.logs = []
-        print("soak: seed %d, %.2f minute(s), %s, faults %s" % (a.seed, a.minutes, "--ha" if a.ha else "one instance",
-                                                                ",".join(a.fault_list) or "none"))
+        print("soak: seed %d, %.2f minute(s), %s, faults %s%s" % (
+            a.seed, a.minutes, "--ha (lease TTL %d ms)" % a.lease_ttl_ms if a.ha else "one instance",
+            ",".join(a.fault_list) or "none",
+            ", overload: %d busy processes beside it" % len(self.burners) if a.overload else ""))
         for c in sorted(a.exclude_list):
             why = generator.KNOWN_HOLES.get(c)
             print("  excluded from the workload (--exclude %s): %s%s" % (c, generator.CLASSES[c],
@@ -226,7 +243,7 @@ class Run:
         if a.keep:
             print("test server kept at %s (pid %d) for 10 minutes" % (self.emulator.uri, os.getpid()), flush=True)
             time.sleep(600)
-        return 0 if not self.mismatches and rc == 0 and not self.workload.traces else 1
+        return 0 if not self.mismatches and rc == 0 and not self.workload.traces and not self.liveness_failures else 1
 
     def report(self, verify_rc):
         w = self.workload
@@ -243,17 +260,31 @@ class Run:
             print("serverStatus failed: %s" % e)
         print("checks: " + ", ".join("%s %d" % kv for kv in sorted(self.checks.items())))
         print("aborted transactions that left a trace: %d%s" % (len(w.traces), (" (" + ", ".join(w.traces) + ")") if w.traces else ""))
+        stuck = 0
+        for path in self.logs + [d.log_path for d in self.daemons]:
+            try:
+                with open(path) as f:
+                    stuck += f.read().count("times in a row; it is retried until it is written")
+            except OSError:
+                pass
+        print("batches that failed 5 times in a row (logged and counted, then written): %d" % stuck)
+        print("liveness failures (an instance not caught up %d s after a step): %d%s" % (
+            LIVENESS_S, len(self.liveness_failures),
+            "".join("\n  %s: %s, %.0f s" % f for f in self.liveness_failures)))
         print("mismatches: %d (distinct mapping/_id/field)" % len(self.mismatches))
         for (label, m) in self.mismatches.values():
             print("  %s: _id %r, %s: expected %s, got %s (first seen after %s)"
                   % (m.mapping, m.id, m.field, m.expected[:300], m.got[:300], label))
         print("denormd verify: exit %d" % verify_rc)
-        if self.mismatches or verify_rc:
+        if self.mismatches or verify_rc or self.liveness_failures:
             print("denormd logs: " + " ".join(self.logs + [d.log_path for d in self.daemons]))
 
     def close(self):
         for d in self.daemons:
             d.kill9()
+        for b in self.burners:
+            b.kill()
+            b.wait()
         self.emulator.stop()
 
 
@@ -269,7 +300,13 @@ def parse(argv):
     p.add_argument("--keep", action="store_true", help="after the report, keep the test server up 10 minutes (prints its URI)")
     p.add_argument("--tolerate", default="", help="known holes the oracle lets pass: " + ", ".join(oracle.TOLERATE))
     p.add_argument("--ops", type=int, default=40, help="writes per step (default 40)")
+    p.add_argument("--overload", action="store_true",
+                   help="keep twice as many busy processes as cores running beside the whole run")
+    p.add_argument("--lease-ttl-ms", type=int, default=None,
+                   help="--ha instances' lease TTL (default %d, 2000 with --overload)" % faults.LEASE_TTL_MS)
     a = p.parse_args(argv)
+    if a.lease_ttl_ms is None:
+        a.lease_ttl_ms = 2000 if a.overload else faults.LEASE_TTL_MS
     a.fault_list = [] if a.faults in ("", "none") else a.faults.split(",")
     for f in a.fault_list:
         if f in faults.PLANNED:

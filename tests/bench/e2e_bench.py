@@ -21,6 +21,7 @@ nothing. Every measurement checks that the copies converged, so a wrong result f
 With DENORMD_TEST_URI set, a real replica set is used instead (server CPU is then not shown).
 """
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -34,7 +35,7 @@ import threading
 import time
 
 import pymongo
-from pymongo import DeleteOne, InsertOne, UpdateMany, UpdateOne
+from pymongo import DeleteOne, InsertOne, UpdateMany, UpdateOne, monitoring
 
 from tests.integration import seed
 from tests.integration.harness import DENORMD, EMULATOR, REAL_URI, Denormd, Emulator, rendezvous_owner, write_mappings
@@ -486,6 +487,58 @@ def metric_total(metrics, name, **labels):
     return sum(v for (n, ls), v in metrics.items() if n == name and want <= set(ls))
 
 
+class OwnCommands(monitoring.CommandListener):
+    """The commands the benchmark's own client sends, by name, so that the server's counts can
+    be told apart: what is left is the synchronizer's."""
+
+    def __init__(self):
+        self.counts = collections.Counter()
+
+    def started(self, event):
+        self.counts[event.command_name] += 1
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+# Commands a count of the synchronizer's work leaves out: the drivers' handshakes and pings.
+NOT_WORK = {"hello", "isMaster", "ismaster", "ping", "serverStatus", "buildInfo", "endSessions"}
+
+
+def server_counters(client, own):
+    """(commands by name, documents written) as the server counts them (serverStatus), and the
+    benchmark's own commands so far; None on a server that does not say."""
+    try:
+        status = client.admin.command("serverStatus")
+    except pymongo.errors.PyMongoError:
+        return None
+    commands = {name: c.get("total", 0) for name, c in status.get("metrics", {}).get("commands", {}).items()
+                if isinstance(c, dict)}
+    documents = status.get("metrics", {}).get("document", {})
+    written = sum(documents.get(k, 0) for k in ("inserted", "updated", "deleted"))
+    return commands, written, dict(own.counts)
+
+
+def work_per_event(before, after, events, own_documents):
+    """The synchronizer's server commands (total and by name) and documents written per source
+    event between two server_counters() readings, the benchmark's own commands and the
+    `own_documents` it wrote meanwhile taken out."""
+    if before is None or after is None or events == 0:
+        return {}
+    by_name = {}
+    for name, total in after[0].items():
+        if name in NOT_WORK:
+            continue
+        n = total - before[0].get(name, 0) - (after[2].get(name, 0) - before[2].get(name, 0))
+        if n > 0:
+            by_name[name] = round(n / events, 3)
+    return dict(server_commands_per_event=round(sum(by_name.values()), 3), server_commands=by_name,
+                documents_written_per_event=round(max(0, after[1] - before[1] - own_documents) / events, 3))
+
+
 def update_commands(client):
     return client.admin.command("serverStatus").get("metrics", {}).get("commands", {}).get("update", {}).get("total")
 
@@ -515,6 +568,10 @@ class Bench:
             self.realistic_backlog = 100000
         if getattr(args, "realistic_events", None):
             self.realistic_backlog = args.realistic_events
+        if getattr(args, "latency_rounds", None):
+            self.latency_rounds = args.latency_rounds
+        if getattr(args, "backlog", None):
+            self.backlog = args.backlog
 
     # -- set-up
     def start_server(self):
@@ -533,7 +590,8 @@ class Bench:
             self.server_proc = Proc(self.server.proc.pid)
             self.uri = self.server.uri
             self.dbname = "shop"
-        self.client = pymongo.MongoClient(self.uri, w="majority")
+        self.own = OwnCommands()
+        self.client = pymongo.MongoClient(self.uri, w="majority", event_listeners=[self.own])
         self.shop = BenchShop(self.client, self.dbname, self.size, random.Random(7))
         self.gen = Generator(self.client, self.dbname)
 
@@ -679,9 +737,9 @@ class Bench:
                                           ("recent", self.shop.recent_event, RECENT_MAPPINGS)):
                 for rate in (1000, 5000):
                     self.settle()
-                    before = self.denormd.metrics()
+                    before, work0 = self.denormd.metrics(), server_counters(self.client, self.own)
                     n, gen_s, _, _, cpu = self.fixed_rate(make, rate, SOURCES[label])
-                    after = self.denormd.metrics()
+                    after, work1 = self.denormd.metrics(), server_counters(self.client, self.own)
                     h0 = histogram(before, "denormd_apply_latency_seconds", mappings)
                     h1 = histogram(after, "denormd_apply_latency_seconds", mappings)
                     events_read = (metric_total(after, "denormd_events_total") -
@@ -691,7 +749,8 @@ class Bench:
                                writes=int(metric_total(after, "denormd_writes_total") -
                                           metric_total(before, "denormd_writes_total")),
                                cpu_us_per_event={k: round(v / n * 1e6, 1) for k, v in cpu.items()},
-                               denormd_cpu_us_per_event_read=round(cpu["denormd"] / max(events_read, 1) * 1e6, 1))
+                               denormd_cpu_us_per_event_read=round(cpu["denormd"] / max(events_read, 1) * 1e6, 1),
+                               **work_per_event(work0, work1, n, n))
                     rounds.setdefault("%s_%d" % (label, rate), []).append(row)
                     say("  latency %s %d/s: %s" % (label, rate, row))
         out = {}
@@ -756,12 +815,14 @@ class Bench:
         n, gen_s = self.gen.drive(self.shop.mixed_event, None, count=self.backlog)
         checks = self.shop.write_markers(ALL_SOURCES)
         t0 = time.time()
+        work0 = server_counters(self.client, self.own)
         self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args())
         self.sync_proc = Proc(self.denormd.proc.pid)
         c0, s0 = self.sync_proc.cpu(), self.server_proc.cpu()
         with PeakRss(self.sync_proc) as rss:
             ok = wait_markers(checks, 1800)
             t1 = time.time()
+        work1 = server_counters(self.client, self.own)
         if not ok:
             raise AssertionError("catch-up did not finish:\n" + self.denormd.log()[-3000:])
         m = self.denormd.metrics()
@@ -770,7 +831,8 @@ class Bench:
                    cpu_us_per_event=round((self.sync_proc.cpu() - c0) / n * 1e6, 1),
                    server_cpu_us_per_event=round((self.server_proc.cpu() - s0) / n * 1e6, 1),
                    rss_kib_peak=rss.peak_kib(),
-                   history_lost=int(metric_total(m, "denormd_history_lost_total")))
+                   history_lost=int(metric_total(m, "denormd_history_lost_total")),
+                   **work_per_event(work0, work1, n, 0))
         if row["history_lost"]:
             raise AssertionError("the backlog fell off the server's history; catch-up measured a re-sync")
         say("  catch-up: %s" % row)
@@ -1308,6 +1370,10 @@ def main():
                    help="for the ha measurement: --lease-ttl-ms of the instances (default 10000; --quick 2000)")
     p.add_argument("--ha-kills", type=int, default=None, metavar="N",
                    help="for the ha measurement: instances killed one after another (default 10; --quick 2)")
+    p.add_argument("--latency-rounds", type=int, metavar="N",
+                   help="rounds of each fixed-rate latency measurement (default 3; --quick 1)")
+    p.add_argument("--backlog", type=int, metavar="N",
+                   help="source events written while denormd is stopped, for the catch-up (default 500000)")
     p.add_argument("--denormd-arg", action="append", help="extra flag(s) for denormd run, e.g. '--linger-ms 2'")
     args = p.parse_args()
     if args.render:

@@ -102,8 +102,13 @@ command_outcome server_status(command_context& ctx) {
   bson::document cursors;
   cursors.append("open",
                  bson::document{{"total", static_cast<std::int64_t>(ctx.server.cursors().size())}});
+  const auto written = ctx.server.store().documents_written();
+  bson::document documents{{"deleted", static_cast<std::int64_t>(written.deleted)},
+                           {"inserted", static_cast<std::int64_t>(written.inserted)},
+                           {"updated", static_cast<std::int64_t>(written.updated)}};
   r.append("metrics", bson::document{{"commands", ctx.server.commands().to_document()},
-                                     {"cursor", std::move(cursors)}});
+                                     {"cursor", std::move(cursors)},
+                                     {"document", std::move(documents)}});
   r.append("ok", 1.0);
   return command_result{std::move(r), {}};
 }

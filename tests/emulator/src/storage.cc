@@ -485,6 +485,7 @@ void storage::abort_all_transactions() {
 void storage::record_document_change(op_type op, const collection& c, const bson::value& id,
                                      doc_ptr full_document, doc_ptr pre_image,
                                      bson::document update_description) {
+  (op == op_type::insert ? inserted_ : op == op_type::remove ? deleted_ : updated_)++;
   oplog_entry e;
   e.op = op;
   e.db = c.db();

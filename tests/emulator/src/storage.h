@@ -116,6 +116,16 @@ class storage {
   // Advances the clock without a change (like MongoDB's periodic no-op writer). Change streams
   // opened "now" start at such a tick. Lock-free.
   bson::timestamp tick();
+  // Documents written so far, as serverStatus.metrics.document counts them (inserted,
+  // updated (replacements included), deleted). Readable without the lock.
+  struct document_counts {
+    std::uint64_t inserted = 0;
+    std::uint64_t updated = 0;
+    std::uint64_t deleted = 0;
+  };
+  document_counts documents_written() const {
+    return {inserted_.load(), updated_.load(), deleted_.load()};
+  }
   // Number of changes recorded so far (under a lock); pairs with notifier().park().
   std::uint64_t change_count() const { return change_count_; }
   change_notifier& notifier() { return notifier_; }
@@ -154,6 +164,9 @@ class storage {
   oplog oplog_;
   std::atomic<std::uint64_t> clock_{0};  // timestamp packed as t << 32 | i
   std::uint64_t change_count_ = 0;
+  std::atomic<std::uint64_t> inserted_{0};
+  std::atomic<std::uint64_t> updated_{0};
+  std::atomic<std::uint64_t> deleted_{0};
   changed_namespaces pending_;  // changes of the current write lock, announced on release
   change_notifier notifier_;
   std::map<std::string, session, std::less<>> sessions_;  // by the lsid's id bytes

@@ -70,6 +70,23 @@ TEST_F(commands, server_status_counts_commands_like_mongodb) {
   EXPECT_EQ(count("failed"), failed + 1);
 }
 
+TEST_F(commands, server_status_counts_documents_written_like_mongodb) {
+  const auto count = [&](const char* field) -> std::int64_t {
+    const auto s = run_ok(J(R"({"serverStatus": 1})"), "admin");
+    return at(s, std::string("metrics.document.") + field).as<std::int64_t>();
+  };
+  const std::int64_t ins = count("inserted"), upd = count("updated"), del = count("deleted");
+  insert("docs", R"([{"_id": 1, "a": 0}, {"_id": 2, "a": 0}, {"_id": 3, "a": 9}])");
+  // Per document: a multi-update that changes two counts two; one that changes nothing, none.
+  run_ok(
+      J(R"({"update": "docs", "updates": [{"q": {"a": 0}, "u": {"$set": {"a": 1}}, "multi": true},
+                                             {"q": {"_id": 3}, "u": {"$set": {"a": 9}}}]})"));
+  run_ok(J(R"({"delete": "docs", "deletes": [{"q": {"_id": 3}, "limit": 1}]})"));
+  EXPECT_EQ(count("inserted"), ins + 3);
+  EXPECT_EQ(count("updated"), upd + 2);
+  EXPECT_EQ(count("deleted"), del + 1);
+}
+
 TEST_F(commands, create_list_and_drop_collections) {
   run_ok(J(R"({"create": "a"})"));
   run_fail(J(R"({"create": "a"})"), 48);

@@ -41,6 +41,66 @@ std::string owner_of(const std::string& unit, const std::vector<std::string>& li
   return best != nullptr ? *best : std::string();
 }
 
+std::map<std::string, std::string> assign_units(const std::vector<std::string>& unsorted,
+                                                const std::vector<std::string>& live,
+                                                const std::vector<lease_row>& table) {
+  std::map<std::string, std::string> out;
+  if (live.empty()) return out;
+  const std::vector<std::string> units = sorted(unsorted);
+  std::vector<std::string> members = sorted(live);
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  // The holders as the table says, where they are live and their lease has not expired.
+  std::map<std::string, std::string> holder;
+  std::map<std::string, std::size_t> load;
+  for (const auto& r : table) {
+    if (r.owner.empty() || r.expired) continue;
+    if (!std::binary_search(members.begin(), members.end(), r.owner)) continue;
+    if (!std::binary_search(units.begin(), units.end(), r.unit)) continue;
+    holder[r.unit] = r.owner;
+    ++load[r.owner];
+  }
+  // Shares: units / instances each, one more for the first (units % instances) of them, those
+  // that hold the most now first (so that the fewest units move), then by name.
+  std::vector<std::string> by_load = members;
+  std::stable_sort(by_load.begin(), by_load.end(),
+                   [&](const std::string& a, const std::string& b) { return load[a] > load[b]; });
+  const std::size_t base = units.size() / members.size();
+  const std::size_t extra = units.size() % members.size();
+  std::map<std::string, std::size_t> share;
+  for (std::size_t i = 0; i < by_load.size(); ++i)
+    share[by_load[i]] = base + (i < extra ? 1 : 0);
+  // Each holder keeps, of the units it holds, those it scores highest, up to its share.
+  std::map<std::string, std::size_t> given;
+  std::map<std::string, std::vector<std::string>> held_by;
+  for (const auto& unit : units) {
+    if (const auto h = holder.find(unit); h != holder.end()) held_by[h->second].push_back(unit);
+  }
+  for (auto& [h, mine] : held_by) {
+    std::stable_sort(mine.begin(), mine.end(),
+                     [&, h = h](const std::string& a, const std::string& b) {
+                       return score(a, h) > score(b, h);
+                     });
+    for (std::size_t i = 0; i < mine.size() && i < share[h]; ++i) {
+      out[mine[i]] = h;
+      ++given[h];
+    }
+  }
+  std::vector<std::string> moving;
+  for (const auto& unit : units) {
+    if (!out.contains(unit)) moving.push_back(unit);
+  }
+  for (const auto& unit : moving) {
+    std::vector<std::string> open;
+    for (const auto& m : members) {
+      if (given[m] < share[m]) open.push_back(m);
+    }
+    const std::string to = owner_of(unit, open);
+    out[unit] = to;
+    ++given[to];
+  }
+  return out;
+}
+
 lease_machine::lease_machine(std::string me, std::vector<std::string> units, std::int64_t ttl_ms,
                              std::int64_t margin_ms)
     : me_(std::move(me)), units_(sorted(std::move(units))), ttl_ms_(ttl_ms), margin_ms_(margin_ms) {
@@ -53,6 +113,22 @@ std::vector<lease_action> lease_machine::decide(std::int64_t now_ms,
                                                 bool stopping) const {
   std::vector<std::string> members = live;
   if (std::find(members.begin(), members.end(), me_) == members.end()) members.push_back(me_);
+  // What this instance holds counts as held whatever the table it read says.
+  std::vector<lease_row> rows = table;
+  for (const auto& [unit, h] : held_) {
+    auto r =
+        std::find_if(rows.begin(), rows.end(), [&](const lease_row& x) { return x.unit == unit; });
+    if (r == rows.end()) {
+      rows.push_back({unit, me_, h.epoch, false});
+    } else if (r->owner == me_) {
+      r->expired = false;
+    }
+  }
+  const auto owners = assign_units(units_, members, rows);
+  const auto owner = [&](const std::string& unit) {
+    const auto it = owners.find(unit);
+    return it != owners.end() ? it->second : std::string();
+  };
   std::vector<lease_action> out;
   for (const auto& unit : units_) {
     const auto held = held_.find(unit);
@@ -60,14 +136,14 @@ std::vector<lease_action> lease_machine::decide(std::int64_t now_ms,
       const std::int64_t epoch = held->second.epoch;
       if (now_ms >= held->second.deadline_ms) {
         out.push_back({lease_action::kind::drop, unit, epoch});
-      } else if (stopping || owner_of(unit, members) != me_) {
+      } else if (stopping || owner(unit) != me_) {
         out.push_back({lease_action::kind::release, unit, epoch});
       } else {
         out.push_back({lease_action::kind::renew, unit, epoch});
       }
       continue;
     }
-    if (stopping || owner_of(unit, members) != me_) continue;
+    if (stopping || owner(unit) != me_) continue;
     const auto row = std::find_if(table.begin(), table.end(),
                                   [&](const lease_row& r) { return r.unit == unit; });
     const bool free = row == table.end() || row->owner.empty() || row->expired ||

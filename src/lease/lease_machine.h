@@ -3,9 +3,10 @@
 // decided from what it last read of the lease table and of the live instances. Pure: times in
 // (ms of a steady clock), decisions out; the coordinator does the I/O and reports outcomes back.
 //
-// Work spreads by rendezvous hashing: a unit's owner is the live instance with the highest
-// score for (unit, instance), so a change of membership moves only the units that the joining
-// or leaving instance wins or held. A lease held is writable until its *deadline*: the local
+// Work spreads evenly: every live instance holds its share of the units, within one of every
+// other's (assign_units), a unit stays with its live holder while that holder is within its
+// share, and the units that must move go by rendezvous score, so a change of membership moves
+// as few units as it can. A lease held is writable until its *deadline*: the local
 // time its last acquisition or renewal was sent, plus the TTL, minus a margin. The server
 // dates the expiry from when it applied that write (later), so the deadline passes before any
 // other instance can take the lease (docs/architecture.md, "High availability").
@@ -46,9 +47,18 @@ struct held_lease {
   std::int64_t deadline_ms = 0;
 };
 
-// The instance among `live` that should own `unit` (rendezvous hashing); "" when none is live.
-// The same on every instance and build: FNV-1a and a fixed mixer, not std::hash.
+// The instance among `live` with the highest rendezvous score for `unit`; "" when none is
+// live. The same on every instance and build: FNV-1a and a fixed mixer, not std::hash.
 std::string owner_of(const std::string& unit, const std::vector<std::string>& live);
+
+// Who should hold each of `units` among `live`: each instance gets units/live or one
+// more (the instances holding the most now get the extra ones), a holder in `table` (not
+// expired, live) keeps the units it holds that it scores highest, up to its share, and every
+// other unit goes to the instance within its share with the highest rendezvous score. Every
+// instance that read the same table decides the same. Pure.
+std::map<std::string, std::string> assign_units(const std::vector<std::string>& units,
+                                                const std::vector<std::string>& live,
+                                                const std::vector<lease_row>& table);
 
 class lease_machine {
  public:

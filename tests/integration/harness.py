@@ -334,8 +334,8 @@ def wait_until(predicate, timeout=30, interval=0.1, message="condition"):
     raise AssertionError("timed out waiting for %s; last result: %s" % (message, str(last)[:4000]))
 
 
-# --ha: the owner rendezvous hashing gives a unit (src/lease/lease_machine.cc), written again
-# here so that tests check the spread against an independent copy.
+# --ha: who holds which unit once the instances have spread them (src/lease/lease_machine.cc,
+# assign_units), written again here so that tests check the spread against an independent copy.
 M64 = (1 << 64) - 1
 
 
@@ -351,6 +351,35 @@ def mix(z):
     return z ^ (z >> 31)
 
 
+def rendezvous_score(unit, instance):
+    return mix(fnv1a(instance, fnv1a(unit) ^ 0x9e3779b97f4a7c15))
+
+
 def rendezvous_owner(unit, live):
-    """The instance among `live` that should hold `unit`."""
-    return max(sorted(live), key=lambda i: mix(fnv1a(i, fnv1a(unit) ^ 0x9e3779b97f4a7c15)))
+    """The instance among `live` with the highest rendezvous score for `unit`."""
+    return max(sorted(live), key=lambda i: rendezvous_score(unit, i))
+
+
+def balanced_owners(units, live, holders=None):
+    """{unit: instance} once `live` have spread `units`, from who holds them now (`holders`,
+    {unit: instance}): each an even share (one more for those holding the most), a holder
+    keeping the units it scores highest, the rest by rendezvous score."""
+    members = sorted(set(live))
+    holders = {u: h for u, h in (holders or {}).items() if h in members and u in units}
+    load = {m: sum(1 for h in holders.values() if h == m) for m in members}
+    by_load = sorted(members, key=lambda m: -load[m])
+    base, extra = divmod(len(units), len(members))
+    share = {m: base + (1 if i < extra else 0) for i, m in enumerate(by_load)}
+    out, given = {}, {m: 0 for m in members}
+    for h in members:
+        mine = sorted((u for u in sorted(units) if holders.get(u) == h),
+                      key=lambda u: -rendezvous_score(u, h))
+        for u in mine[:share[h]]:
+            out[u] = h
+            given[h] += 1
+    for u in sorted(units):
+        if u not in out:
+            o = rendezvous_owner(u, [m for m in members if given[m] < share[m]])
+            out[u] = o
+            given[o] += 1
+    return out

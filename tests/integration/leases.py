@@ -1,5 +1,6 @@
 """What the --ha suites share: starting instances, and reading who holds which lease from each
 instance's metrics and from the lease table."""
+from tests.integration.harness import balanced_owners, wait_until
 
 
 class LeaseHelpers:
@@ -32,6 +33,44 @@ class LeaseHelpers:
     def all_held_once(self, instances, units):
         o = self.owners(instances)
         return set(o) == units and all(len(v) == 1 for v in o.values())
+
+    def balanced(self, instances, units):
+        """Every unit held once, and the live instances' counts within one of each other."""
+        if not self.all_held_once(instances, units):
+            return False
+        o = self.owners(instances)
+        counts = [sum(1 for v in o.values() if name in v) for name, d in instances.items() if d.proc.poll() is None]
+        return max(counts) - min(counts) <= 1
+
+    def spread(self, instances, units, timeout=20):
+        """Waits until `instances` hold `units` evenly; {unit: [holder]} then."""
+        wait_until(lambda: self.balanced(instances, units), timeout=timeout, message="units spread evenly")
+        return self.owners(instances)
+
+    def first(self, name, start):
+        """Starts the first instance and waits until it holds every unit: ({name: it}, units,
+        {unit: name})."""
+        d = start(name)
+        units = self.units(d)
+        wait_until(lambda: self.held_by(d) == units, timeout=20, message="%s holds every unit" % name)
+        return {name: d}, units, {u: name for u in units}
+
+    def join(self, ds, name, start, units, holders):
+        """Starts `name` beside `ds` and waits until the units are where assign_units puts them
+        from `holders`; the new {unit: holder}."""
+        ds[name] = start(name)
+        expected = balanced_owners(units, list(ds), holders)
+        wait_until(lambda: self.owners(ds) == {u: [h] for u, h in expected.items()}, timeout=20,
+                   message="units spread as assign_units says")
+        return expected
+
+    def start_spread(self, names, start):
+        """Starts `names` one after another, each waiting for the spread: (instances, units,
+        {unit: holder})."""
+        ds, units, holders = self.first(names[0], start)
+        for n in names[1:]:
+            holders = self.join(ds, n, start, units, holders)
+        return ds, units, holders
 
     def check_one_writer(self, instances):
         """Every unit an instance says it holds is its lease in the table, read after: no two

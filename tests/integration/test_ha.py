@@ -9,7 +9,7 @@ import time
 
 
 from tests.integration.base import ShopTestCase
-from tests.integration.harness import rendezvous_owner, wait_until
+from tests.integration.harness import balanced_owners, wait_until
 from tests.integration.leases import LeaseHelpers
 from tests.integration.seed import OPEN
 
@@ -34,9 +34,9 @@ class HaTest(LeaseHelpers, ShopTestCase):
         ds = {n: self.instance(n) for n in ("a", "b", "c")}
         units = self.units(ds["a"])
         self.assertGreaterEqual(len(units), 4)
-        # The first to start takes everything, then each unit moves to its rendezvous owner.
-        spread = {u: [rendezvous_owner(u, ds)] for u in units}
-        wait_until(lambda: self.owners(ds) == spread, timeout=20, message="units spread as rendezvous hashing says")
+        # The first to start takes everything, then the units spread evenly: 7 units, 3:2:2.
+        spread = self.spread(ds, units)
+        self.assertEqual(sorted(sum(1 for v in spread.values() if n in v) for n in ds), [2, 2, 3])
         for d in ds.values():
             self.assertEqual(d.metric_sum("denormd_instances"), 3)
 
@@ -58,9 +58,11 @@ class HaTest(LeaseHelpers, ShopTestCase):
         worker.join()
         self.converge()
         self.check_one_writer(rest)
-        # Each of the dead instance's units went to the one rendezvous hashing gives it now.
-        wait_until(lambda: self.owners(rest) == {u: [rendezvous_owner(u, rest)] for u in units}, timeout=10,
-                   message="units spread over the survivors as rendezvous hashing says")
+        # The survivors share them evenly, and only the dead instance's units moved.
+        after = self.spread(rest, units, timeout=10)
+        for u, holder in owners.items():
+            if holder != [victim]:
+                self.assertEqual(after[u], holder, u)
         self.assertGreaterEqual(sum(d.metric_sum("denormd_lease_changes_total", reason="acquired")
                                     for d in rest.values()), counts[victim])
         for d in rest.values():
@@ -187,50 +189,56 @@ class HaTest(LeaseHelpers, ShopTestCase):
         self.shop.fill_recent_arrays()
         # Copies written before the mappings existed: only the automatic backfill repairs them.
         self.db.orders.update_many({"status": {"$in": OPEN}}, {"$set": {"customer.name": "stale"}})
-        names = ["a", "b"]
-        holder = rendezvous_owner("auto-backfill", names)
-        other = [n for n in names if n != holder][0]
 
         def start(name):
             return self.instance(name, auto_backfill=True)
 
-        ds = {holder: start(holder)}
-        wait_until(lambda: "auto-backfill" in self.held_by(ds[holder]), timeout=20,
+        ds = {"a": start("a")}
+        wait_until(lambda: "auto-backfill" in self.held_by(ds["a"]), timeout=20,
                    message="the first instance holds the backfill's lease")
+        units = self.units(ds["a"])
+        # A second name beside which "a" keeps the backfill when the units spread.
+        other = next(n for n in ("b%d" % i for i in range(1000))
+                     if balanced_owners(units, ["a", n], {u: "a" for u in units})["auto-backfill"] == "a")
         ds[other] = start(other)
-        units = self.units(ds[holder])
-        spread = {u: [rendezvous_owner(u, names)] for u in units}
-        wait_until(lambda: self.owners(ds) == spread, timeout=20, message="units spread as rendezvous hashing says")
+        expected = balanced_owners(units, ["a", other], {u: "a" for u in units})
+        wait_until(lambda: self.owners(ds) == {u: [h] for u, h in expected.items()}, timeout=20,
+                   message="units spread as assign_units says")
         self.converge()
-        wait_until(lambda: "new and changed mappings are backfilled" in ds[holder].log(), timeout=20,
+        wait_until(lambda: "new and changed mappings are backfilled" in ds["a"].log(), timeout=20,
                    message="the holder finished the backfill")
         # The other instance never held the backfill's lease, so it never ran the backfill.
         self.assertNotIn("mappings are backfilled", ds[other].log())
         for d in ds.values():
             self.assertEqual(d.stop(), 0)
 
-    def test_a_standby_that_holds_nothing_is_ready(self):
+    def test_a_joining_instance_takes_its_share_and_the_rest_stays_put(self):
         self.shop.seed()
+        self.shop.fill_recent_arrays()
         a = self.instance("a")
         units = self.units(a)
         wait_until(lambda: self.held_by(a) == units, timeout=20, message="a holds every unit")
-        # A name that rendezvous hashing gives none of the units beside a: a pure standby.
-        standby = next(n for n in ("s%d" % i for i in range(100000))
-                       if all(rendezvous_owner(u, ["a", n]) == "a" for u in units))
-        s = self.instance(standby)  # waits until /readyz answers 200
-        wait_until(lambda: s.metric_sum("denormd_instances") == 2 and a.metric_sum("denormd_instances") == 2,
-                   timeout=20, message="both instances see each other")
-        time.sleep(self.TTL_MS / 1000)  # a few rounds: nothing moves
-        self.assertEqual(self.held_by(s), set())
-        self.assertEqual(self.held_by(a), units)
-        self.assertEqual(s.get("/readyz")[0], 200)
+        before = {u: "a" for u in units}
+        b = self.instance("b")  # waits until /readyz answers 200
+        ds = {"a": a, "b": b}
+        spread = self.spread(ds, units)
+        # b took exactly its half, and a kept the units it scores highest: nothing else moved.
+        self.assertEqual(len(self.held_by(b)), len(units) // 2)
+        self.assertEqual(spread, {u: [h] for u, h in balanced_owners(units, ["a", "b"], before).items()})
+        time.sleep(self.TTL_MS / 1000)  # a few rounds: nothing moves once even
+        self.assertEqual(self.owners(ds), spread)
+        for d in ds.values():
+            self.assertEqual(d.get("/readyz")[0], 200)
+        self.converge()
         # It takes over when the owner goes.
         self.assertEqual(a.stop(), 0)
-        wait_until(lambda: self.held_by(s) == units, timeout=self.TTL_MS / 1000 + 5,
-                   message="the standby takes every unit")
-        wait_until(lambda: s.get("/readyz")[0] == 200, timeout=20, message="the standby streams")
-        self.assertEqual(s.stop(), 0)
-
+        wait_until(lambda: self.held_by(b) == units, timeout=self.TTL_MS / 1000 + 5,
+                   message="b takes every unit")
+        wait_until(lambda: b.get("/readyz")[0] == 200, timeout=20, message="b streams")
+        for _ in range(50):
+            self.shop.random_change()
+        self.converge()
+        self.assertEqual(b.stop(), 0)
 
     def test_a_write_held_past_the_lease_does_not_land_after_the_new_owners(self):
         """The owner of the customers sends a rename, its update is held by the server (a fail

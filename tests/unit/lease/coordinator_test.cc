@@ -110,6 +110,19 @@ class coordinator_test : public ::testing::Test {
                                        coordinator_options{"a", std::move(units), ttl}, hooks_);
     return *c_;
   }
+  // The units `who` should hold among `live`, as the lease table is now.
+  std::vector<std::string> share_of(const std::string& who, std::vector<std::string> units,
+                                    const std::vector<std::string>& live) {
+    std::sort(units.begin(), units.end());
+    std::vector<lease_row> rows;
+    for (const auto& [unit, r] : table_.rows)
+      rows.push_back({unit, r.owner, r.epoch, r.expired});
+    std::vector<std::string> out;
+    for (const auto& [unit, owner] : assign_units(units, live, rows)) {
+      if (owner == who) out.push_back(unit);
+    }
+    return out;
+  }
   double metric(const std::string& line_start) {
     const std::string text = metrics_.serialize();
     const auto at = text.find("\n" + line_start);
@@ -155,12 +168,11 @@ TEST_F(coordinator_test, a_unit_given_up_is_released_only_once_the_daemon_stoppe
   c.round();
   ASSERT_EQ(c.held_units().size(), 12u);
   table_.live_list = {"a", "b"};  // b joins
-  c.round();
   std::vector<std::string> expected;
-  for (const auto& u : units) {
-    if (owner_of(u, {"a", "b"}) == "b") expected.push_back(u + " release");
-  }
-  ASSERT_FALSE(expected.empty());
+  for (const auto& u : share_of("b", units, {"a", "b"}))
+    expected.push_back(u + " release");
+  ASSERT_EQ(expected.size(), 6u);  // half
+  c.round();
   std::sort(expected.begin(), expected.end());  // units go in name order
   EXPECT_EQ(stopped_, expected);
   // Still held and renewed until the daemon says the pipeline stopped; asked only once.
@@ -179,11 +191,7 @@ TEST_F(coordinator_test, a_unit_stolen_while_being_given_up_is_given_up_again_ne
   const std::vector<std::string> units = twelve_units();
   auto& c = make(units);
   c.round();
-  std::string moving;  // a unit that b wins
-  for (const auto& u : units) {
-    if (owner_of(u, {"a", "b"}) == "b") moving = u;
-  }
-  ASSERT_FALSE(moving.empty());
+  const std::string moving = share_of("b", units, {"a", "b"}).back();  // a unit b gets
   table_.live_list = {"a", "b"};
   table_.rows[moving] = {"other", 9, false};  // taken just before a gives it up
   c.round();
@@ -320,12 +328,8 @@ TEST_F(coordinator_test, new_units_are_taken_and_units_no_longer_shared_released
   c.set_units(units);
   c.round();
   table_.live_list = {"a", "b"};  // b joins: a gives b's units up
+  const std::string giving_up = share_of("b", units, {"a", "b"}).back();
   c.round();
-  std::string giving_up;
-  for (const auto& u : units) {
-    if (owner_of(u, {"a", "b"}) == "b") giving_up = u;
-  }
-  ASSERT_FALSE(giving_up.empty());
   ASSERT_EQ(table_.rows[giving_up].owner, "a");
   ASSERT_NE(std::find(stopped_.begin(), stopped_.end(), giving_up + " release"), stopped_.end());
   std::erase(units, giving_up);

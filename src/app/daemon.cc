@@ -100,6 +100,7 @@ class mongo_parts final : public pipeline::parts_factory {
 
   std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns& source) override {
     sink::writer_options wo{meta_db_, dry_run_};
+    wo.turns = turns_;
     // A dry run writes nothing, so it takes no fence either.
     if (dry_run_) return std::make_unique<sink::writer>(conn_, metrics_, std::move(wo));
     return std::make_unique<sink::fenced_writer>(conn_, metrics_, std::move(wo),
@@ -138,6 +139,8 @@ class mongo_parts final : public pipeline::parts_factory {
   const std::string meta_db_;
   const bool dry_run_;
   const std::string process_;
+  // The writers' turns per target collection (one set for the process).
+  const std::shared_ptr<sink::target_turns> turns_ = std::make_shared<sink::target_turns>();
 };
 
 // Without --ha, a pipeline fenced out by another writer (a second denormd without --ha, or the

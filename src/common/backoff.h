@@ -6,6 +6,7 @@
 // One instance per retry loop; not shared between threads.
 
 #include <chrono>
+#include <optional>
 #include <random>
 #include <stop_token>
 
@@ -31,7 +32,9 @@ class backoff {
   std::chrono::milliseconds cap_;
   std::chrono::milliseconds next_;
   std::chrono::steady_clock::time_point since_{};
-  std::minstd_rand rng_;
+  // Seeded at the first wait: most retry loops never wait, and seeding costs a system call
+  // (a batch's writes construct one).
+  std::optional<std::minstd_rand> rng_;
 };
 
 }  // namespace denormd

@@ -133,28 +133,19 @@ bson::document map_expr(bson::value input, const char* as, bson::value in) {
 }
 
 // Whether the string `c` is an array index as query::parse_index reads one: 1 to 9 digits,
-// no leading zero but "0" itself.
+// no leading zero but "0" itself. The first test (only digits, or empty) settles every field
+// name that is not a number at once: the server runs this for each component of each changed
+// path of every update event, so it must be cheap (an earlier form, a $map over the nine
+// positions, made the stream filter four times as costly for the server).
 bson::document is_index(const char* c) {
   const bson::document length = expr("$strLenCP", c);
-  bson::array digits;
-  for (char d = '0'; d <= '9'; ++d)
-    digits.push_back(std::string(1, d));
-  bson::array positions;
-  for (std::int32_t i = 0; i < 9; ++i)
-    positions.push_back(i);
-  const bson::document all_digits =
-      expr("$allElementsTrue",
-           bson::array{map_expr(
-               expr("$literal", std::move(positions)), "i",
-               expr("$or", bson::array{
-                               expr("$gte", bson::array{"$$i", length}),
-                               expr("$in", bson::array{expr("$substrCP",
-                                                            bson::array{c, "$$i", std::int32_t{1}}),
-                                                       expr("$literal", digits)}),
-                           }))});
   return expr(
       "$and",
       bson::array{
+          expr("$eq", bson::array{expr("$ltrim", bson::document{{"input", c},
+                                                               {"chars", expr("$literal",
+                                                                              "0123456789")}}),
+                                  expr("$literal", "")}),
           expr("$gte", bson::array{length, std::int32_t{1}}),
           expr("$lte", bson::array{length, std::int32_t{9}}),
           expr("$or",
@@ -162,7 +153,6 @@ bson::document is_index(const char* c) {
                            expr("$ne", bson::array{expr("$substrCP", bson::array{c, std::int32_t{0},
                                                                                  std::int32_t{1}}),
                                                    expr("$literal", "0")})}),
-          all_digits,
       });
 }
 

@@ -43,6 +43,30 @@ mongo::status fence_and_commit(mongo::transaction& txn, const write_fence& fence
   return txn.commit();
 }
 
+// The turns of the collections `ops` write (none without turns).
+target_turns::held turns_for(const std::shared_ptr<target_turns>& turns,
+                             std::span<const mapping::write_op> ops) {
+  if (!turns) return {};
+  std::vector<std::string> targets;
+  for (const auto& op : ops)
+    targets.push_back(op.target.full());
+  return turns->take(std::move(targets));
+}
+
+// A transaction written without a count first matched more documents than one may hold.
+constexpr std::uint32_t over_limit_code = 900101;
+
+bool over_limit(const mongo::driver_error& e) {
+  return e.from == mongo::driver_error::origin::client && e.code == over_limit_code;
+}
+
+std::size_t multi_document_updates(std::span<const mapping::write_op> ops) {
+  return static_cast<std::size_t>(std::count_if(ops.begin(), ops.end(), [](const auto& op) {
+    const auto* w = op.template as<mapping::update_write>();
+    return w != nullptr && w->many;
+  }));
+}
+
 bool is_write_conflict(const mongo::driver_error& e) {
   constexpr std::uint32_t write_conflict = 112;
   return e.from == mongo::driver_error::origin::server && e.code == write_conflict;
@@ -63,8 +87,8 @@ void pause_before_retry(int attempt) {
 class fenced_writer::per_write_client final : public mongo::document_client {
  public:
   per_write_client(mongo::document_client& conn, mongo::session& session, const write_fence& fence,
-                   std::int64_t epoch)
-      : conn_(conn), session_(session), fence_(fence), epoch_(epoch) {}
+                   std::int64_t epoch, std::shared_ptr<target_turns> turns)
+      : conn_(conn), session_(session), fence_(fence), epoch_(epoch), turns_(std::move(turns)) {}
 
   mongo::result<mongo::bulk_outcome> update_bulk(const std::string& db, const std::string& coll,
                                                  std::span<const mongo::write_request> requests,
@@ -81,6 +105,7 @@ class fenced_writer::per_write_client final : public mongo::document_client {
   }
   mongo::status insert_one(const std::string& db, const std::string& coll,
                            const bson::document& doc) override {
+    const auto turn = take_turn(db, coll);
     auto txn = session_.start_transaction();
     if (!txn) return txn.error();
     if (auto st = (*txn)->insert_one(db, coll, doc); !st) return st;
@@ -116,6 +141,7 @@ class fenced_writer::per_write_client final : public mongo::document_client {
   mongo::result<mongo::bulk_outcome> fenced_bulk(const std::string& db, const std::string& coll,
                                                  std::span<const mongo::write_request> requests,
                                                  bool ordered) {
+    const auto turn = take_turn(db, coll);
     auto txn = session_.start_transaction();
     if (!txn) return txn.error();
     auto out = (*txn)->update_bulk(db, coll, requests, ordered);
@@ -124,10 +150,16 @@ class fenced_writer::per_write_client final : public mongo::document_client {
     return out;
   }
 
+  target_turns::held take_turn(const std::string& db, const std::string& coll) {
+    if (!turns_) return {};
+    return turns_->take({db + "." + coll});
+  }
+
   mongo::document_client& conn_;
   mongo::session& session_;
   const write_fence& fence_;
   const std::int64_t epoch_;
+  const std::shared_ptr<target_turns> turns_;
 };
 
 fenced_writer::fenced_writer(mongo::document_client& conn, metrics::metrics& m, writer_options opts,
@@ -176,6 +208,23 @@ mongo::status fenced_writer::apply(std::span<const mapping::write_op> ops,
   // cut short is retried after its committed ops (every op is idempotent).
   for (std::size_t start = 0; start < ops.size();) {
     const auto chunk = ops.subspan(start, std::min(max_ops_, ops.size() - start));
+    if (likely_within_limit(chunk)) {
+      // Written without counting first: the transaction itself says how many documents its
+      // updates matched, and one over the limit is aborted before its commit.
+      const std::size_t before = committed_;
+      bound_ = max_documents_;
+      auto st = write_range(chunk, event_tokens, source, &committed_);
+      bound_ = 0;
+      if (st) {
+        start += chunk.size();
+        continue;
+      }
+      if (!over_limit(st.error())) return st;
+      // Counted from here on, until what the writes match is small again.
+      docs_per_op_ = static_cast<double>(max_documents_);
+      start += committed_ - before;
+      continue;
+    }
     auto documents = documents_in(chunk);
     if (!documents) return documents.error();
     auto st = *documents <= max_documents_ ? write_range(chunk, event_tokens, source, &committed_)
@@ -262,35 +311,46 @@ mongo::result<std::size_t> fenced_writer::documents_in(std::span<const mapping::
   return n;
 }
 
+bool fenced_writer::likely_within_limit(std::span<const mapping::write_op> ops) const {
+  const std::size_t many = multi_document_updates(ops);
+  // Without a multi-document update the count reads nothing anyway; before the first
+  // committed transaction there is nothing to go by.
+  if (many == 0 || docs_per_op_ <= 0) return false;
+  const double expected =
+      static_cast<double>(ops.size() - many) + static_cast<double>(many) * docs_per_op_;
+  return 2 * expected <= static_cast<double>(max_documents_);
+}
+
+void fenced_writer::learn(std::span<const mapping::write_op> ops, std::uint64_t matched) {
+  const std::size_t many = multi_document_updates(ops);
+  if (many == 0) return;
+  const std::size_t single = ops.size() - many;
+  const double per_update =
+      static_cast<double>(matched > single ? matched - single : 0) / static_cast<double>(many);
+  // The largest recent fan-out, forgotten slowly: one large update makes the next
+  // transactions count first for a while.
+  docs_per_op_ = std::max(per_update, docs_per_op_ * 0.9);
+}
+
 mongo::status fenced_writer::write_counted(std::span<const mapping::write_op> ops,
                                            std::span<const bson::document> event_tokens,
                                            const mapping::ns& source) {
-  std::size_t start = 0;
-  std::size_t documents = 0;
-  auto flush = [&](std::size_t end) -> mongo::status {
-    auto st = end > start
-                  ? write_range(ops.subspan(start, end - start), event_tokens, source, &committed_)
-                  : mongo::status{};
-    start = end;
-    documents = 0;
-    return st;
-  };
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    auto n = documents_in(ops.subspan(i, 1));
-    if (!n) return n.error();
-    if (*n > max_documents_) {
-      if (auto st = flush(i); !st) return st;
-      if (auto st = write_in_pages(ops[i], event_tokens, source); !st) return st;
-      ++committed_;
-      start = i + 1;
-      continue;
-    }
-    if (documents + *n > max_documents_) {
-      if (auto st = flush(i); !st) return st;
-    }
-    documents += *n;
+  // One op alone over the limit is written in pages; more are cut in halves, each counted
+  // again: a few reads for a batch over the limit, not one per op.
+  if (ops.size() == 1) {
+    if (auto st = write_in_pages(ops.front(), event_tokens, source); !st) return st;
+    ++committed_;
+    return {};
   }
-  return flush(ops.size());
+  const std::size_t half = ops.size() / 2;
+  for (const auto part : {ops.first(half), ops.subspan(half)}) {
+    auto documents = documents_in(part);
+    if (!documents) return documents.error();
+    auto st = *documents <= max_documents_ ? write_range(part, event_tokens, source, &committed_)
+                                           : write_counted(part, event_tokens, source);
+    if (!st) return st;
+  }
+  return {};
 }
 
 mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
@@ -319,6 +379,7 @@ mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
 mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_op> ops,
                                                 std::span<const bson::document> event_tokens,
                                                 const mapping::ns& source, bool& refused) {
+  const auto turn = turns_for(opts_.turns, ops);
   auto txn = session_->start_transaction();
   if (!txn) return txn.error();
   // Counted once committed: an aborted transaction wrote nothing (and its ops are written
@@ -330,15 +391,26 @@ mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_o
   // The server aborted the transaction at the refusal: nothing of it may be committed.
   refused = w.saw_refusal();
   if (refused || !st) return st;
+  // Written without a count first, and over the limit: aborted (the transaction goes with its
+  // handle), to be counted and cut.
+  if (bound_ > 0 && w.matched() > bound_) {
+    return mongo::failure(mongo::driver_error{
+        mongo::driver_error::origin::client, over_limit_code,
+        "the transaction's updates matched " + std::to_string(w.matched()) +
+            " documents, more than " + std::to_string(bound_) + "; aborted, to be cut",
+        {}});
+  }
   st = fence_and_commit(**txn, fence_, epoch_);
-  if (st) w.tally().publish();
+  if (!st) return st;
+  w.tally().publish();
+  learn(ops, w.matched());
   return st;
 }
 
 mongo::status fenced_writer::write_by_write(std::span<const mapping::write_op> ops,
                                             std::span<const bson::document> event_tokens,
                                             const mapping::ns& source) {
-  per_write_client each(conn_, *session_, fence_, epoch_);
+  per_write_client each(conn_, *session_, fence_, epoch_, opts_.turns);
   writer w(each, metrics_, opts_);
   return w.apply(ops, event_tokens, source);
 }

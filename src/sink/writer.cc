@@ -137,6 +137,7 @@ mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,
     const std::size_t done = outcome->failed_index ? *outcome->failed_index : requests.size();
     for (std::size_t i = start; i < start + done; ++i)
       acknowledged(*run[i], now);
+    matched_ += static_cast<std::uint64_t>(outcome->matched + outcome->upserted);
     if (outcome->modified > 0) tally_.count_modified(mapping_name(*run[start]), outcome->modified);
     if (!outcome->failed_index) return {};
     const auto& bad = *run[start + *outcome->failed_index];
@@ -314,6 +315,7 @@ class writer::store final : public mapping::document_store {
                                                        requests.size() - start);
       auto outcome = w_.conn_.update_bulk(op.target.db, op.target.coll, rest, true);
       if (!outcome) return fail(outcome.error());
+      w_.matched_ += static_cast<std::uint64_t>(outcome->matched + outcome->upserted);
       if (outcome->modified > 0) w_.tally_.count_modified(mapping_name(op), outcome->modified);
       if (!outcome->failed_index) break;
       if (outcome->write_error->transient()) return fail(*outcome->write_error);
@@ -348,6 +350,7 @@ class writer::store final : public mapping::document_store {
       }
       return mapping::store_write::refused;
     }
+    w_.matched_ += static_cast<std::uint64_t>(outcome->matched + outcome->upserted);
     if (outcome->modified > 0) w_.tally_.count_modified(mapping_name(op), outcome->modified);
     return mapping::store_write::applied;
   }

@@ -10,6 +10,7 @@
 // One writer per thread; not thread-safe.
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "metrics/metrics.h"
 #include "mongo/document_client.h"
 #include "sink/batch_writer.h"
+#include "sink/target_turns.h"
 #include "sink/write_tally.h"
 
 namespace denormd::sink {
@@ -31,6 +33,9 @@ struct writer_options {
   // Hold the metrics of each apply() until tally().publish(): its writes are in a
   // transaction that has not committed yet.
   bool hold_metrics = false;
+  // The fenced writers of one process take turns per target collection (target_turns.h); none
+  // when null.
+  std::shared_ptr<target_turns> turns{};
 };
 
 // Streams the _ids of the documents `filter` selects in `target` to `each`, `page` at a time
@@ -60,6 +65,8 @@ class writer final : public batch_writer {
   // The server refused a statement for good during the last apply(), whatever became of it
   // (in a transaction, the refusal aborted the transaction).
   bool saw_refusal() const { return saw_refusal_; }
+  // Documents the update statements matched so far (what a transaction holds).
+  std::uint64_t matched() const { return matched_; }
   // What the last apply() counted; held there with writer_options::hold_metrics.
   write_tally& tally() { return tally_; }
 
@@ -101,6 +108,7 @@ class writer final : public batch_writer {
   std::vector<const mapping::write_op*> rejected_;
   std::size_t refused_writes_ = 0;
   bool saw_refusal_ = false;
+  std::uint64_t matched_ = 0;
 };
 
 }  // namespace denormd::sink

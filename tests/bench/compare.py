@@ -4,7 +4,8 @@ Builds REV's denormd (and, with --server old or each, its test server) into a sc
 (git archive of REV, configured and built as scripts/test.sh does; kept, so a second run
 reuses it), then runs the latency and catch-up measurements of tests/bench/e2e_bench.py for
 both, round after round, alternating which goes first, each on a fresh test server with the
-same seed. It prints, per figure, the median of each side's rounds, every round, and the
+same seed and REV's sample mappings (the same work, in mappings both understand). It
+prints, per figure, the median of each side's rounds, every round, and the
 ratio this/REV, with whether the figure is better higher or lower: a regression shows as a
 ratio on the wrong side of 1, whatever the machine's speed that day. The figures: copy and
 recent at 1,000 and 5,000 source events/s (rate held, p50/p99 apply latency, CPU per event of
@@ -97,8 +98,9 @@ def from_build(build_dir):
             "emulator": os.path.join(build_dir, "tests", "emulator", "mongo-emulator")}
 
 
-def bench_once(denormd, emulator, args):
-    """One e2e_bench run of the latency and catch-up measurements; its results."""
+def bench_once(denormd, emulator, args, samples):
+    """One e2e_bench run of the latency and catch-up measurements, with the sample mappings in
+    `samples` (None: this revision's); its results."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     cmd = [sys.executable, "-m", "tests.bench.e2e_bench", "--only", "latency,catch_up", "--skip-baseline",
@@ -108,6 +110,8 @@ def bench_once(denormd, emulator, args):
     if args.backlog:
         cmd += ["--backlog", str(args.backlog)]
     env = dict(os.environ, DENORMD_BIN=denormd, DENORMD_EMULATOR=emulator, PYTHONDONTWRITEBYTECODE="1")
+    if samples:
+        env["DENORMD_SAMPLE_MAPPINGS"] = samples
     say("$ DENORMD_BIN=%s DENORMD_EMULATOR=%s %s" % (denormd, emulator, " ".join(cmd[1:])))
     subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL if not args.verbose else None)
     with open(out) as f:
@@ -190,6 +194,10 @@ def main(argv=None):
         sha, old = resolve(args.rev), from_build(os.path.abspath(args.old_build))
     else:
         sha, old = build(args.rev, os.path.abspath(args.scratch), targets)
+    # Both sides run REV's sample mappings when its source is at hand: the same work, in
+    # mappings the older binary understands (newer samples may use what it does not know).
+    samples = os.path.join(os.path.abspath(args.scratch), sha[:12], "src", "mappings")
+    samples = samples if not args.old_build and os.path.isdir(samples) else None
     emulators = {"new": new["emulator"], "old": old["emulator"]}
     servers = {"old": emulators[{"new": "new", "old": "old", "each": "old"}[args.server]],
                "new": emulators[{"new": "new", "old": "old", "each": "new"}[args.server]]}
@@ -200,7 +208,7 @@ def main(argv=None):
         order = ("old", "new") if r % 2 == 0 else ("new", "old")
         for side in order:
             say("round %d/%d: %s" % (r + 1, args.rounds, "REV " + sha[:12] if side == "old" else "this revision"))
-            rounds[side].append(bench_once(binaries[side], servers[side], args))
+            rounds[side].append(bench_once(binaries[side], servers[side], args, samples))
     text, regressions = table(args.rev, sha, rounds, args.max_ratio)
     header = ("Compared %s (%s) with this revision, %d round(s) each, alternating, %s test server; %d s.\n\n"
               % (args.rev, sha[:12], args.rounds,

@@ -689,7 +689,7 @@ class Bench:
             say("  %s" % self.results["server_ceilings"])
         mappings = write_mappings(self.dbname)
         meta = self.dbname + "_meta"
-        self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args())
+        self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args(), lifecycle=False)
         self.sync_proc = Proc(self.denormd.proc.pid)
         try:
             self.wait_ready()
@@ -816,7 +816,7 @@ class Bench:
         checks = self.shop.write_markers(ALL_SOURCES)
         t0 = time.time()
         work0 = server_counters(self.client, self.own)
-        self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args())
+        self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args(), lifecycle=False)
         self.sync_proc = Proc(self.denormd.proc.pid)
         c0, s0 = self.sync_proc.cpu(), self.server_proc.cpu()
         with PeakRss(self.sync_proc) as rss:
@@ -840,7 +840,7 @@ class Bench:
 
     def ha_instances(self, mappings, meta, names, ttl_ms):
         return {n: Denormd(self.uri, meta, mappings, *self.denormd_args(), "--ha", "--instance-id", n,
-                           "--lease-ttl-ms", str(ttl_ms)) for n in names}
+                           "--lease-ttl-ms", str(ttl_ms), lifecycle=False) for n in names}
 
     @staticmethod
     def lease_owners(instances):
@@ -936,7 +936,7 @@ class Bench:
         out["failover_median_s"] = round(statistics.median(f), 2) if f else None
         out["failover_max_s"] = max(f) if f else None
         # The daemon the other measurements expect, back as it was.
-        self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args())
+        self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args(), lifecycle=False)
         self.sync_proc = Proc(self.denormd.proc.pid)
         self.wait_ready()
         return out
@@ -958,7 +958,7 @@ class Bench:
     def start_sync(self, who, meta, mappings, start):
         """denormd (it resumes from its checkpoints) or a script (from `start`)."""
         if who == "denormd":
-            self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args())
+            self.denormd = Denormd(self.uri, meta, mappings, *self.denormd_args(), lifecycle=False)
             self.sync_proc = Proc(self.denormd.proc.pid)
             self.wait_ready()
             return self.denormd

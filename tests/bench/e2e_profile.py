@@ -27,7 +27,7 @@ def main():
     bench.start_server()
     bench.shop.seed(0)
     bench.denormd = b.Denormd(bench.uri, bench.dbname + "_meta", b.write_mappings(bench.dbname),
-                              "--log-level", "info")
+                              "--log-level", "info", lifecycle=False)
     bench.sync_proc = b.Proc(bench.denormd.proc.pid)
     try:
         bench.wait_ready()

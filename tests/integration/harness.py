@@ -286,7 +286,9 @@ def write_mappings(db, names=None, directory=None, kinds=("copy", "recent")):
     """The sample mappings with "shop" replaced by `db`, in a new folder: those named, else
     those of `kinds` (the aggregate samples need pre-images the shop seed does not enable)."""
     directory = directory or tempfile.mkdtemp(prefix="denormd-mappings-")
-    src = os.path.join(SOURCE_DIR, "mappings")
+    # tests.bench.compare runs both revisions with the older one's samples (the same work, in
+    # mappings both understand).
+    src = os.environ.get("DENORMD_SAMPLE_MAPPINGS") or os.path.join(SOURCE_DIR, "mappings")
     for name in sorted(os.listdir(src)):
         if names and name[:-5] not in names:
             continue

@@ -143,6 +143,10 @@ TEST_F(stream_filter_test, a_changed_array_element_touches_the_paths_through_its
   EXPECT_TRUE(kept("{}", "[]", R"([{"field":"items","newSize":1}])"));
   EXPECT_FALSE(kept(R"({"items.0.note":"x"})"));
   EXPECT_FALSE(kept(R"({"items.01.qty":7})"));  // "01" is a field name, not an index
+  EXPECT_TRUE(kept(R"({"items.999999999.qty":7})"));
+  EXPECT_FALSE(kept(R"({"items.1234567890.qty":7})"));  // ten digits: a field name
+  EXPECT_FALSE(kept(R"({"items.\u00e91.qty":7,"items.1\u00e9.qty":7})"));
+  EXPECT_FALSE(kept(R"({"items..qty":7})"));  // an empty name is not an index
   EXPECT_FALSE(kept(R"({"items.0.qtyx":7,"itemsqty":1})"));
 }
 

@@ -83,7 +83,7 @@ class fake_transaction final : public finds_nothing<mongo::transaction> {
         return out;
       }
       lines_.push_back("update " + db + "." + coll + " " + bson::to_json(*requests[i].filter));
-      ++out.matched;
+      out.matched += requests[i].multi ? static_cast<std::int64_t>(s_.documents_per_update) : 1;
     }
     return out;
   }
@@ -388,12 +388,61 @@ TEST_F(fenced_writer_test,
   auto w = make(fenced_writer::default_max_ops, 25);
   client_.store.documents_per_update = 10;
   ASSERT_TRUE(w.apply(renames(5, true), tokens_, source_));
-  // The union is over 25: each update is counted, and they go two (20 documents) at a time.
-  EXPECT_EQ(client_.store.reads.size(), 6u);
+  // The union is over 25: cut in halves, each counted again, until each part fits: 1-2 (20),
+  // then 3-5 (30) as 3 (10) and 4-5 (20).
+  EXPECT_EQ(client_.store.reads.size(), 5u);
   EXPECT_EQ(
       client_.store.committed,
       (std::vector<std::vector<std::string>>{
-          {update(1), update(2), "fence"}, {update(3), update(4), "fence"}, {update(5), "fence"}}));
+          {update(1), update(2), "fence"}, {update(3), "fence"}, {update(4), update(5), "fence"}}));
+}
+
+TEST_F(fenced_writer_test, once_updates_match_few_documents_the_next_batches_are_not_counted_first) {
+  auto w = make(fenced_writer::default_max_ops, 100);
+  client_.store.documents_per_update = 10;
+  ASSERT_TRUE(w.apply(renames(3, true), tokens_, source_));  // nothing known yet: counted
+  ASSERT_EQ(client_.store.reads.size(), 1u);
+  // 10 documents an update: 4 updates (40) are within half of 100, so no read first.
+  ASSERT_TRUE(w.apply(renames(4, true), tokens_, source_));
+  EXPECT_EQ(client_.store.reads.size(), 1u);
+  EXPECT_EQ(client_.store.committed.size(), 2u);
+  // 6 (60) are not: counted.
+  ASSERT_TRUE(w.apply(renames(6, true), tokens_, source_));
+  EXPECT_EQ(client_.store.reads.size(), 2u);
+  EXPECT_EQ(client_.store.committed.size(), 3u);
+}
+
+TEST_F(fenced_writer_test, a_transaction_not_counted_first_that_matched_too_many_is_aborted_and_cut) {
+  auto w = make(fenced_writer::default_max_ops, 100);
+  client_.store.documents_per_update = 10;
+  ASSERT_TRUE(w.apply(renames(2, true), tokens_, source_));
+  const int transactions = client_.store.transactions;
+  // The fan-out grows: 4 updates of 40 documents each (160) in one transaction written without a
+  // count is aborted before its commit, then counted and cut: 80 and 80.
+  client_.store.documents_per_update = 40;
+  ASSERT_TRUE(w.apply(renames(4, true), tokens_, source_));
+  EXPECT_EQ(client_.store.transactions, transactions + 3);
+  ASSERT_EQ(client_.store.committed.size(), 3u);
+  EXPECT_EQ(client_.store.committed[1],
+            (std::vector<std::string>{update(1), update(2), "fence"}));
+  EXPECT_EQ(client_.store.committed[2],
+            (std::vector<std::string>{update(3), update(4), "fence"}));
+  EXPECT_EQ(w.committed(), 4u);
+  // Counted first from then on.
+  const std::size_t reads = client_.store.reads.size();
+  ASSERT_TRUE(w.apply(renames(1, true), tokens_, source_));
+  EXPECT_EQ(client_.store.reads.size(), reads + 1);
+}
+
+TEST_F(fenced_writer_test, a_batch_over_the_limit_costs_a_few_reads_not_one_per_update) {
+  // 200 updates of 10 documents each, 1,000 documents a transaction: the whole, then each half.
+  auto w = make(fenced_writer::default_max_ops, 1000);
+  client_.store.documents_per_update = 10;
+  ASSERT_TRUE(w.apply(renames(200, true), tokens_, source_));
+  EXPECT_EQ(client_.store.reads.size(), 3u);
+  ASSERT_EQ(client_.store.committed.size(), 2u);
+  EXPECT_EQ(client_.store.committed[0].size(), 101u);  // 100 updates and the fence
+  EXPECT_EQ(w.committed(), 200u);
 }
 
 TEST_F(fenced_writer_test, a_refused_statement_alone_becomes_a_fenced_dead_letter) {

@@ -41,12 +41,14 @@ std::string owner_of(const std::string& unit, const std::vector<std::string>& li
   return best != nullptr ? *best : std::string();
 }
 
-std::map<std::string, std::string> assign_units(const std::vector<std::string>& unsorted,
+namespace {
+
+// assign_units for one class of units.
+std::map<std::string, std::string> assign_class(const std::vector<std::string>& units,
                                                 const std::vector<std::string>& live,
                                                 const std::vector<lease_row>& table) {
   std::map<std::string, std::string> out;
-  if (live.empty()) return out;
-  const std::vector<std::string> units = sorted(unsorted);
+  if (live.empty() || units.empty()) return out;
   std::vector<std::string> members = sorted(live);
   members.erase(std::unique(members.begin(), members.end()), members.end());
   // The holders as the table says, where they are live and their lease has not expired.
@@ -98,6 +100,20 @@ std::map<std::string, std::string> assign_units(const std::vector<std::string>& 
     out[unit] = to;
     ++given[to];
   }
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> assign_units(const std::vector<std::string>& unsorted,
+                                                const std::vector<std::string>& live,
+                                                const std::vector<lease_row>& table) {
+  std::vector<std::string> streams;
+  std::vector<std::string> jobs;
+  for (const auto& unit : sorted(unsorted))
+    (unit.find('.') != std::string::npos ? streams : jobs).push_back(unit);
+  auto out = assign_class(streams, live, table);
+  out.merge(assign_class(jobs, live, table));
   return out;
 }
 

@@ -364,8 +364,18 @@ def rendezvous_owner(unit, live):
 
 def balanced_owners(units, live, holders=None):
     """{unit: instance} once `live` have spread `units`, from who holds them now (`holders`,
-    {unit: instance}): each an even share (one more for those holding the most), a holder
-    keeping the units it scores highest, the rest by rendezvous score."""
+    {unit: instance}): streams ("db.coll") and jobs (no dot) each shared out on their own, each
+    instance an even share (one more for those holding the most), a holder keeping the units
+    it scores highest, the rest by rendezvous score."""
+    streams = {u for u in units if "." in u}
+    out = _balanced_class(streams, live, holders)
+    out.update(_balanced_class(set(units) - streams, live, holders))
+    return out
+
+
+def _balanced_class(units, live, holders):
+    if not units:
+        return {}
     members = sorted(set(live))
     holders = {u: h for u, h in (holders or {}).items() if h in members and u in units}
     load = {m: sum(1 for h in holders.values() if h == m) for m in members}

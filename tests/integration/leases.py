@@ -35,12 +35,17 @@ class LeaseHelpers:
         return set(o) == units and all(len(v) == 1 for v in o.values())
 
     def balanced(self, instances, units):
-        """Every unit held once, and the live instances' counts within one of each other."""
+        """Every unit held once, and the live instances' counts of streams (and of jobs) within
+        one of each other."""
         if not self.all_held_once(instances, units):
             return False
         o = self.owners(instances)
-        counts = [sum(1 for v in o.values() if name in v) for name, d in instances.items() if d.proc.poll() is None]
-        return max(counts) - min(counts) <= 1
+        live = [name for name, d in instances.items() if d.proc.poll() is None]
+        for stream in (True, False):
+            counts = [sum(1 for u, v in o.items() if name in v and ("." in u) == stream) for name in live]
+            if max(counts) - min(counts) > 1:
+                return False
+        return True
 
     def spread(self, instances, units, timeout=20):
         """Waits until `instances` hold `units` evenly; {unit: [holder]} then."""

@@ -98,6 +98,29 @@ TEST(lease_machine_test, units_are_shared_within_one_of_each_other_and_move_as_f
   EXPECT_EQ(loads(six), (std::map<std::string, std::size_t>{{"x", 3}, {"y", 3}}));
 }
 
+// The automatic backfill is a unit too, but not a stream: the streams are spread on their own,
+// so six namespaces on two instances are 3:3 however the backfill falls.
+TEST(lease_machine_test, streams_are_spread_apart_from_jobs) {
+  const std::vector<std::string> all{"shop.customers", "shop.hosts",    "shop.logmsgs",
+                                     "shop.orders",    "shop.products", "shop.reviews",
+                                     "auto-backfill"};
+  auto streams_of = [](const std::map<std::string, std::string>& owners) {
+    std::map<std::string, std::size_t> out;
+    for (const auto& [unit, owner] : owners) {
+      if (unit.find('.') != std::string::npos) ++out[owner];
+    }
+    return out;
+  };
+  for (const char* first : {"a", "b", "x", "instance-1"}) {
+    const auto alone = assign_units(all, {first}, {});
+    const auto two = assign_units(all, {first, "z"}, table_of(alone));
+    EXPECT_EQ(streams_of(two), (std::map<std::string, std::size_t>{{first, 3}, {"z", 3}})) << first;
+    EXPECT_EQ(moved(alone, two), loads(two)["z"]);
+    EXPECT_EQ(streams_of(assign_units(all, {first, "z"}, {})),
+              (std::map<std::string, std::size_t>{{first, 3}, {"z", 3}}));
+  }
+}
+
 TEST(lease_machine_test, a_lone_instance_takes_every_free_expired_released_or_own_lease) {
   lease_machine m("me", {"u1", "u2", "u3", "u4", "u5"}, 10000, 2000);
   const std::vector<lease_row> table{{"u2", "other", 3, true},    // expired

@@ -259,9 +259,10 @@ int application::status() {
   if (opts_.json) {
     bson::document out = ops::to_document(*sources, wall_ms());
     out.append("mappings", ops::to_bson_array(*versions));
+    if (!probe.instances().empty()) out.append("instances", ops::to_bson_array(probe.instances()));
     out_ << bson::to_json(out) << "\n";
   } else {
-    out_ << ops::to_text(*sources, wall_ms()) << ops::to_text(*versions);
+    out_ << ops::to_text(*sources, wall_ms(), probe.instances()) << ops::to_text(*versions);
   }
   return exit_ok;
 }

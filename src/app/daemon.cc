@@ -1,5 +1,6 @@
 #include "app/daemon.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <malloc.h>
 #endif
 
+#include "app/cluster_positions.h"
 #include "app/http_routes.h"
 #include "app/mapping_watch.h"
 #include "app/operator_status.h"
@@ -261,6 +263,62 @@ struct ha_parts {
   std::unique_ptr<lease::coordinator> coordinator;
 };
 
+// Fences `unit` for a new holder at `epoch`; the backfill unit has no checkpoint to fence.
+mongo::result<std::int64_t> fence_unit(checkpoint::checkpoint_store& checkpoints,
+                                       const std::string& process,
+                                       std::chrono::milliseconds mark_time, const std::string& unit,
+                                       std::int64_t epoch, bool taken_over) {
+  // The backfill stores its progress per mapping and races the streams by design: there is
+  // no checkpoint of its own to fence.
+  if (unit == backfill_unit) return epoch;
+  const mapping::ns source = namespace_of(unit);
+  // A holder that did not release may have left a transaction open (killed or paused inside
+  // it): ended now, so that the mark below and the new writes do not wait for the server
+  // to abort it.
+  if (taken_over) {
+    auto ended = checkpoints.end_writer_of_other(source, process);
+    if (!ended) {
+      log::warn("lease",
+                "could not end the session of the namespace's previous writer; the server "
+                "aborts what it left open after its transaction lifetime",
+                {{"unit", unit}, {"error", ended.error().to_string()}});
+    } else if (*ended) {
+      log::info("lease",
+                "ended the session of the namespace's previous writer (it did not release "
+                "its lease: gone, or paused)",
+                {{"unit", unit}, {"writer", **ended}});
+    }
+  }
+  return checkpoints.fence(source, epoch, mark_time);
+}
+
+// What this instance says of its namespaces with each heartbeat: any instance's status shows
+// them from it (docs/architecture.md, "One view of the cluster").
+lease::instance_report instance_report_now(const reloader& running,
+                                           const pipeline::supervisor& pipelines,
+                                           std::int64_t started_ms) {
+  lease::instance_report r{denormd_version, started_ms, {}};
+  for (const auto& src : running.watched()) {
+    const auto s = pipelines.status(src);
+    if (!s) continue;
+    lease::unit_report u;
+    u.unit = src.full();
+    u.streaming = s->ready;
+    u.state = s->state;
+    u.lag_seconds = s->lag_seconds;
+    u.checkpoint_age_seconds = s->checkpoint_age_seconds;
+    u.applied_events = static_cast<std::int64_t>(s->applied_events);
+    u.applied_through = s->applied_through;
+    u.events_per_second = s->events_per_second;
+    u.last_event_ms = s->last_event_ms;
+    u.errors = static_cast<std::int64_t>(s->errors);
+    for (const auto& sample : pipelines.lag_history(src))
+      u.lag.emplace_back(sample.at_ms, sample.lag_seconds);
+    r.units.push_back(std::move(u));
+  }
+  return r;
+}
+
 // Starts taking part in the leases of the watched namespaces and of the automatic backfill.
 // Taking or losing one posts a task that the main thread (reloader::serve) runs: it starts or
 // stops the unit there. A reload changes the units.
@@ -268,7 +326,8 @@ void start_leases(ha_parts& ha, const options& o, const std::string& instance_id
                   mongo::connection& conn, const std::string& meta_db,
                   const mapping::planner& planner, metrics::metrics& m, reloader& running,
                   reload_requests& tasks, checkpoint::checkpoint_store& checkpoints,
-                  const std::string& process, std::stop_token stop) {
+                  const std::string& process, const pipeline::supervisor& pipelines,
+                  std::int64_t started_ms, std::stop_token stop) {
   // One unit per watched namespace, and one more: the automatic backfill runs on the one
   // instance that holds it.
   auto units_of = [](const std::vector<mapping::ns>& watched) {
@@ -304,28 +363,10 @@ void start_leases(ha_parts& ha, const options& o, const std::string& instance_id
   hooks.fence = [&checkpoints, &process, mark_time = ha.table->acquire_time()](
                     const std::string& unit, std::int64_t epoch,
                     bool taken_over) -> mongo::result<std::int64_t> {
-    // The backfill stores its progress per mapping and races the streams by design: there is
-    // no checkpoint of its own to fence.
-    if (unit == backfill_unit) return epoch;
-    const mapping::ns source = namespace_of(unit);
-    // A holder that did not release may have left a transaction open (killed or paused inside
-    // it): ended now, so that the mark below and the new writes do not wait for the server
-    // to abort it.
-    if (taken_over) {
-      auto ended = checkpoints.end_writer_of_other(source, process);
-      if (!ended) {
-        log::warn("lease",
-                  "could not end the session of the namespace's previous writer; the server "
-                  "aborts what it left open after its transaction lifetime",
-                  {{"unit", unit}, {"error", ended.error().to_string()}});
-      } else if (*ended) {
-        log::info("lease",
-                  "ended the session of the namespace's previous writer (it did not release "
-                  "its lease: gone, or paused)",
-                  {{"unit", unit}, {"writer", **ended}});
-      }
-    }
-    return checkpoints.fence(source, epoch, mark_time);
+    return fence_unit(checkpoints, process, mark_time, unit, epoch, taken_over);
+  };
+  hooks.report = [&running, &pipelines, started_ms] {
+    return lease::to_document(instance_report_now(running, pipelines, started_ms));
   };
   ha.coordinator = std::make_unique<lease::coordinator>(
       *ha.table, m,
@@ -353,11 +394,39 @@ bool images_ready(mongo::connection& conn, const mapping::planner& planner) {
   return !missing;
 }
 
+// With --ha: through which cluster time every change mapping `name` reads (every mapping with
+// "") is applied in the whole cluster: each namespace it reads from this instance's pipeline
+// when it streams it, else as its holder wrote it to the server. nullopt when no mapping of
+// that name runs.
+std::optional<bson::timestamp> applied_in_cluster(const reloader& running,
+                                                  const pipeline::supervisor& pipelines,
+                                                  cluster_positions& cluster,
+                                                  std::string_view name) {
+  const auto planner = running.planner();
+  std::optional<bson::timestamp> lowest;
+  for (const auto& src : running.watched()) {
+    if (!name.empty()) {
+      const auto reading = planner->mappings_reading(src);
+      if (std::find(reading.begin(), reading.end(), name) == reading.end()) continue;
+    }
+    std::optional<bson::timestamp> at;
+    if (const auto local = pipelines.status(src)) {
+      at = local->applied_through;
+    } else {
+      at = cluster.through(src);
+    }
+    const bson::timestamp through = at.value_or(bson::timestamp{0, 0});
+    if (!lowest || through < *lowest) lowest = through;
+  }
+  return lowest;
+}
+
 // The HTTP endpoint and its routes; null (logged) when it cannot listen.
 std::unique_ptr<http::endpoint> start_endpoint(const options& o, metrics::metrics& m,
                                                const reloader& running,
                                                pipeline::supervisor& pipelines,
-                                               reload_requests& reloads, status_api& status) {
+                                               reload_requests& reloads, status_api& status,
+                                               cluster_positions* cluster) {
   route_sources sources;
   sources.metrics = [&m] { return m.serialize(); };
   sources.ready = [&running, &pipelines, ha = o.ha] {
@@ -370,7 +439,15 @@ std::unique_ptr<http::endpoint> start_endpoint(const options& o, metrics::metric
       reloads.post(std::move(done));
     };
   }
-  sources.applied = [&pipelines](std::string_view name) { return pipelines.applied_through(name); };
+  if (cluster == nullptr) {
+    sources.applied = [&pipelines](std::string_view name) {
+      return pipelines.applied_through(name);
+    };
+  } else {
+    sources.applied = [&pipelines, &running, cluster](std::string_view name) {
+      return applied_in_cluster(running, pipelines, *cluster, name);
+    };
+  }
   sources.status = [&status](std::shared_ptr<http::reply> to) { status.ask(std::move(to)); };
   auto endpoint = http::endpoint::start(o.metrics_addr, daemon_routes(std::move(sources)));
   if (!endpoint) {
@@ -459,6 +536,22 @@ void shut_down(exit_deadline& deadline, side_services& services, reloader& runni
   log::info("daemon", "stopped", {{"events_applied", applied}});
 }
 
+// Every source's and mapping's series exist before the first event.
+void declare_series(metrics::metrics& m, const mapping::planner& planner) {
+  for (const auto& src : planner.watched_namespaces())
+    m.declare_source(src.full());
+  for (const auto& mp : planner.mappings()) {
+    m.declare_mapping(mp.name);
+    m.set_mapping_info(mp.name, mp.fingerprint());
+  }
+}
+
+// With --ha, the name this instance takes in the lease table; "" without.
+std::string instance_id_of(const options& o) {
+  if (!o.ha) return "";
+  return o.instance_id.empty() ? default_instance_id() : o.instance_id;
+}
+
 }  // namespace
 
 daemon::daemon(options opts, std::vector<mapping::mapping> mappings)
@@ -483,10 +576,7 @@ int daemon::run() {
   }
   const auto planner = std::make_shared<const mapping::planner>(std::move(mappings_));
   metrics::metrics m(denormd_version);
-  for (const auto& src : planner->watched_namespaces())
-    m.declare_source(src.full());
-  for (const auto& mp : planner->mappings())
-    m.declare_mapping(mp.name);
+  declare_series(m, *planner);
   // SIGHUP asks for a reload from here on; it is served once everything has started.
   reload_requests reloads;
   const stop_on_signal on_signal(stop_, "daemon", "signal received; stopping", [&reloads] {
@@ -502,24 +592,28 @@ int daemon::run() {
   }
   if (!images_ready(**conn, *planner)) return 2;
   const std::string meta_db = meta_database(opts_, (*conn)->default_database());
-  for (const auto& mp : planner->mappings())
-    m.set_mapping_info(mp.name, mp.fingerprint());
   checkpoint::checkpoint_store checkpoints(**conn, meta_db);
-  const std::string instance_id = !opts_.ha                   ? ""
-                                  : opts_.instance_id.empty() ? default_instance_id()
-                                                              : opts_.instance_id;
+  const std::string instance_id = instance_id_of(opts_);
   const std::string process = process_token();
+  const std::int64_t started_ms = wall_ms();
   mongo_parts parts(**conn, checkpoints, m, meta_db, opts_.dry_run, process);
   std::atomic<int> exit_code{0};
   pipeline::supervisor pipelines(
       parts, m, pipeline_options_of(opts_, stop_when_fenced_out(opts_, stop_, exit_code)));
   reloader running(opts_, **conn, m, pipelines, checkpoints, meta_db, planner);
   // The operator's page's data, read on a thread of its own; stopped after the endpoint.
-  status_api status([ctx = status_context{**conn, meta_db, running, pipelines, opts_.mappings_dir,
-                                          instance_id, opts_.web_enable_lifecycle, wall_ms()}] {
-    return read_operator_status(ctx);
+  status_api status([page = std::make_shared<operator_status>(
+                         status_context{**conn, meta_db, running, pipelines, opts_.mappings_dir,
+                                        instance_id, opts_.web_enable_lifecycle, started_ms})] {
+    return expected<std::string>(page->read());
   });
-  const auto endpoint = start_endpoint(opts_, m, running, pipelines, reloads, status);
+  // With --ha, GET /applied answers for the namespaces other instances stream too.
+  std::optional<cluster_positions> cluster;
+  if (opts_.ha)
+    cluster.emplace(**conn, meta_db, std::chrono::milliseconds(100),
+                    [&running] { return running.watched(); });
+  const auto endpoint =
+      start_endpoint(opts_, m, running, pipelines, reloads, status, cluster ? &*cluster : nullptr);
   if (!endpoint) return 2;
 
   log::info("daemon", "starting",
@@ -535,7 +629,7 @@ int daemon::run() {
   ha_parts ha;
   if (opts_.ha)
     start_leases(ha, opts_, instance_id, **conn, meta_db, *planner, m, running, reloads,
-                 checkpoints, process, stop_.get_token());
+                 checkpoints, process, pipelines, started_ms, stop_.get_token());
   side_services services(opts_, **conn, m, meta_db, running, pipelines);
   services.start();
   {

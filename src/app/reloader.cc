@@ -212,6 +212,10 @@ void reloader::serve(reload_requests& requests, std::stop_token stop) {
       task();
     if (!reload_asked) continue;
     const reload_outcome outcome = reload(stop);
+    {
+      std::lock_guard lock(watched_mutex_);
+      last_reload_ = reload_result{wall_ms(), outcome.ok, outcome.message};
+    }
     answer_all(waiting, outcome);
   }
   requests.close();
@@ -245,6 +249,11 @@ void reloader::stop() {
 std::vector<mapping::ns> reloader::watched() const {
   std::lock_guard lock(watched_mutex_);
   return watched_;
+}
+
+std::optional<reloader::reload_result> reloader::last_reload() const {
+  std::lock_guard lock(watched_mutex_);
+  return last_reload_;
 }
 
 std::shared_ptr<const mapping::planner> reloader::planner() const {

@@ -68,6 +68,14 @@ class reloader {
 
   // The namespaces the running set watches.
   std::vector<mapping::ns> watched() const;
+  // The last reload's outcome and when it ended (ms since the epoch); nullopt before the
+  // first. Any thread.
+  struct reload_result {
+    std::int64_t at_ms = 0;
+    bool ok = false;
+    std::string detail;  // the errors, when it failed
+  };
+  std::optional<reload_result> last_reload() const;
   // The running mapping set. Any thread.
   std::shared_ptr<const mapping::planner> planner() const;
   // With --ha: called on the main thread after a reload changed the watched set, once the
@@ -138,6 +146,7 @@ class reloader {
   std::unique_ptr<ops::auto_backfill> backfill_;
   mutable std::mutex watched_mutex_;  // guards watched_, and planner_ against other threads' reads
   std::vector<mapping::ns> watched_;
+  std::optional<reload_result> last_reload_;  // under watched_mutex_
 };
 
 }  // namespace denormd::app

@@ -59,7 +59,8 @@ void coordinator::round() {
   std::vector<std::string> mine;
   for (const auto& [unit, held] : machine_.held())
     mine.push_back(unit);
-  if (auto st = store_.heartbeat(opts_.instance_id, mine); !st) {
+  const bson::document report = hooks_.report ? hooks_.report() : bson::document{};
+  if (auto st = store_.heartbeat(opts_.instance_id, mine, report); !st) {
     metrics_.count_error("lease", st.error().metric_code());
     log::warn("lease", "heartbeat failed", {{"error", st.error().to_string()}});
   }

@@ -53,6 +53,9 @@ struct unit_hooks {
   std::function<mongo::result<std::int64_t>(const std::string& unit, std::int64_t epoch,
                                             bool taken_over)>
       fence;
+  // What this instance says of the units it holds, written with each heartbeat
+  // (unit_report.h); may be empty. It reads the pipelines' state and must not block.
+  std::function<bson::document()> report;
 };
 
 struct coordinator_options {

@@ -107,7 +107,8 @@ mongo::status lease_store::release(const std::string& unit, const std::string& m
   return written(update_one(leases_collection, filter, pipeline, false, statement_time()));
 }
 
-mongo::status lease_store::heartbeat(const std::string& me, const std::vector<std::string>& units) {
+mongo::status lease_store::heartbeat(const std::string& me, const std::vector<std::string>& units,
+                                     const bson::document& report) {
   bson::array held;
   for (const auto& u : units)
     held.push_back(u);
@@ -115,7 +116,8 @@ mongo::status lease_store::heartbeat(const std::string& me, const std::vector<st
   const bson::array pipeline{
       bson::document{{"$set", bson::document{{"expiresAt", now_plus(ttl_ms_)},
                                              {"seenAt", "$$NOW"},
-                                             {"units", literal(held)}}}}};
+                                             {"units", literal(held)},
+                                             {"report", literal(report)}}}}};
   return written(update_one(instances_collection, filter, pipeline, true, statement_time()));
 }
 
@@ -167,6 +169,37 @@ mongo::result<std::vector<lease_entry>> lease_store::table() {
     if (const bson::value* v = d.get("remainingMs"); v != nullptr && v->is_number())
       e.remaining_ms = static_cast<std::int64_t>(v->to_double());
     out.push_back(std::move(e));
+  }
+  return out;
+}
+
+mongo::result<std::vector<instance_row>> lease_store::instances() {
+  const bson::array pipeline{bson::document{
+      {"$addFields",
+       bson::document{{"live", bson::document{{"$gt", bson::array{"$expiresAt", "$$NOW"}}}},
+                      {"ageMs", bson::document{{"$subtract", bson::array{"$$NOW", "$seenAt"}}}}}}}};
+  auto docs = conn_.aggregate(db_, instances_collection, pipeline);
+  if (!docs) return docs.error();
+  std::vector<instance_row> out;
+  for (const auto& d : *docs) {
+    const bson::value* id = d.get("_id");
+    if (id == nullptr || !id->is_string()) continue;
+    instance_row row;
+    row.name = id->as_string();
+    if (const bson::value* v = d.get("live"); v != nullptr && v->is<bool>())
+      row.live = v->as<bool>();
+    if (const bson::value* v = d.get("seenAt"); v != nullptr && v->is<bson::date_time>())
+      row.seen_ms = v->as<bson::date_time>().millis;
+    if (const bson::value* v = d.get("ageMs"); v != nullptr && v->is_number())
+      row.age_ms = static_cast<std::int64_t>(v->to_double());
+    if (const bson::value* v = d.get("units"); v != nullptr && v->is_array()) {
+      for (const auto& u : v->as_array()) {
+        if (u.is_string()) row.holds.push_back(u.as_string());
+      }
+    }
+    if (const bson::value* v = d.get("report"); v != nullptr && v->is_document())
+      row.report = instance_report_of(v->as_document());
+    out.push_back(std::move(row));
   }
   return out;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The lease table and the instances' heartbeats in MongoDB, `<meta db>.denormd_leases`
 // {_id: unit, owner, epoch, expiresAt, acquiredAt, previousOwner} and `denormd_instances`
-// {_id: instance, expiresAt, seenAt, units}. Every change is one conditional
+// {_id: instance, expiresAt, seenAt, units, report}. Every change is one conditional
 // single-document update, and every expiry is dated and judged by the server's clock ($$NOW), so
 // instances' clocks need not agree. Stateless apart from the connection; thread-safe.
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lease/lease_table.h"
+#include "lease/unit_report.h"
 #include "mongo/document_client.h"
 
 namespace denormd::lease {
@@ -32,10 +33,13 @@ class lease_store final : public lease_table {
                                   std::int64_t to) override;
   mongo::status release(const std::string& unit, const std::string& me,
                         std::int64_t epoch) override;
-  mongo::status heartbeat(const std::string& me, const std::vector<std::string>& units) override;
+  mongo::status heartbeat(const std::string& me, const std::vector<std::string>& units,
+                          const bson::document& report) override;
   mongo::status leave(const std::string& me) override;
   mongo::result<std::vector<std::string>> live() override;
   mongo::result<std::vector<lease_entry>> table() override;
+  // Every instance's row, live or not, with what it reported.
+  mongo::result<std::vector<instance_row>> instances();
 
   // How long the server may spend taking a lease (maxTimeMS): a tenth of the TTL, at least
   // 100 ms. Only lease statements write the rows (the write fence is the checkpoint document),

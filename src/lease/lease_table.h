@@ -38,8 +38,10 @@ class lease_table {
   // Gives the lease up (owner "", expired) if it is still `me`'s at `epoch`.
   virtual mongo::status release(const std::string& unit, const std::string& me,
                                 std::int64_t epoch) = 0;
-  // `me` is live for another TTL and holds `units`.
-  virtual mongo::status heartbeat(const std::string& me, const std::vector<std::string>& units) = 0;
+  // `me` is live for another TTL and holds `units`; `report` is what it says of them
+  // (unit_report.h), kept as given.
+  virtual mongo::status heartbeat(const std::string& me, const std::vector<std::string>& units,
+                                  const bson::document& report) = 0;
   // `me` is gone (a clean stop): peers see it leave at once instead of after a TTL.
   virtual mongo::status leave(const std::string& me) = 0;
   // The instances whose heartbeat has not expired, by name.

@@ -142,9 +142,9 @@ bson::document is_index(const char* c) {
   return expr(
       "$and",
       bson::array{
-          expr("$eq", bson::array{expr("$ltrim", bson::document{{"input", c},
-                                                               {"chars", expr("$literal",
-                                                                              "0123456789")}}),
+          expr("$eq", bson::array{expr("$ltrim",
+                                       bson::document{{"input", c},
+                                                      {"chars", expr("$literal", "0123456789")}}),
                                   expr("$literal", "")}),
           expr("$gte", bson::array{length, std::int32_t{1}}),
           expr("$lte", bson::array{length, std::int32_t{9}}),
@@ -309,7 +309,8 @@ void planner::dead_letter_failures(const mapping& m, const change_event& ev,
     if (e == nullptr) continue;
     for (const auto& o : e->owners) {
       if (o.m == &m)
-        out.push_back(dead_letter_op(m, computed_fields::failure_reason(o.field, ev.id, failure)));
+        out.push_back(dead_letter_op(m, computed_fields::failure_reason(o.field, ev.id, failure),
+                                     dead_letter_subject{ev.source.full(), ev.id, o.field}));
     }
   }
 }

@@ -29,11 +29,11 @@ std::string_view write_op::name() const {
       what);
 }
 
-write_op dead_letter_op(const mapping& m, std::string reason) {
+write_op dead_letter_op(const mapping& m, std::string reason, dead_letter_subject subject) {
   write_op op;
   op.source_mapping = &m;
   op.target = m.target;
-  op.what = dead_letter_write{std::move(reason)};
+  op.what = dead_letter_write{std::move(reason), std::move(subject)};
   return op;
 }
 
@@ -41,7 +41,10 @@ bool refused(const mapping& m, const reference_site& at, const bson::value& v,
              std::vector<write_op>& out) {
   auto problem = reference_problem(v);
   if (!problem) return false;
-  out.push_back(dead_letter_op(m, reference_reason(at, v, *problem)));
+  out.push_back(
+      dead_letter_op(m, reference_reason(at, v, *problem),
+                     dead_letter_subject{std::string(at.ns), at.id != nullptr ? *at.id : v,
+                                         std::string(at.field)}));
   return true;
 }
 

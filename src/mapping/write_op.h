@@ -105,10 +105,19 @@ struct fill_write {
   // what it holds is another source's copy); otherwise leave them.
   bool unset_without_source = false;
 };
+// What a dead letter is about, when it is one document's field: the document's collection
+// and _id (as read: it may be the bad value itself), and the field.
+struct dead_letter_subject {
+  std::string ns;
+  std::optional<bson::value> id;
+  std::string field;
+};
+
 // Write nothing: the event cannot be followed (`reason` says why); stored as a dead letter so
 // that nothing is lost silently.
 struct dead_letter_write {
   std::string reason;
+  dead_letter_subject subject;
 };
 
 struct write_op {
@@ -150,7 +159,7 @@ bson::document children_filter(const refill_query& r, const bson::value& key);
 bson::document fill_filter(const fill_query& f);
 
 // A write that is not made: the event names something that cannot be a reference.
-write_op dead_letter_op(const mapping& m, std::string reason);
+write_op dead_letter_op(const mapping& m, std::string reason, dead_letter_subject subject = {});
 // Appends a dead letter and returns true when `v` cannot be a reference.
 bool refused(const mapping& m, const reference_site& at, const bson::value& v,
              std::vector<write_op>& out);

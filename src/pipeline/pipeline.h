@@ -60,6 +60,9 @@ class pipeline {
   double lag_seconds(std::int64_t now_ms) const;
   double checkpoint_age_seconds(std::int64_t now_ms) const;
   std::uint64_t applied_events() const { return applier_->applied_events(); }
+  std::int64_t last_event_ms() const { return applier_->last_event_ms(); }
+  // Failed reads of the source and failed attempts of the applier so far.
+  std::uint64_t errors() const { return reader_->errors() + applier_->errors(); }
   std::optional<bson::timestamp> applied_through() const { return applier_->applied_through(); }
   std::optional<bson::timestamp> stored_through() const { return applier_->stored_through(); }
   const mapping::planner& planner() const { return *planner_; }

@@ -39,8 +39,17 @@ void supervisor::report_lag(std::stop_token stop) {
   do {
     std::lock_guard lock(mutex_);
     const std::int64_t now = wall_ms();
-    for (const auto& p : pipelines_)
+    for (const auto& p : pipelines_) {
       p->report_lag(now);
+      auto& samples = applied_samples_[p->source().full()];
+      const std::uint64_t applied = p->applied_events();
+      // A replaced pipeline counts from 0 again: the window starts over.
+      if (!samples.empty() && applied < samples.back().second) samples.clear();
+      samples.emplace_back(now, applied);
+      while (samples.size() > 1 &&
+             now - samples.front().first > std::chrono::milliseconds(rate_window).count())
+        samples.pop_front();
+    }
     if (now - last_sample_ms_ >= std::chrono::milliseconds(lag_sample_interval).count()) {
       last_sample_ms_ = now;
       for (const auto& p : pipelines_) {
@@ -160,8 +169,20 @@ std::optional<pipeline_status> supervisor::status(const mapping::ns& source) con
   if (i == npos) return std::nullopt;
   const std::int64_t now = wall_ms();
   const auto& p = *pipelines_[i];
-  return pipeline_status{p.ready(), p.state(), p.lag_seconds(now), p.checkpoint_age_seconds(now),
-                         p.applied_events()};
+  pipeline_status s{p.ready(), p.state(), p.lag_seconds(now), p.checkpoint_age_seconds(now),
+                    p.applied_events()};
+  s.applied_through = p.applied_through();
+  s.last_event_ms = p.last_event_ms();
+  s.errors = p.errors();
+  if (const auto it = applied_samples_.find(source.full());
+      it != applied_samples_.end() && it->second.size() > 1) {
+    const auto& [from_ms, from_n] = it->second.front();
+    const auto& [to_ms, to_n] = it->second.back();
+    if (to_ms > from_ms)
+      s.events_per_second =
+          static_cast<double>(to_n - from_n) * 1000.0 / static_cast<double>(to_ms - from_ms);
+  }
+  return s;
 }
 
 std::vector<lag_sample> supervisor::lag_history(const mapping::ns& source) const {

@@ -33,7 +33,14 @@ struct pipeline_status {
   double lag_seconds = 0;
   double checkpoint_age_seconds = 0;
   std::uint64_t applied_events = 0;
+  std::optional<bson::timestamp> applied_through{};
+  std::int64_t last_event_ms = 0;
+  double events_per_second = 0;  // applied, over the last rate_window
+  std::uint64_t errors = 0;
 };
+
+// Events per second are measured over this much of the recent past.
+inline constexpr std::chrono::seconds rate_window{10};
 
 // One sample of a namespace's lag: when (ms since the epoch) and how many seconds.
 struct lag_sample {
@@ -86,7 +93,7 @@ class supervisor {
   std::vector<std::pair<std::string, bson::timestamp>> stored_positions() const;
 
  private:
-  // Lag, checkpoint age and applied-through once a second until stopped.
+  // Lag, checkpoint age, applied-through and the events/s samples once a second until stopped.
   void report_lag(std::stop_token stop);
   // Per mapping name, the lowest applied-through of the pipelines that plan for it. Under mutex_.
   std::map<std::string, bson::timestamp, std::less<>> applied_through_locked() const;
@@ -103,7 +110,9 @@ class supervisor {
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<pipeline>> pipelines_;
   std::map<std::string, std::deque<lag_sample>> lag_history_;  // by namespace; under mutex_
-  std::int64_t last_sample_ms_ = 0;                            // under mutex_
+  // By namespace, (ms, applied events) once a second over rate_window; under mutex_.
+  std::map<std::string, std::deque<std::pair<std::int64_t, std::uint64_t>>> applied_samples_;
+  std::int64_t last_sample_ms_ = 0;  // under mutex_
   std::jthread lag_thread_;
 };
 

@@ -94,6 +94,7 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
   backoff retry(std::chrono::milliseconds(100), opts_.max_backoff);
   auto failed = [&](const mongo::driver_error& e, const retry_state& s) {
     const int tries = s.attempt;
+    ++errors_;
     metrics_.count_error(stage, e.metric_code());
     metrics_.set_batch_attempts(name_, tries);
     if (fenced_out(e)) {
@@ -316,7 +317,7 @@ void applier::run(std::stop_token stop) {
     }
     applied_ += events_.size();
     if (last_event_ms != 0) last_event_ms_ = last_event_ms;
-    advance(checkpoint::checkpoint{items.back().token, last_event_ms_, 0, last_item_time_,
+    advance(checkpoint::checkpoint{items.back().token, last_event_ms_.load(), 0, last_item_time_,
                                    opts_.filter});
     in_flight_oldest_ms_ = 0;
     {
@@ -333,7 +334,7 @@ void applier::run(std::stop_token stop) {
   if (queue_.closed() && !in_flight_oldest_ms_.load()) {
     for (auto& item : queue_.pop_batch(opts_.max_batch, std::chrono::milliseconds(0))) {
       if (!item.event.empty()) break;
-      advance(checkpoint::checkpoint{std::move(item.token), last_event_ms_, 0, std::nullopt,
+      advance(checkpoint::checkpoint{std::move(item.token), last_event_ms_.load(), 0, std::nullopt,
                                      opts_.filter});
     }
   }

@@ -98,6 +98,10 @@ class applier {
   // while checkpoints are held). nullopt when unknown. Any thread.
   std::optional<bson::timestamp> stored_through() const;
   std::uint64_t applied_events() const { return applied_.load(); }
+  // The wall time of the newest applied event (ms since the epoch; 0 before the first), and
+  // the attempts that failed (a write, a checkpoint, the fence) so far. Any thread.
+  std::int64_t last_event_ms() const { return last_event_ms_.load(); }
+  std::uint64_t errors() const { return errors_.load(); }
   // Queue items (events and token-only ones) fully applied and checkpointed so far; equal to
   // the watcher's pushed() count when everything read is applied.
   std::uint64_t completed_items() const { return completed_items_.load(); }
@@ -164,8 +168,10 @@ class applier {
   // The newest applied position, and whether it is not stored yet (applier thread).
   std::optional<checkpoint::checkpoint> position_;
   bool pending_ = false;
-  // Wall time of the newest applied event: token-only checkpoints carry it (applier thread).
-  std::int64_t last_event_ms_ = 0;
+  // Wall time of the newest applied event: token-only checkpoints carry it (written by the
+  // applier thread).
+  std::atomic<std::int64_t> last_event_ms_{0};
+  std::atomic<std::uint64_t> errors_{0};
   // The cluster time of the last item planned when it is an event (its token names it).
   std::optional<bson::timestamp> last_item_time_;
   std::chrono::steady_clock::time_point stored_at_{};

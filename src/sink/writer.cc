@@ -92,25 +92,25 @@ mongo::status writer::apply(std::span<const mapping::write_op> ops,
         if (st) st = finish_fills();
         return st ? run_completion(op, event_tokens, source) : st;
       };
-      auto st = std::visit(overloaded{[&](const mapping::update_write&) -> mongo::status {
-                                        auto done = finish_fills();
-                                        if (done) run.push_back(&op);
-                                        return done;
-                                      },
-                                      [&](const mapping::refill_write&) { return complete(); },
-                                      [&](const mapping::recompute_write&) { return complete(); },
-                                      [&](const mapping::fill_write&) -> mongo::status {
-                                        auto done = finish_run();
-                                        if (done) fills.push_back(&op);
-                                        return done;
-                                      },
-                                      [&](const mapping::dead_letter_write& w) {
-                                        // Writes nothing, so it needs no place in the order.
-                                        return dead_letter(op, nullptr,
-                                                           bson::document{{"reason", w.reason}},
-                                                           token_of(op, event_tokens), source);
-                                      }},
-                           op.what);
+      auto st = std::visit(
+          overloaded{[&](const mapping::update_write&) -> mongo::status {
+                       auto done = finish_fills();
+                       if (done) run.push_back(&op);
+                       return done;
+                     },
+                     [&](const mapping::refill_write&) { return complete(); },
+                     [&](const mapping::recompute_write&) { return complete(); },
+                     [&](const mapping::fill_write&) -> mongo::status {
+                       auto done = finish_run();
+                       if (done) fills.push_back(&op);
+                       return done;
+                     },
+                     [&](const mapping::dead_letter_write& w) {
+                       // Writes nothing, so it needs no place in the order.
+                       return dead_letter(op, nullptr, bson::document{{"reason", w.reason}},
+                                          token_of(op, event_tokens), source, nullptr, &w.subject);
+                     }},
+          op.what);
       if (!st) return st;
     }
     if (auto st = finish_fills(); !st) return st;
@@ -392,8 +392,9 @@ class writer::store final : public mapping::document_store {
       for (const auto& o : e->owners) {
         auto reason =
             mapping::computed_fields::failure_reason(o.field, id ? *id : bson::value(), f.what);
+        const mapping::dead_letter_subject subject{where.full(), id ? *id : bson::value(), o.field};
         if (auto st = w_.dead_letter(*computed_op_, nullptr, bson::document{{"reason", reason}},
-                                     token_of(*computed_op_, tokens_), source_);
+                                     token_of(*computed_op_, tokens_), source_, nullptr, &subject);
             !st) {
           fail(st.error());
           return false;
@@ -460,7 +461,8 @@ mongo::status writer::rejected_by_server(const mapping::write_op& op, const bson
 
 mongo::status writer::dead_letter(const mapping::write_op& op, const bson::document* update,
                                   bson::document error, const bson::document* token,
-                                  const mapping::ns& source, const bson::document* filter) {
+                                  const mapping::ns& source, const bson::document* filter,
+                                  const mapping::dead_letter_subject* subject) {
   if (std::find(rejected_.begin(), rejected_.end(), &op) == rejected_.end()) {
     rejected_.push_back(&op);
   }
@@ -485,6 +487,11 @@ mongo::status writer::dead_letter(const mapping::write_op& op, const bson::docum
                         {"error", std::move(error)},
                         {"at", bson::date_time{wall_ms()}}};
   if (token != nullptr) letter.append("token", *token);
+  // What it is about, so that an operator finds the document without parsing the reason.
+  if (subject != nullptr && subject->id) {
+    letter.append("document", bson::document{{"ns", subject->ns}, {"_id", *subject->id}});
+  }
+  if (subject != nullptr && !subject->field.empty()) letter.append("field", subject->field);
   // The update may be what made the write too large: keep it only when it is small.
   if (update != nullptr && bson::to_bson(*update)->len < 1024 * 1024) {
     letter.append("update", *update);

@@ -89,10 +89,12 @@ class writer final : public batch_writer {
                                 std::span<const bson::document> event_tokens,
                                 const mapping::ns& source);
   // Stores a dead letter for `op` (and notes it for rejected()): `error` is {code, message}
-  // or {reason}; `filter` the statement's own filter when it is narrower than the op's.
+  // or {reason}; `filter` the statement's own filter when it is narrower than the op's;
+  // `subject` the document and field it is about, when known.
   mongo::status dead_letter(const mapping::write_op& op, const bson::document* update,
                             bson::document error, const bson::document* token,
-                            const mapping::ns& source, const bson::document* filter = nullptr);
+                            const mapping::ns& source, const bson::document* filter = nullptr,
+                            const mapping::dead_letter_subject* subject = nullptr);
   mongo::status rejected_by_server(const mapping::write_op& op, const bson::document& update,
                                    const mongo::driver_error& error, const bson::document* token,
                                    const mapping::ns& source,

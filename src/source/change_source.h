@@ -43,6 +43,8 @@ class change_source {
   virtual std::string state() const = 0;
   // Items handed to the queue so far.
   virtual std::uint64_t pushed() const = 0;
+  // Reads that failed (the stream reopened after each) so far.
+  virtual std::uint64_t errors() const = 0;
 
  protected:
   change_source() = default;

@@ -180,16 +180,47 @@ bool watcher::queue_event(std::vector<std::uint8_t> event, bson::document token)
     set_state(false, s.op == "rename" ? "source collection " + s.detail : "source " + s.op + "ped");
   }
   if (s.op == "invalidate") {
-    // Stop here: reading on after an invalidate only fails (and would spin).
-    reason_ = stop_reason::invalidated;
+    // Stop reading here: reading on after an invalidate only fails (and would spin).
     std::string why = state();
     if (why == "streaming") why = "change stream invalidated";
-    set_state(false, why + " (stream invalidated; restart denormd once the source is back)");
-    log::error("watcher", "change stream invalidated; this source is no longer watched",
+    if (!opts_.resync) {
+      reason_ = stop_reason::invalidated;
+      set_state(false, why + " (stream invalidated; restart denormd once the source is back)");
+      log::error("watcher", "change stream invalidated; this source is no longer watched",
+                 {{"source", name_}, {"reason", why}});
+      return false;
+    }
+    invalidated_ = true;
+    set_state(false, why + "; waiting for the collection to exist again");
+    log::error("watcher",
+               "change stream invalidated; streaming again, after a re-sync, once the source "
+               "collection exists again",
                {{"source", name_}, {"reason", why}});
     return false;
   }
   return true;
+}
+
+bool watcher::wait_for_source(std::stop_token& stop) {
+  const bson::document ask{{"listCollections", 1},
+                           {"filter", bson::document{{"name", opts_.source.coll}}},
+                           {"nameOnly", true}};
+  backoff poll(std::chrono::milliseconds(1000), std::chrono::milliseconds(1000));
+  do {
+    auto reply = conn_.command(opts_.source.db, ask);
+    if (reply) {
+      const bson::value* cursor = reply->get("cursor");
+      const bson::value* batch = cursor != nullptr && cursor->is_document()
+                                     ? cursor->as_document().get("firstBatch")
+                                     : nullptr;
+      if (batch != nullptr && batch->is_array() && !batch->as_array().empty()) return true;
+    } else {
+      ++errors_;
+      log::debug("watcher", "cannot list the collections; asking again",
+                 {{"source", name_}, {"error", reply.error().to_string()}});
+    }
+  } while (poll.wait(stop));
+  return false;
 }
 
 void watcher::run(std::stop_token stop) {
@@ -209,7 +240,18 @@ void watcher::run(std::stop_token stop) {
     resync_due = v != retry_verdict::give_up;
     return v;
   };
-  retry_with_backoff(stop, resync_backoff_, attempt, lost);
+  for (;;) {
+    retry_with_backoff(stop, resync_backoff_, attempt, lost);
+    if (!std::exchange(invalidated_, false)) break;
+    // The source was dropped or renamed: once it exists again, its history before that is
+    // gone for this stream, so it re-syncs as after lost history (docs/architecture.md,
+    // "Correctness").
+    if (!wait_for_source(stop)) break;
+    log::info("watcher", "the source collection exists again; re-syncing", {{"source", name_}});
+    if (!episode_) episode_ = episode{0, std::chrono::steady_clock::now(), nullptr};
+    set_state(false, "re-syncing: the source collection exists again");
+    resync_due = true;
+  }
   if (at.ended) return;
   if (reason_ == stop_reason::none) {  // history lost without a re-sync keeps its own state
     reason_ = stop_reason::requested;
@@ -219,6 +261,7 @@ void watcher::run(std::stop_token stop) {
 
 mongo::status watcher::stream(position& at, backoff& reopen, std::stop_token& stop) {
   auto failed = [&](const stream_failure& f, const retry_state&) {
+    ++errors_;
     metrics_.count_error("stream", f.error.metric_code());
     if (f.error.history_lost()) return retry_verdict::give_up;
     set_state(false, f.what + ": " + f.error.to_string());
@@ -288,7 +331,7 @@ mongo::status watcher::read_stream(mongo::change_stream& stream, position& at,
     if (!new_token) continue;  // cannot happen with a server that follows the protocol
     at.token = *new_token;
     if (!queue_event(std::move(**next), std::move(*new_token))) {
-      at.ended = true;
+      at.ended = !invalidated_;  // invalidated: run() waits for the source, then re-syncs
       return {};
     }
   }

@@ -6,7 +6,8 @@
 // hook: streaming goes on at once from the time taken before it while its backfill runs, so
 // the stream keeps its place in the oplog however long the backfill takes; the re-syncs until
 // one's backfill finishes are one episode, counted and logged once. Invalidation (drop,
-// rename) and stop end the thread and leave the watcher not ready, with the reason in state().
+// rename) leaves the watcher not ready, with the reason in state(), until the collection
+// exists again; it then re-syncs as after lost history (without a resync hook it ends).
 // Lifecycle: start() once, request_stop() then join(). Thread-safe accessors.
 
 #include <atomic>
@@ -61,6 +62,7 @@ class watcher final : public change_source {
   bool ready() const override { return ready_.load(); }
   std::string state() const override;
   std::uint64_t pushed() const override { return pushed_.load(); }
+  std::uint64_t errors() const override { return errors_.load(); }
 
  private:
   enum class stop_reason { none, requested, history_lost, invalidated };
@@ -97,6 +99,8 @@ class watcher final : public change_source {
   // Hands one event to the queue and notes a drop, rename or invalidation; false when the
   // watcher ends (the queue closed, or the stream was invalidated).
   bool queue_event(std::vector<std::uint8_t> event, bson::document token);
+  // After an invalidation: polls until the source collection exists; false when stopped.
+  bool wait_for_source(std::stop_token& stop);
   // The re-sync's backfill finished while the stream read on: the episode is over.
   void end_episode();
   void set_state(bool ready, std::string state);
@@ -109,6 +113,8 @@ class watcher final : public change_source {
   std::atomic<bool> ready_{false};
   std::atomic<stop_reason> reason_{stop_reason::none};
   std::atomic<std::uint64_t> pushed_{0};
+  std::atomic<std::uint64_t> errors_{0};
+  bool invalidated_ = false;  // the stream was invalidated, with a resync hook: watcher thread
   mutable std::mutex state_mutex_;
   std::string state_ = "starting";
   // Lost history until a stream reads again, and the wait before the next re-sync (it

@@ -219,6 +219,34 @@ class DaemonTest(ShopTestCase):
         self.assertEqual(d.get("/healthz")[0], 200)
         self.assertEqual(d.stop(), 0)
 
+    def test_a_dropped_source_streams_again_once_it_exists_again(self):
+        """Dropped: not ready, saying why and that it waits; recreated (with other names): the
+        watcher re-syncs by itself, the copies take the new names, and it streams on."""
+        self.shop.seed(customers=5, products=5, orders=20, hosts=2, logs=10, reviews=10)
+        self.shop.fill_recent_arrays()
+        d = self.start()
+        self.converge()
+        saved = list(self.db.customers.find())
+        self.db.customers.drop()
+        wait_until(lambda: d.get("/readyz")[0] == 503, timeout=10, message="not ready after the drop")
+        body = d.get("/readyz")[1]
+        self.assertIn("%s.customers" % self.dbname, body)
+        self.assertIn("waiting for the collection to exist again", body)
+        time.sleep(1.5)  # it keeps waiting, without spinning or ending
+        self.assertEqual(d.get("/readyz")[0], 503)
+        self.assertEqual(d.get("/healthz")[0], 200)
+        for c in saved:
+            c["name"] = c["name"] + " (restored)"
+        self.db.customers.insert_many(saved)
+        wait_until(lambda: d.get("/readyz")[0] == 200, timeout=30, message="ready once the source is back")
+        self.converge()
+        self.assertGreaterEqual(d.metric_sum("denormd_resumes_total", source="%s.customers" % self.dbname,
+                                             reason="resync"), 1)
+        for _ in range(100):
+            self.shop.random_change()
+        self.converge()
+        self.assertEqual(d.stop(), 0)
+
     def test_memory_stays_bounded_while_writes_are_blocked(self):
         if not emulator_only():
             self.skipTest("needs the emulator's fail points without side effects on a shared server")

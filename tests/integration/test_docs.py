@@ -392,6 +392,12 @@ class DocsTest(unittest.TestCase):
         self.client.shop.customers.update_one({"_id": 1}, {"$set": {"name": "Ann"}})
         wait_until(lambda: self.client.denormd.denormd_checkpoints.find_one({"_id": "shop.customers"}) is not None,
                    timeout=20, message="a checkpoint of shop.customers")
+        # Its heartbeat names what it holds and reports its streams from the round after it
+        # took them.
+        wait_until(lambda: self.client.denormd.denormd_instances.find_one(
+            {"_id": m.group(1), "units": "shop.customers",
+             "report.units": {"$elemMatch": {"unit": "shop.customers", "streaming": True}}}) is not None,
+                   timeout=20, message="a report of shop.customers")
         self.run_as_shown(example, command, shown)
         self.stop(daemon)
 

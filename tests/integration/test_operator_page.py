@@ -13,7 +13,7 @@ import time
 import unittest
 
 from tests.integration.base import ShopTestCase
-from tests.integration.harness import wait_until
+from tests.integration.harness import emulator_only, stop_within, wait_until
 
 SOURCE_DIR = os.environ.get("DENORMD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD_DIR = os.environ.get("DENORMD_BUILD_DIR", "build")
@@ -100,6 +100,9 @@ class OperatorPageTest(ShopTestCase):
         self.assertEqual(letter["mapping"], "orders-customer")
         self.assertIn('computed field "code"', letter["reason"])
         self.assertIn("document %s" % customer, letter["reason"])
+        # Which document and field, not the write's filter.
+        self.assertEqual(letter["document"], "%s.customers _id %s" % (self.dbname, customer))
+        self.assertEqual(letter["field"], "code")
         self.assertGreater(letter["atMs"], 0)
         # The lag is sampled every 5 s and kept for the sparkline.
         wait_until(lambda: len(self.status(d)["namespaces"][0]["lag"]) >= 2, timeout=15, message="two lag samples")
@@ -202,6 +205,59 @@ class OperatorPageTest(ShopTestCase):
         html = self.dom(d, browser)
         self.assertIn('data-mapping="orders-customer-twin"', html)
         self.assertEqual(d.stop(), 0)
+
+    def test_with_mongodb_unreachable_the_api_and_page_say_so_and_show_what_they_knew(self):
+        """MongoDB gone: 200 with the last known values and their age, a banner saying since
+        when, every namespace not streaming with why (the words of /readyz), the dead letters
+        last read; a page opened now shows all of it, not empty tables."""
+        if not emulator_only():
+            self.skipTest("stops the test server")
+        browser = chromium()
+        if browser is None:
+            self.fail("no chromium: scripts/install-deps.sh installs Debian's chromium package")
+        self.shop.seed()
+        d = self.start()
+        self.refuse_one()
+        self.applied(d)
+        before = self.status(d)
+        self.assertEqual(len(before["deadLetters"]), 1)
+        self.assertEqual(before["health"]["state"], "ok", before["health"])
+        self.assertTrue(before["mongodb"]["reachable"])
+        # The page's amber and red are the alert rules' thresholds.
+        with open(os.path.join(SOURCE_DIR, "deploy", "prometheus", "alerts.yml")) as f:
+            rules = dict(re.findall(r"alert: (\w+)\n\s+expr: [^\n]*?([<>] \d+)\n", f.read()))
+        t = before["thresholds"]
+        self.assertEqual(rules["DenormdLagHigh"], "> %d" % t["lagWarnSeconds"])
+        self.assertEqual(rules["DenormdLagCritical"], "> %d" % t["lagCriticalSeconds"])
+        self.assertEqual(rules["DenormdHistoryHeadroomLow"], "< %d" % t["headroomWarnSeconds"])
+        self.client.close()
+        self.clean_up = lambda failed: None  # nothing left to clean on a stopped server
+        self.emulator.stop()
+        wait_until(lambda: not self.status(d)["mongodb"]["reachable"], timeout=20, message="unreachable seen")
+        wait_until(lambda: d.get("/readyz")[0] == 503, timeout=20, message="not ready")
+        st = self.status(d)
+        self.assertFalse(st["mongodb"]["readable"])
+        self.assertGreater(st["mongodb"]["sinceMs"], 0)
+        self.assertGreater(st["mongodb"]["lastReadMs"], 0)
+        self.assertEqual(st["health"]["state"], "critical")
+        self.assertTrue(st["health"]["summary"].startswith("MongoDB cannot be reached; 0 of "), st["health"])
+        readyz = d.get("/readyz")[1]
+        for n in st["namespaces"]:
+            self.assertFalse(n["streaming"], n)
+            self.assertIn(n["namespace"], readyz)
+            self.assertIn(n["state"], readyz)  # the watcher's own words
+            self.assertGreaterEqual(n["serverReadAgeSeconds"], 0, n)
+        self.assertEqual(st["deadLetters"], before["deadLetters"])
+        self.assertEqual(sorted(m["name"] for m in st["mappings"]), sorted(m["name"] for m in before["mappings"]))
+        html = self.dom(d, browser)
+        self.assertIn('data-loaded="true"', html)
+        self.assertRegex(html, r'<div id="health" data-state="critical">MongoDB cannot be reached')
+        self.assertRegex(html, r'<div id="mongodb">MongoDB cannot be reached since ')
+        for n in st["namespaces"]:
+            self.assertRegex(html, r'data-namespace="%s" data-state="not-streaming"' % re.escape(n["namespace"]))
+        self.assertNotIn('data-state="streaming"', html)
+        self.assertEqual(html.count('data-deadletter="orders-customer"'), 1)
+        self.assertEqual(stop_within(d, 6)[0], 0)
 
     def test_without_lifecycle_the_page_has_no_reload_button(self):
         browser = chromium()

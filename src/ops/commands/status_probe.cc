@@ -1,5 +1,8 @@
 #include "ops/commands/status_probe.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include "lease/lease_store.h"
 
 #include "bson/json.h"
@@ -25,6 +28,14 @@ std::string_view history_name(history_state h) {
       return "no checkpoint";
   }
   return "?";
+}
+
+// A lag or an age: to the hundredth under ten seconds, where whole seconds would say 0.
+std::string short_duration(double seconds) {
+  if (seconds >= 10) return format_duration(seconds);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2fs", std::max(0.0, seconds));
+  return text;
 }
 
 double age_seconds(std::int64_t now_ms, std::int64_t then_ms) {
@@ -57,6 +68,9 @@ mongo::result<std::vector<source_status>> status_probe::run(
   lease::lease_store leases(conn_, meta_db_, 0);
   auto table = leases.table();
   if (!table) return table.error();
+  auto rows = leases.instances();
+  if (!rows) return rows.error();
+  instances_ = std::move(*rows);
   // Read once, when some source has a checkpoint to measure.
   std::optional<mongo::result<std::optional<bson::timestamp>>> oldest;
   std::vector<source_status> out;
@@ -66,6 +80,14 @@ mongo::result<std::vector<source_status>> status_probe::run(
     for (const auto& e : *table) {
       if (e.row.unit == ns.full())
         s.lease = lease_status{e.row.owner, e.row.epoch, e.expires_ms, e.row.expired};
+    }
+    if (s.lease && !s.lease->owner.empty() && !s.lease->expired) {
+      const lease::instance_row* from = nullptr;
+      if (const auto* r = lease::report_of(instances_, ns.full(), s.lease->owner, &from)) {
+        s.report = *r;
+        s.reported_by = from->name;
+        s.report_age_ms = from->age_ms;
+      }
     }
     auto fence = store.fence_of(ns);
     if (!fence) return fence.error();
@@ -80,6 +102,10 @@ mongo::result<std::vector<source_status>> status_probe::run(
       s.saved_ms = (*cp)->saved_ms;
       if ((*cp)->stopped) s.stopped = *(*cp)->stopped;
       test_history(s);
+      // Lost history has no headroom left, whatever the times say (the server may have
+      // dropped entries younger than the oldest one it reports, or the checkpoint's time may
+      // be older than the token's).
+      if (s.history == history_state::lost) s.headroom_passed = true;
       if (!oldest) oldest = oldest_oplog_entry(conn_);
       const auto position = (*cp)->event_time ? (*cp)->event_time : s.cluster_time;
       if (!*oldest) {
@@ -116,27 +142,91 @@ void status_probe::test_history(source_status& s) {
   s.history = history_state::reachable;
 }
 
-std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) {
+namespace {
+
+// The lease, fence and (with --ha) the holder's report of one source, one line each.
+std::string lease_lines(const source_status& s, std::int64_t now_ms) {
+  std::string out;
+  if (s.lease) {
+    out = "  lease: ";
+    if (s.lease->owner.empty()) {
+      out += "released, nobody streams it";
+    } else if (s.lease->expired) {
+      out += "expired " + format_duration(age_seconds(now_ms, s.lease->expires_ms)) +
+             " ago (last held by " + s.lease->owner + "), nobody streams it";
+    } else {
+      out += "held by " + s.lease->owner + ", expires " + iso8601(s.lease->expires_ms);
+    }
+    out += " (epoch " + std::to_string(s.lease->epoch) + ")\n";
+  }
+  if (s.fence && !s.fence->writer_process.empty()) {
+    out += "  writer: " + s.fence->writer_process + " (fence epoch " +
+           std::to_string(s.fence->epoch) + ")\n";
+  }
+  if (s.report) {
+    const auto& r = *s.report;
+    out += "  stream: " + (r.streaming ? std::string("streaming") : r.state) + ", lag " +
+           short_duration(r.lag_seconds) + ", " +
+           format_count(static_cast<std::uint64_t>(std::llround(r.events_per_second))) +
+           " events/s, " + std::to_string(r.errors) + " error(s) (as " + s.reported_by +
+           " reported " + short_duration(static_cast<double>(s.report_age_ms) / 1000.0) + " ago)\n";
+  }
+  return out;
+}
+
+std::string history_line(const source_status& s) {
+  switch (s.history) {
+    case history_state::reachable:
+      return "reaches back to the checkpoint (denormd run resumes from it)";
+    case history_state::lost:
+      return "LOST: the server no longer keeps changes that old; denormd run must re-sync (" +
+             s.detail + ")";
+    default:
+      return "unknown: " + s.detail;
+  }
+}
+
+// Lost history has no headroom, whatever the times say; the times are still shown when known.
+std::string headroom_line(const source_status& s) {
+  const std::string passed = s.headroom_seconds && s.headroom_passed
+                                 ? "the oldest entry the server keeps is " +
+                                       format_duration(-*s.headroom_seconds) +
+                                       " past the checkpoint"
+                                 : std::string();
+  if (s.history == history_state::lost) {
+    return "none: history lost" + (passed.empty() ? std::string() : " (" + passed + ")");
+  }
+  if (!s.headroom_seconds) return "unknown: " + s.headroom_detail;
+  if (!s.headroom_passed) {
+    return format_duration(*s.headroom_seconds) +
+           " (until the oldest entry the server keeps passes the checkpoint)";
+  }
+  return "none: " + passed;
+}
+
+std::string instances_text(const std::vector<lease::instance_row>& instances) {
+  std::string out;
+  for (const auto& i : instances) {
+    if (!i.live) continue;
+    if (out.empty()) out += "instances:\n";
+    std::string holds;
+    for (const auto& u : i.holds)
+      holds += (holds.empty() ? "" : ", ") + u;
+    out += "  " + i.name + ": live, seen " +
+           short_duration(static_cast<double>(i.age_ms) / 1000.0) + " ago, holds " +
+           (holds.empty() ? std::string("nothing") : holds) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms,
+                    const std::vector<lease::instance_row>& instances) {
   std::string out;
   for (const auto& s : all) {
     out += s.source.full() + ":";
-    std::string lease_line;
-    if (s.lease) {
-      lease_line = "  lease: ";
-      if (s.lease->owner.empty()) {
-        lease_line += "released, nobody streams it";
-      } else if (s.lease->expired) {
-        lease_line += "expired " + format_duration(age_seconds(now_ms, s.lease->expires_ms)) +
-                      " ago (last held by " + s.lease->owner + "), nobody streams it";
-      } else {
-        lease_line += "held by " + s.lease->owner + ", expires " + iso8601(s.lease->expires_ms);
-      }
-      lease_line += " (epoch " + std::to_string(s.lease->epoch) + ")\n";
-    }
-    if (s.fence && !s.fence->writer_process.empty()) {
-      lease_line += "  writer: " + s.fence->writer_process + " (fence epoch " +
-                    std::to_string(s.fence->epoch) + ")\n";
-    }
+    const std::string lease_line = lease_lines(s, now_ms);
     if (!s.has_checkpoint) {
       out += " no checkpoint (denormd run starts this source at the current time)\n" + lease_line;
       continue;
@@ -156,31 +246,10 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms) 
       out += "  removed mapping " + e.mapping + " (fingerprint " + e.fingerprint +
              ") stopped after token " + bson::to_json(e.token) + "\n";
     }
-    out += "  history: ";
-    switch (s.history) {
-      case history_state::reachable:
-        out += "reaches back to the checkpoint (denormd run resumes from it)";
-        break;
-      case history_state::lost:
-        out += "LOST: the server no longer keeps changes that old; denormd run must re-sync (" +
-               s.detail + ")";
-        break;
-      default:
-        out += "unknown: " + s.detail;
-    }
-    out += "\n  history headroom ";
-    if (!s.headroom_seconds) {
-      out += "unknown: " + s.headroom_detail;
-    } else if (!s.headroom_passed) {
-      out += format_duration(*s.headroom_seconds) +
-             " (until the oldest entry the server keeps passes the checkpoint)";
-    } else {
-      out += "none: the oldest entry the server keeps is " + format_duration(-*s.headroom_seconds) +
-             " past the checkpoint";
-    }
-    out += "\n" + lease_line;
+    out += "  history: " + history_line(s) + "\n  history headroom " + headroom_line(s) + "\n" +
+           lease_line;
   }
-  return out;
+  return out + instances_text(instances);
 }
 
 bson::document to_document(const std::vector<source_status>& all, std::int64_t now_ms) {
@@ -222,9 +291,31 @@ bson::document to_document(const std::vector<source_status>& all, std::int64_t n
                                        {"expiresAt", iso8601(s.lease->expires_ms)},
                                        {"expired", s.lease->expired}});
     }
+    if (s.report) {
+      const auto& r = *s.report;
+      d.append("stream",
+               bson::document{{"streaming", r.streaming},
+                              {"state", r.state},
+                              {"lagSeconds", r.lag_seconds},
+                              {"eventsPerSecond", r.events_per_second},
+                              {"errors", r.errors},
+                              {"reportedBy", s.reported_by},
+                              {"reportAgeSeconds", static_cast<double>(s.report_age_ms) / 1000.0}});
+    }
     sources.push_back(std::move(d));
   }
   return bson::document{{"sources", std::move(sources)}};
+}
+
+bson::array to_bson_array(const std::vector<lease::instance_row>& instances) {
+  bson::array out;
+  for (const auto& i : instances) {
+    if (!i.live) continue;
+    out.push_back(bson::document{{"instance", i.name},
+                                 {"seenSecondsAgo", static_cast<double>(i.age_ms) / 1000.0},
+                                 {"holds", bson::array(i.holds.begin(), i.holds.end())}});
+  }
+  return out;
 }
 
 std::string to_json(const std::vector<source_status>& all, std::int64_t now_ms) {

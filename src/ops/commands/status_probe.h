@@ -5,8 +5,9 @@
 // change stream that resumes after the token and closing it at once, its headroom: how
 // far the oldest entry the server keeps is behind it (oplog_window.h), and with --ha its
 // lease: which instance streams it, under which epoch, until when; and its write fence: which
-// process run writes it (docs/architecture.md, "The write fence"). Stateless apart from
-// the connection; thread-safe like it. The renderings are pure.
+// process run writes it (docs/architecture.md, "The write fence"), and what its holder last
+// reported of its stream with its heartbeat (lease/unit_report.h). One run at a time; the
+// renderings are pure.
 
 #include <cstdint>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "bson/value.h"
 #include "checkpoint/checkpoint_store.h"
+#include "lease/unit_report.h"
 #include "mapping/ns.h"
 #include "mongo/connection.h"
 
@@ -54,6 +56,11 @@ struct source_status {
   // The namespace's write fence: which process writes it, under which epoch; nullopt before
   // any writer took it.
   std::optional<checkpoint::fence_record> fence;
+  // With --ha: what the lease's live holder last said of the stream, who, and how long ago (by
+  // the server's clock); nullopt when no live holder reported it.
+  std::optional<lease::unit_report> report;
+  std::string reported_by;
+  std::int64_t report_age_ms = 0;
 };
 
 class status_probe {
@@ -62,20 +69,27 @@ class status_probe {
 
   // Fails only when a checkpoint cannot be read; a failed history test is reported.
   mongo::result<std::vector<source_status>> run(const std::vector<mapping::ns>& sources);
+  // The instances' rows (--ha) as the last run read them.
+  const std::vector<lease::instance_row>& instances() const { return instances_; }
 
  private:
   void test_history(source_status& s);
 
   mongo::connection& conn_;
   std::string meta_db_;
+  std::vector<lease::instance_row> instances_;
 };
 
 // The cluster time at the start of a MongoDB resume token's `_data` (KeyString: 0x82, then
 // the timestamp's 8 bytes big-endian); nullopt for any other format.
 std::optional<bson::timestamp> token_cluster_time(const bson::document& token);
 
-std::string to_text(const std::vector<source_status>& s, std::int64_t now_ms);
+// `instances`: with --ha, the instances' rows, listed after the namespaces.
+std::string to_text(const std::vector<source_status>& s, std::int64_t now_ms,
+                    const std::vector<lease::instance_row>& instances = {});
 std::string to_json(const std::vector<source_status>& s, std::int64_t now_ms);
+// The live instances (--ha): name, how long ago the server saw them, what they hold.
+bson::array to_bson_array(const std::vector<lease::instance_row>& instances);
 // The same as a document ({sources: [...]}), for a caller that adds to it.
 bson::document to_document(const std::vector<source_status>& s, std::int64_t now_ms);
 

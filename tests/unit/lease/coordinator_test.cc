@@ -26,6 +26,7 @@ class memory_table final : public lease_table {
   std::vector<std::string> live_list;
   bool renewals_fail = false;
   int heartbeats = 0;
+  bson::document last_report;
   bool left = false;
   std::vector<std::string> calls;             // "acquire <unit>", "renew <unit>"
   std::chrono::milliseconds acquire_time{0};  // how long each acquisition takes
@@ -61,8 +62,10 @@ class memory_table final : public lease_table {
     if (r.owner == me && r.epoch == epoch) r.owner.clear();
     return {};
   }
-  mongo::status heartbeat(const std::string&, const std::vector<std::string>&) override {
+  mongo::status heartbeat(const std::string&, const std::vector<std::string>&,
+                          const bson::document& report) override {
     ++heartbeats;
+    last_report = report;
     return {};
   }
   mongo::status leave(const std::string&) override {
@@ -160,6 +163,20 @@ TEST_F(coordinator_test, a_round_takes_the_free_units_fences_their_checkpoints_a
   c.round();
   EXPECT_EQ(started_.size(), 2u);
   EXPECT_EQ(table_.rows["s.x"].epoch, 1);
+}
+
+TEST_F(coordinator_test, every_heartbeat_carries_the_report_made_for_it) {
+  int asked = 0;
+  hooks_.report = [&asked] {
+    ++asked;
+    return bson::document{{"round", asked}};
+  };
+  auto& c = make({"s.x"});
+  c.round();
+  EXPECT_EQ(table_.last_report, (bson::document{{"round", 1}}));
+  c.round();
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(table_.last_report, (bson::document{{"round", 2}}));
 }
 
 TEST_F(coordinator_test, a_unit_given_up_is_released_only_once_the_daemon_stopped_it) {

@@ -183,8 +183,8 @@ TEST_F(lease_store_test, raise_epoch_moves_the_current_epoch_only) {
 }
 
 TEST_F(lease_store_test, heartbeats_say_who_is_live_until_they_leave_or_expire) {
-  ASSERT_TRUE(store_->heartbeat("one", {"a.x"}));
-  ASSERT_TRUE(store_->heartbeat("two", {}));
+  ASSERT_TRUE(store_->heartbeat("one", {"a.x"}, {}));
+  ASSERT_TRUE(store_->heartbeat("two", {}, {}));
   auto live = store_->live();
   ASSERT_TRUE(live) << live.error().to_string();
   std::sort(live->begin(), live->end());
@@ -197,6 +197,78 @@ TEST_F(lease_store_test, heartbeats_say_who_is_live_until_they_leave_or_expire) 
   live = store_->live();
   ASSERT_TRUE(live);
   EXPECT_TRUE(live->empty());
+}
+
+TEST_F(lease_store_test, a_heartbeat_keeps_its_report_as_given_and_instances_read_it_back) {
+  instance_report mine;
+  mine.version = "1.2.3";
+  mine.started_ms = 1700000000000;
+  unit_report u;
+  u.unit = "a.x";
+  u.streaming = false;
+  // Text from a server's error: a "$" must stay text, never become an operator or a path.
+  u.state = "change stream failed: $where is not allowed {\"$ne\": 1}";
+  u.lag_seconds = 1.5;
+  u.applied_through = bson::timestamp{1700000000, 7};
+  u.events_per_second = 250;
+  u.last_event_ms = 1700000000123;
+  u.errors = 3;
+  u.lag = {{1700000000000, 0.25}, {1700000005000, 1.5}};
+  mine.units.push_back(u);
+  ASSERT_TRUE(store_->heartbeat("one", {"a.x"}, to_document(mine)));
+  ASSERT_TRUE(store_->heartbeat("two", {}, {}));
+  ASSERT_TRUE(store_->leave("two"));
+  auto rows = store_->instances();
+  ASSERT_TRUE(rows) << rows.error().to_string();
+  std::sort(rows->begin(), rows->end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  ASSERT_EQ(rows->size(), 2u);
+  const instance_row& one = (*rows)[0];
+  EXPECT_EQ(one.name, "one");
+  EXPECT_TRUE(one.live);
+  EXPECT_GE(one.age_ms, 0);
+  EXPECT_LT(one.age_ms, 60000);
+  EXPECT_EQ(one.holds, std::vector<std::string>{"a.x"});
+  ASSERT_TRUE(one.report);
+  EXPECT_EQ(one.report->version, "1.2.3");
+  EXPECT_EQ(one.report->started_ms, 1700000000000);
+  ASSERT_EQ(one.report->units.size(), 1u);
+  const unit_report& back = one.report->units[0];
+  EXPECT_EQ(back.unit, "a.x");
+  EXPECT_FALSE(back.streaming);
+  EXPECT_EQ(back.state, u.state);
+  EXPECT_DOUBLE_EQ(back.lag_seconds, 1.5);
+  EXPECT_EQ(back.applied_through, u.applied_through);
+  EXPECT_DOUBLE_EQ(back.events_per_second, 250);
+  EXPECT_EQ(back.last_event_ms, 1700000000123);
+  EXPECT_EQ(back.errors, 3);
+  EXPECT_EQ(back.lag, u.lag);
+  EXPECT_FALSE((*rows)[1].live);
+  // Only a live holder's report counts, and the lease's owner's when one is named.
+  EXPECT_EQ(report_of(*rows, "a.x", ""), &back);
+  EXPECT_EQ(report_of(*rows, "a.x", "one"), &back);
+  EXPECT_EQ(report_of(*rows, "a.x", "two"), nullptr);
+  EXPECT_EQ(report_of(*rows, "a.y", ""), nullptr);
+  expire();
+  rows = store_->instances();
+  ASSERT_TRUE(rows);
+  EXPECT_EQ(report_of(*rows, "a.x", ""), nullptr);
+}
+
+TEST(unit_report, reading_is_lenient_about_fields_it_does_not_know_or_of_the_wrong_type) {
+  const bson::document odd{
+      {"version", 7},
+      {"units", bson::array{bson::document{{"unit", "a.x"},
+                                           {"lagSeconds", "soon"},
+                                           {"lag", bson::array{1, bson::array{2}}},
+                                           {"future", true}},
+                            "not a document"}}};
+  const instance_report r = instance_report_of(odd);
+  EXPECT_EQ(r.version, "");
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].unit, "a.x");
+  EXPECT_EQ(r.units[0].lag_seconds, 0);
+  EXPECT_TRUE(r.units[0].lag.empty());
 }
 
 }  // namespace

@@ -116,6 +116,7 @@ class fake_source final : public source::change_source {
   bool ready() const override { return ready_.load(); }
   std::string state() const override { return ready_.load() ? "streaming" : "stopped"; }
   std::uint64_t pushed() const override { return pushed_.load(); }
+  std::uint64_t errors() const override { return 0; }
 
   void feed(std::optional<source::stream_item> item) {
     std::lock_guard lock(mutex_);

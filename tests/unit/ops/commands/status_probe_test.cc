@@ -88,8 +88,8 @@ TEST(ops_status_probe_test, renders_text) {
   EXPECT_NE(text.find("token {\"_data\":\"000000650000000100\"}"), std::string::npos);
   EXPECT_NE(text.find("history: LOST"), std::string::npos);
   EXPECT_NE(text.find("shop.orders: no checkpoint"), std::string::npos);
-  EXPECT_NE(text.find("history headroom none: the oldest entry the server keeps is 2m05s past "
-                      "the checkpoint"),
+  EXPECT_NE(text.find("history headroom none: history lost (the oldest entry the server keeps "
+                      "is 2m05s past the checkpoint)"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("history headroom 3h12m (until the oldest entry the server keeps passes "

@@ -1,7 +1,6 @@
 #include "sink/fenced_writer.h"
 
 #include <algorithm>
-#include <map>
 #include <random>
 #include <thread>
 
@@ -53,7 +52,7 @@ target_turns::held turns_for(const std::shared_ptr<target_turns>& turns,
   return turns->take(std::move(targets));
 }
 
-// A transaction written without a count first matched more documents than one may hold.
+// A transaction's updates matched more documents than one may hold.
 constexpr std::uint32_t over_limit_code = 900101;
 
 bool over_limit(const mongo::driver_error& e) {
@@ -207,32 +206,41 @@ mongo::status fenced_writer::apply(std::span<const mapping::write_op> ops,
   // Each transaction commits under the fence or not at all; ops keep plan order, and a batch
   // cut short is retried after its committed ops (every op is idempotent).
   for (std::size_t start = 0; start < ops.size();) {
-    const auto chunk = ops.subspan(start, std::min(max_ops_, ops.size() - start));
-    if (likely_within_limit(chunk)) {
-      // Written without counting first: the transaction itself says how many documents its
-      // updates matched, and one over the limit is aborted before its commit.
-      const std::size_t before = committed_;
-      bound_ = max_documents_;
-      auto st = write_range(chunk, event_tokens, source, &committed_);
-      bound_ = 0;
-      if (st) {
-        start += chunk.size();
-        continue;
-      }
-      if (!over_limit(st.error())) return st;
-      // Counted from here on, until what the writes match is small again.
-      docs_per_op_ = static_cast<double>(max_documents_);
-      start += committed_ - before;
-      continue;
-    }
-    auto documents = documents_in(chunk);
-    if (!documents) return documents.error();
-    auto st = *documents <= max_documents_ ? write_range(chunk, event_tokens, source, &committed_)
-                                           : write_counted(chunk, event_tokens, source);
-    if (!st) return st;
+    const auto chunk = ops.subspan(start, std::min(ops_per_transaction(), ops.size() - start));
+    if (auto st = write_bounded(chunk, event_tokens, source); !st) return st;
     start += chunk.size();
   }
   return {};
+}
+
+std::size_t fenced_writer::ops_per_transaction() const {
+  if (docs_per_op_ <= 1) return max_ops_;
+  // Half the limit at the largest recent fan-out: a transaction over the limit is rare.
+  const auto fit =
+      static_cast<std::size_t>(static_cast<double>(max_documents_) / (2 * docs_per_op_));
+  return std::clamp<std::size_t>(fit, 1, max_ops_);
+}
+
+mongo::status fenced_writer::write_bounded(std::span<const mapping::write_op> ops,
+                                           std::span<const bson::document> event_tokens,
+                                           const mapping::ns& source) {
+  // Written without reading first: the transaction itself says how many documents its updates
+  // matched, and one over the limit is aborted before its commit (in_one_transaction).
+  const std::size_t before = committed_;
+  bound_ = max_documents_;
+  auto st = write_range(ops, event_tokens, source, &committed_);
+  bound_ = 0;
+  if (st || !over_limit(st.error())) return st;
+  // Over the limit: the rest in halves, each bounded again; one op alone is written in pages.
+  const auto rest = ops.subspan(committed_ - before);
+  if (rest.size() == 1) {
+    if (auto paged = write_in_pages(rest.front(), event_tokens, source); !paged) return paged;
+    ++committed_;
+    return {};
+  }
+  const std::size_t half = rest.size() / 2;
+  if (auto first = write_bounded(rest.first(half), event_tokens, source); !first) return first;
+  return write_bounded(rest.subspan(half), event_tokens, source);
 }
 
 mongo::status fenced_writer::write_range(std::span<const mapping::write_op> ops,
@@ -280,77 +288,15 @@ mongo::status fenced_writer::write_chunk(std::span<const mapping::write_op> ops,
   return write_by_write(ops, event_tokens, source);
 }
 
-mongo::result<std::size_t> fenced_writer::documents_in(std::span<const mapping::write_op> ops) {
-  std::size_t n = 0;
-  std::map<std::string, std::pair<mapping::ns, bson::array>> by_target;
-  for (const auto& op : ops) {
-    const auto* w = op.as<mapping::update_write>();
-    if (w == nullptr || !w->many) {
-      ++n;
-      continue;
-    }
-    auto& [target, filters] = by_target[op.target.full()];
-    target = op.target;
-    filters.push_back(w->filter);
-  }
-  // Read outside any transaction, so that none is made longer; the count only decides how the
-  // writes are cut, so one that changes meanwhile changes no outcome. One read per target: the
-  // server serves an $or of indexed clauses with one index scan each.
-  for (auto& [name, entry] : by_target) {
-    if (n > max_documents_) break;
-    auto& [target, filters] = entry;
-    mongo::find_options ids_only;
-    ids_only.projection = bson::document{{"_id", 1}};
-    ids_only.limit = static_cast<std::int64_t>(max_documents_ + 1 - n);
-    const bson::document filter = filters.size() == 1 ? filters.front().as_document()
-                                                      : bson::document{{"$or", std::move(filters)}};
-    auto found = conn_.find(target.db, target.coll, filter, ids_only);
-    if (!found) return found.error();
-    n += found->size();
-  }
-  return n;
-}
-
-bool fenced_writer::likely_within_limit(std::span<const mapping::write_op> ops) const {
-  const std::size_t many = multi_document_updates(ops);
-  // Without a multi-document update the count reads nothing anyway; before the first
-  // committed transaction there is nothing to go by.
-  if (many == 0 || docs_per_op_ <= 0) return false;
-  const double expected =
-      static_cast<double>(ops.size() - many) + static_cast<double>(many) * docs_per_op_;
-  return 2 * expected <= static_cast<double>(max_documents_);
-}
-
 void fenced_writer::learn(std::span<const mapping::write_op> ops, std::uint64_t matched) {
   const std::size_t many = multi_document_updates(ops);
   if (many == 0) return;
   const std::size_t single = ops.size() - many;
   const double per_update =
       static_cast<double>(matched > single ? matched - single : 0) / static_cast<double>(many);
-  // The largest recent fan-out, forgotten slowly: one large update makes the next
-  // transactions count first for a while.
+  // The largest recent fan-out, forgotten slowly: one large update keeps the next
+  // transactions small for a while.
   docs_per_op_ = std::max(per_update, docs_per_op_ * 0.9);
-}
-
-mongo::status fenced_writer::write_counted(std::span<const mapping::write_op> ops,
-                                           std::span<const bson::document> event_tokens,
-                                           const mapping::ns& source) {
-  // One op alone over the limit is written in pages; more are cut in halves, each counted
-  // again: a few reads for a batch over the limit, not one per op.
-  if (ops.size() == 1) {
-    if (auto st = write_in_pages(ops.front(), event_tokens, source); !st) return st;
-    ++committed_;
-    return {};
-  }
-  const std::size_t half = ops.size() / 2;
-  for (const auto part : {ops.first(half), ops.subspan(half)}) {
-    auto documents = documents_in(part);
-    if (!documents) return documents.error();
-    auto st = *documents <= max_documents_ ? write_range(part, event_tokens, source, &committed_)
-                                           : write_counted(part, event_tokens, source);
-    if (!st) return st;
-  }
-  return {};
 }
 
 mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
@@ -391,11 +337,13 @@ mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_o
   // The server aborted the transaction at the refusal: nothing of it may be committed.
   refused = w.saw_refusal();
   if (refused || !st) return st;
-  // Written without a count first, and over the limit: aborted (the transaction goes with its
-  // handle), to be counted and cut.
+  // Over the limit: aborted (the transaction goes with its handle), to be cut; what it matched
+  // sizes the next transactions.
   if (bound_ > 0 && w.matched() > bound_) {
+    learn(ops, w.matched());
     return mongo::failure(mongo::driver_error{
-        mongo::driver_error::origin::client, over_limit_code,
+        mongo::driver_error::origin::client,
+        over_limit_code,
         "the transaction's updates matched " + std::to_string(w.matched()) +
             " documents, more than " + std::to_string(bound_) + "; aborted, to be cut",
         {}});

@@ -16,11 +16,12 @@
 // transaction at a time; committed() says how much of a failed batch is written. A statement the
 // server refuses for good aborts its transaction; its ops are then written again one write call per
 // fenced transaction, so the refused one alone becomes a dead letter. A transaction also holds at
-// most `max_documents` documents of multi-document updates: counted with one read of their union
-// first, unless the recent transactions matched few enough per update that this one very likely
-// holds at most half as many (it is then aborted before its commit if it matched more, and
-// counted); one update that fans out to more is split into fenced transactions of that many
-// documents each (narrowed to their _ids). One writer per thread; not thread-safe.
+// most `max_documents` documents of multi-document updates, without a read first: it holds as many
+// ops as fit in half that at the largest recent fan-out, and one whose updates matched more is
+// aborted before its commit and written again in halves; one update that alone fans out to more
+// is split into fenced transactions of that many documents each (narrowed to their _ids). (A count
+// read first, an $or of every update's filter, cost the server more than the writes.) One writer
+// per thread; not thread-safe.
 
 #include <chrono>
 #include <cstdint>
@@ -80,12 +81,11 @@ class fenced_writer final : public batch_writer {
   mongo::status write_chunk(std::span<const mapping::write_op> ops,
                             std::span<const bson::document> event_tokens,
                             const mapping::ns& source);
-  // Up to max_documents_ + 1 documents `ops` write: one read of the union of their
-  // multi-document updates per target collection (any other op counts 1).
-  mongo::result<std::size_t> documents_in(std::span<const mapping::write_op> ops);
-  // `ops`, more than one transaction may write: cut in halves until each part's count is
-  // within max_documents_, an op of more than that alone written in pages.
-  mongo::status write_counted(std::span<const mapping::write_op> ops,
+  // How many ops a transaction takes: max_ops_, or fewer when recent updates fanned out.
+  std::size_t ops_per_transaction() const;
+  // `ops` in fenced transactions within max_documents_: the whole, else (over the limit) the
+  // rest in halves, an op of more than that alone written in pages.
+  mongo::status write_bounded(std::span<const mapping::write_op> ops,
                               std::span<const bson::document> event_tokens,
                               const mapping::ns& source);
   // A multi-document update of more than max_documents_ documents: written a page of
@@ -97,11 +97,7 @@ class fenced_writer final : public batch_writer {
   mongo::status in_one_transaction(std::span<const mapping::write_op> ops,
                                    std::span<const bson::document> event_tokens,
                                    const mapping::ns& source, bool& refused);
-  // Whether `ops` will likely match at most half of max_documents_ documents, judged by what
-  // the recent transactions matched per multi-document update: then they are written without
-  // counting first (in_one_transaction aborts one that matched more).
-  bool likely_within_limit(std::span<const mapping::write_op> ops) const;
-  // Notes what a committed transaction of `ops` matched.
+  // Notes what a transaction of `ops` matched.
   void learn(std::span<const mapping::write_op> ops, std::uint64_t matched);
   // `ops` with each write call in a fenced transaction of its own.
   mongo::status write_by_write(std::span<const mapping::write_op> ops,
@@ -121,7 +117,7 @@ class fenced_writer final : public batch_writer {
   std::size_t committed_ = 0;
   // Documents a multi-document update matched, the largest recently (0: none seen yet).
   double docs_per_op_ = 0;
-  // While a transaction is written without a count first: the most documents it may match.
+  // While a bounded transaction is written: the most documents it may match.
   std::size_t bound_ = 0;
 };
 

@@ -1,7 +1,7 @@
 """Profile one workload of the end-to-end benchmark with perf.
 
     python3 -m tests.bench.e2e_profile [--work copy|recent|mixed] [--rate N] [--secs S]
-                                       [--target denormd|server] [--out perf.data]
+                                       [--target denormd|server] [--out perf.data] [--full]
 
 Seeds the small shop, starts denormd, runs the workload at a fixed rate while `perf record`
 samples the chosen process (DWARF call graphs), and prints CPU microseconds per source event
@@ -22,8 +22,10 @@ def main():
     ap.add_argument("--target", default="denormd", choices=["denormd", "server"])
     ap.add_argument("--out", default="perf.data")
     ap.add_argument("--no-perf", action="store_true", help="only print the CPU figures")
+    ap.add_argument("--full", action="store_true",
+                    help="the benchmark's full-size shop (20,000 customers, 60,000 orders) instead of the small one")
     a = ap.parse_args()
-    bench = b.Bench(argparse.Namespace(quick=True, skip_baseline=True))
+    bench = b.Bench(argparse.Namespace(quick=not a.full, skip_baseline=True))
     bench.start_server()
     bench.shop.seed(0)
     bench.denormd = b.Denormd(bench.uri, bench.dbname + "_meta", b.write_mappings(bench.dbname),

@@ -5,7 +5,7 @@
 // matches nothing the transaction is not committed and the failure says the fence moved (not
 // transient); a transaction that fails transiently is tried again in place, then in halves,
 // and committed() says how much of a failed batch is written; a large batch is several fenced
-// transactions, cut by one read of what its updates select; a statement refused for good is
+// transactions, cut by what its updates matched (no read first); a statement refused for good is
 // written again one fenced write at a time, so only it becomes a dead letter.
 #include "sink/fenced_writer.h"
 
@@ -372,74 +372,59 @@ TEST_F(fenced_writer_test, a_batch_cut_short_says_how_much_of_it_committed) {
             (std::vector<std::vector<std::string>>{{update(1), update(2), "fence"}}));
 }
 
-TEST_F(fenced_writer_test, what_the_updates_select_is_read_once_per_transaction) {
+TEST_F(fenced_writer_test, updates_are_written_without_reading_what_they_select_first) {
   auto w = make();
   client_.store.documents_per_update = 10;
   ASSERT_TRUE(w.apply(renames(3, true), tokens_, source_));
-  ASSERT_EQ(client_.store.reads.size(), 1u);
-  EXPECT_EQ(client_.store.reads[0],
-            R"(find shop.orders {"$or":[{"customerId":1},{"customerId":2},{"customerId":3}]} )"
-            R"(limit 1001)");
+  EXPECT_TRUE(client_.store.reads.empty());
   EXPECT_EQ(client_.store.committed.size(), 1u);
+  EXPECT_EQ(client_.store.transactions, 1);
 }
 
-TEST_F(fenced_writer_test,
-       updates_selecting_more_than_a_transaction_holds_are_cut_by_their_counts) {
+TEST_F(fenced_writer_test, a_transaction_that_matched_more_than_it_may_hold_is_aborted_and_halved) {
   auto w = make(fenced_writer::default_max_ops, 25);
   client_.store.documents_per_update = 10;
   ASSERT_TRUE(w.apply(renames(5, true), tokens_, source_));
-  // The union is over 25: cut in halves, each counted again, until each part fits: 1-2 (20),
-  // then 3-5 (30) as 3 (10) and 4-5 (20).
-  EXPECT_EQ(client_.store.reads.size(), 5u);
+  // 1-5 matched 50 (over 25): aborted; 1-2 (20) commits, 3-5 (30) is aborted, then 3 and 4-5.
+  EXPECT_TRUE(client_.store.reads.empty());
+  EXPECT_EQ(client_.store.transactions, 5);
   EXPECT_EQ(
       client_.store.committed,
       (std::vector<std::vector<std::string>>{
           {update(1), update(2), "fence"}, {update(3), "fence"}, {update(4), update(5), "fence"}}));
+  EXPECT_EQ(w.committed(), 5u);
 }
 
-TEST_F(fenced_writer_test, once_updates_match_few_documents_the_next_batches_are_not_counted_first) {
-  auto w = make(fenced_writer::default_max_ops, 100);
-  client_.store.documents_per_update = 10;
-  ASSERT_TRUE(w.apply(renames(3, true), tokens_, source_));  // nothing known yet: counted
-  ASSERT_EQ(client_.store.reads.size(), 1u);
-  // 10 documents an update: 4 updates (40) are within half of 100, so no read first.
-  ASSERT_TRUE(w.apply(renames(4, true), tokens_, source_));
-  EXPECT_EQ(client_.store.reads.size(), 1u);
-  EXPECT_EQ(client_.store.committed.size(), 2u);
-  // 6 (60) are not: counted.
-  ASSERT_TRUE(w.apply(renames(6, true), tokens_, source_));
-  EXPECT_EQ(client_.store.reads.size(), 2u);
-  EXPECT_EQ(client_.store.committed.size(), 3u);
-}
-
-TEST_F(fenced_writer_test, a_transaction_not_counted_first_that_matched_too_many_is_aborted_and_cut) {
+TEST_F(fenced_writer_test, what_updates_matched_sizes_the_next_transactions) {
   auto w = make(fenced_writer::default_max_ops, 100);
   client_.store.documents_per_update = 10;
   ASSERT_TRUE(w.apply(renames(2, true), tokens_, source_));
-  const int transactions = client_.store.transactions;
-  // The fan-out grows: 4 updates of 40 documents each (160) in one transaction written without a
-  // count is aborted before its commit, then counted and cut: 80 and 80.
+  ASSERT_EQ(client_.store.transactions, 1);
+  // 10 documents an update: 5 updates a transaction (half of 100), none aborted.
+  ASSERT_TRUE(w.apply(renames(12, true), tokens_, source_));
+  EXPECT_EQ(client_.store.transactions, 4);
+  ASSERT_EQ(client_.store.committed.size(), 4u);
+  EXPECT_EQ(client_.store.committed[1].size(), 6u);  // 5 updates and the fence
+  EXPECT_EQ(client_.store.committed[3].size(), 3u);
+  // The fan-out grows to 40: the next transaction (5 updates, 200) is aborted, learns it, and
+  // its halves go on; from then on one update a transaction (half of 100 at 40 each).
   client_.store.documents_per_update = 40;
-  ASSERT_TRUE(w.apply(renames(4, true), tokens_, source_));
+  ASSERT_TRUE(w.apply(renames(5, true), tokens_, source_));
+  EXPECT_EQ(client_.store.transactions, 4 + 5);  // 1-5 aborted; 1-2; 3-5 aborted; 3; 4-5
+  const int transactions = client_.store.transactions;
+  ASSERT_TRUE(w.apply(renames(3, true), tokens_, source_));
   EXPECT_EQ(client_.store.transactions, transactions + 3);
-  ASSERT_EQ(client_.store.committed.size(), 3u);
-  EXPECT_EQ(client_.store.committed[1],
-            (std::vector<std::string>{update(1), update(2), "fence"}));
-  EXPECT_EQ(client_.store.committed[2],
-            (std::vector<std::string>{update(3), update(4), "fence"}));
-  EXPECT_EQ(w.committed(), 4u);
-  // Counted first from then on.
-  const std::size_t reads = client_.store.reads.size();
-  ASSERT_TRUE(w.apply(renames(1, true), tokens_, source_));
-  EXPECT_EQ(client_.store.reads.size(), reads + 1);
+  EXPECT_TRUE(client_.store.reads.empty());
 }
 
-TEST_F(fenced_writer_test, a_batch_over_the_limit_costs_a_few_reads_not_one_per_update) {
-  // 200 updates of 10 documents each, 1,000 documents a transaction: the whole, then each half.
+TEST_F(fenced_writer_test, a_batch_over_the_limit_costs_no_read_and_one_aborted_transaction) {
+  // 200 updates of 10 documents each, 1,000 documents a transaction: the whole is aborted, then
+  // each half commits.
   auto w = make(fenced_writer::default_max_ops, 1000);
   client_.store.documents_per_update = 10;
   ASSERT_TRUE(w.apply(renames(200, true), tokens_, source_));
-  EXPECT_EQ(client_.store.reads.size(), 3u);
+  EXPECT_TRUE(client_.store.reads.empty());
+  EXPECT_EQ(client_.store.transactions, 3);
   ASSERT_EQ(client_.store.committed.size(), 2u);
   EXPECT_EQ(client_.store.committed[0].size(), 101u);  // 100 updates and the fence
   EXPECT_EQ(w.committed(), 200u);

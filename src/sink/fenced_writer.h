@@ -51,8 +51,11 @@ class fenced_writer final : public batch_writer {
  public:
   // Ops per transaction, and documents a transaction's multi-document updates may write: a
   // transaction this large stays well inside MongoDB's transaction limits
-  // (transactionLifetimeLimitSeconds, cache pressure, oplog entries).
-  static constexpr std::size_t default_max_ops = 500;
+  // (transactionLifetimeLimitSeconds, cache pressure, oplog entries). 100 ops cost two more
+  // commands (the fence, the commit) per 100 ops; larger transactions hold their documents
+  // longer and made the test server's per-statement work grow with the transaction (500 ops
+  // tipped copy events at 5,000/s into a queue: docs/performance.md, "Comparing revisions").
+  static constexpr std::size_t default_max_ops = 100;
   static constexpr std::size_t default_max_documents = 1000;
   // Tries of one transaction that fails with a write conflict, in place, before it is halved.
   static constexpr int tries_in_place = 3;

@@ -420,7 +420,7 @@ TEST_F(fenced_writer_test, what_updates_matched_sizes_the_next_transactions) {
 TEST_F(fenced_writer_test, a_batch_over_the_limit_costs_no_read_and_one_aborted_transaction) {
   // 200 updates of 10 documents each, 1,000 documents a transaction: the whole is aborted, then
   // each half commits.
-  auto w = make(fenced_writer::default_max_ops, 1000);
+  auto w = make(500, 1000);
   client_.store.documents_per_update = 10;
   ASSERT_TRUE(w.apply(renames(200, true), tokens_, source_));
   EXPECT_TRUE(client_.store.reads.empty());

@@ -281,9 +281,13 @@ int application::check() {
   if (opts_.uri.empty()) {
     for (const auto& source : planner.source_namespaces()) {
       if (planner.needs_images(source).after) {
-        err_ << "note: " << source.full()
-             << " must keep pre- and post-images (an incremental mapping reads it); pass --uri "
-                "to check\n";
+        std::string incremental;
+        for (const auto& m : *mappings) {
+          if (m.source == source && m.visit([](const auto& k) { return k.needs_images(); }).after)
+            incremental += (incremental.empty() ? "" : ", ") + m.name;
+        }
+        err_ << "note: " << source.full() << " must keep pre- and post-images (mapping(s) "
+             << incremental << " read it incrementally); pass --uri to check\n";
       }
     }
     for (const auto& m : *mappings) {

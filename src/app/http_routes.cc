@@ -88,7 +88,16 @@ http::route_table daemon_routes(route_sources sources) {
         if (r.ready) return to->send(lines(200, "ready"));
         to->send(lines(503, "not ready\n" + r.detail));
       });
-  if (sources.reload) add_reload(routes, std::move(sources.reload));
+  if (sources.reload) {
+    add_reload(routes, std::move(sources.reload));
+  } else {
+    // As Prometheus answers without --web.enable-lifecycle: refused, with the reason.
+    routes.add(
+        {"POST", "PUT"}, "/-/reload", [](const http::request&, std::shared_ptr<http::reply> to) {
+          to->send(lines(
+              403, "Lifecycle API is not enabled (start denormd with --web-enable-lifecycle)"));
+        });
+  }
   if (sources.applied) add_applied(routes, std::move(sources.applied));
   if (sources.status) {
     routes.add(

@@ -280,12 +280,14 @@ class ReloadTest(MappingChangeCase):
         self.assertEqual(d.stop(), 0)
 
     def test_post_reload_is_served_only_with_web_enable_lifecycle(self):
-        """As Prometheus guards its lifecycle endpoints: without the flag POST /-/reload is 404 and
-        reloads nothing; SIGHUP still reloads."""
+        """As Prometheus guards its lifecycle endpoints: without the flag POST /-/reload is 403
+        "Lifecycle API is not enabled" and reloads nothing; SIGHUP still reloads."""
         self.shop.seed()
         d = self.daemon(self.uri, mappings=None, lifecycle=False)
         self.add_mail_to_orders_customer()
-        self.assertEqual(self.post_reload(d)[0], 404)
+        code, body = self.post_reload(d)
+        self.assertEqual(code, 403)
+        self.assertIn("Lifecycle API is not enabled (start denormd with --web-enable-lifecycle)", body)
         self.assertEqual(self.reloads(d, "ok"), 0)
         d.proc.send_signal(signal.SIGHUP)
         wait_until(lambda: self.reloads(d, "ok") == 1, timeout=20, message="SIGHUP reloads")

@@ -89,6 +89,20 @@ TEST(application_test, check_warns_about_a_where_without_fill_new_targets_and_ex
   EXPECT_EQ(r.err.find("all"), std::string::npos) << r.err;
 }
 
+TEST(application_test, checks_note_about_images_names_the_mappings_it_is_about) {
+  const fs::path dir = fs::temp_directory_path() / "denormd-app-test-images";
+  fs::create_directories(dir);
+  fs::copy_file(
+      fs::path(DENORMD_SOURCE_DIR) / "tests/cases/aggregate-incremental-delete/mapping.json",
+      dir / "hosts-log-count.json", fs::copy_options::overwrite_existing);
+  auto r = run({"check", "--mappings", dir.string()});
+  EXPECT_EQ(r.code, exit_ok) << r.err;
+  EXPECT_NE(r.err.find("note: shop.logmsgs must keep pre- and post-images (mapping(s) "
+                       "hosts-log-count read it incrementally); pass --uri to check"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(application_test, check_of_the_samples_warns_about_nothing) {
   auto r = run({"check", "--mappings", samples});
   EXPECT_EQ(r.code, exit_ok);

@@ -84,11 +84,15 @@ TEST(http_routes_test, metrics_healthz_and_readyz) {
   EXPECT_EQ(r->answer->body, "not ready\nshop.customers: resyncing\nshop.products: retrying\n");
 }
 
-TEST(http_routes_test, without_reload_or_applied_those_paths_are_not_served) {
+TEST(http_routes_test, without_reload_or_applied_those_paths_are_refused_or_not_served) {
   std::atomic<bool> ready{true};
   const auto routes = daemon_routes(basic(ready));
-  EXPECT_EQ(routes.find("POST", "/-/reload").serve, nullptr);
-  EXPECT_EQ(routes.find("POST", "/-/reload").allow, "");
+  // As Prometheus without --web.enable-lifecycle: 403 with the reason, reloading nothing.
+  auto r = call(routes, "POST", "/-/reload");
+  ASSERT_TRUE(r->answer);
+  EXPECT_EQ(r->answer->status, 403u);
+  EXPECT_EQ(r->answer->body,
+            "Lifecycle API is not enabled (start denormd with --web-enable-lifecycle)\n");
   EXPECT_EQ(routes.find("GET", "/applied").allow, "");
   EXPECT_EQ(routes.find("POST", "/metrics").allow, "GET, HEAD");
 }

@@ -4,13 +4,14 @@ show every namespace from its holder's report, GET /applied asked of either answ
 whole cluster, and a dropped source, a paused instance or a killed one is shown as such by the
 other."""
 import json
-import os
+import re
 import signal
 import unittest
 
 from tests.integration.base import ShopTestCase
-from tests.integration.harness import wait_until
+from tests.integration.harness import emulator_only, stop_within, wait_until
 from tests.integration.leases import LeaseHelpers
+from tests.integration.test_operator_page import chromium, page_dom
 
 
 class ClusterViewTest(LeaseHelpers, ShopTestCase):
@@ -29,6 +30,18 @@ class ClusterViewTest(LeaseHelpers, ShopTestCase):
         t = self.client.admin.command("ping")["operationTime"]
         wait_until(lambda: d.get("/applied?after=%d:%d&timeout=4" % (t.time, t.inc))[0] == 200,
                    timeout=60, interval=0, message="applied")
+
+    def browser(self):
+        browser = chromium()
+        if browser is None:
+            self.fail("no chromium: scripts/install-deps.sh installs Debian's chromium package")
+        return browser
+
+    def row(self, html, ns):
+        """The page's row of namespace `ns`: its attributes and text."""
+        m = re.search(r'<tr data-namespace="%s".*?</tr>' % re.escape(ns), html, re.S)
+        self.assertIsNotNone(m, "no row for %s" % ns)
+        return m.group(0)
 
     def two(self):
         self.shop.seed(customers=20, products=10, orders=60, hosts=3, logs=40, reviews=40)
@@ -88,6 +101,12 @@ class ClusterViewTest(LeaseHelpers, ShopTestCase):
         self.assertIn("waiting for the collection to exist again", n["state"])
         self.assertEqual(n["holder"], holders[dropped])
         self.assertEqual(self.status(other)["health"]["state"], "critical")
+        html = page_dom(self, other, self.browser())
+        row = self.row(html, dropped)
+        self.assertIn('data-state="not-streaming"', row)
+        self.assertIn('data-holder="%s"' % holders[dropped], row)
+        self.assertIn("waiting for the collection to exist again", row)
+        self.assertRegex(html, r'<div id="health" data-state="critical">5 of 6 namespaces streaming')
         self.db.reviews.insert_many(saved)
         wait_until(lambda: self.namespaces(other)[dropped]["streaming"], timeout=30,
                    message="streaming again once the source exists again")
@@ -124,7 +143,43 @@ class ClusterViewTest(LeaseHelpers, ShopTestCase):
             self.shop.random_change()
         self.applied_on(a)
         self.assertEqual(self.shop.check(), [])
+        html = page_dom(self, a, self.browser())
+        for u in streams:
+            self.assertIn('data-state="streaming"', self.row(html, u))
+            self.assertIn('data-holder="a"', self.row(html, u))
+        self.assertIn('data-instance="a"', html)
+        self.assertNotIn('data-instance="b"', html)
         self.assertEqual(a.stop(), 0)
+
+    def test_with_mongodb_killed_both_instances_answer_and_name_every_namespace(self):
+        if not emulator_only():
+            self.skipTest("stops the test server")
+        ds, streams, holders = self.two()
+        for d in ds.values():
+            wait_until(lambda: all(n["streaming"] for n in self.namespaces(d).values()), timeout=20,
+                       message="every namespace streaming")
+        self.client.close()
+        self.clean_up = lambda failed: None  # nothing left to clean on a stopped server
+        self.emulator.stop()
+        browser = self.browser()
+        for name, d in ds.items():
+            wait_until(lambda: not self.status(d)["mongodb"]["reachable"], timeout=20,
+                       message="%s sees MongoDB unreachable" % name)
+            st = self.status(d)
+            self.assertEqual(sorted(n["namespace"] for n in st["namespaces"]), streams)
+            for n in st["namespaces"]:
+                self.assertFalse(n["streaming"], n)
+                self.assertTrue(n["state"], n)
+                if not n["held"]:
+                    # Another instance's: why, and what its holder last said.
+                    self.assertTrue(n["state"].startswith("MongoDB cannot be reached"), n)
+                    self.assertIn("%s last reported it" % holders[n["namespace"]], n["state"])
+            html = page_dom(self, d, browser)
+            self.assertRegex(html, r'<div id="mongodb">MongoDB cannot be reached since ')
+            for u in streams:
+                self.assertIn('data-state="not-streaming"', self.row(html, u))
+        for d in ds.values():
+            self.assertEqual(stop_within(d, 6)[0], 0)
 
 
 if __name__ == "__main__":

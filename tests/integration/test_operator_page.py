@@ -27,6 +27,21 @@ def chromium():
     return None
 
 
+def page_dom(test, d, browser, screenshot=None, budget_ms=4000):
+    """The page of denormd `d` as Chromium renders it once its first refresh has run."""
+    url = "http://127.0.0.1:%d/" % d.port
+    profile = tempfile.mkdtemp(prefix="denormd-chromium-")
+    test.addCleanup(shutil.rmtree, profile, True)
+    base = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--no-first-run", "--user-data-dir=" + profile, "--virtual-time-budget=%d" % budget_ms,
+            "--window-size=1400,900"]
+    if screenshot:
+        subprocess.run(base + ["--screenshot=" + screenshot, url], capture_output=True, timeout=90, check=True)
+    p = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True, timeout=90)
+    test.assertEqual(p.returncode, 0, p.stderr[-2000:])
+    return p.stdout
+
+
 def with_failing_code(db):
     """orders-customer with a computed field that fails on a customer whose code is not a number
     (one such update is one dead letter), and a `bio` a server refuses to copy into an order it
@@ -149,18 +164,7 @@ class OperatorPageTest(ShopTestCase):
                    timeout=60, interval=0, message="applied")
 
     def dom(self, d, browser, screenshot=None, budget_ms=4000):
-        """The page as Chromium renders it once its first refresh has run."""
-        url = "http://127.0.0.1:%d/" % d.port
-        profile = tempfile.mkdtemp(prefix="denormd-chromium-")
-        self.addCleanup(shutil.rmtree, profile, True)
-        base = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--no-first-run", "--user-data-dir=" + profile, "--virtual-time-budget=%d" % budget_ms,
-                "--window-size=1400,900"]
-        if screenshot:
-            subprocess.run(base + ["--screenshot=" + screenshot, url], capture_output=True, timeout=90, check=True)
-        p = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True, timeout=90)
-        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
-        return p.stdout
+        return page_dom(self, d, browser, screenshot, budget_ms)
 
     def test_the_page_in_a_browser(self):
         browser = chromium()

@@ -93,64 +93,121 @@ class duration : public po::typed_value<std::int64_t> {
   }
 };
 
-// One flag: its name, its value's name in the usage (nullptr: a switch), its help paragraph
-// ("" for none), and its value: typed, bounded and bound to its field of `options`, whose
-// initial value is the default.
+// One flag: its name, its value's name in the usage (nullptr: a switch), the group its help
+// lists it under, its one line of meaning, and its value: typed, bounded and bound to its field
+// of `options`, whose initial value is the default (shown by `shown`, or `fixed` when the
+// default is not a value: "the URI's database").
 struct flag {
   const char* name;
   const char* arg;
+  const char* group;
   const char* help;
   std::function<po::value_semantic*(options&)> value;
+  std::function<std::string(const options&)> shown;
+  const char* fixed = nullptr;
 };
 
-template <class T>
-std::function<po::value_semantic*(options&)> text(T options::*field) {
-  return [field](options& o) { return po::value(&(o.*field)); };
+struct binding {
+  std::function<po::value_semantic*(options&)> value;
+  std::function<std::string(const options&)> shown;
+};
+
+binding text(std::string options::*field) {
+  return {[field](options& o) { return po::value(&(o.*field)); },
+          [field](const options& o) { return o.*field; }};
 }
-std::function<po::value_semantic*(options&)> on(bool options::*field) {
-  return [field](options& o) { return po::bool_switch(&(o.*field)); };
+binding on(bool options::*field) {
+  return {[field](options& o) { return po::bool_switch(&(o.*field)); },
+          [field](const options& o) { return std::string(o.*field ? "on" : "off"); }};
 }
-std::function<po::value_semantic*(options&)> whole(int options::*field, int min, int max,
-                                                   const char* unit) {
-  return [=](options& o) { return new whole_number(&(o.*field), min, max, unit); };
+binding whole(int options::*field, int min, int max, const char* unit) {
+  return {[=](options& o) { return new whole_number(&(o.*field), min, max, unit); },
+          [field](const options& o) { return std::to_string(o.*field); }};
 }
+
+flag make_flag(const char* name, const char* arg, const char* group, const char* help, binding b,
+               const char* fixed = nullptr) {
+  return flag{name, arg, group, help, std::move(b.value), std::move(b.shown), fixed};
+}
+
+// The groups of a command's help, in order.
+constexpr const char* help_groups[] = {
+    "MongoDB",       "Mappings",          "Where to start", "Writing", "High availability",
+    "HTTP endpoint", "Background checks", "Output",         "Logging"};
 
 // Every flag, declared once. A command ignores the flags it does not use (--timeout and
 // --verify-interval aside, refused where they mean nothing).
 const std::vector<flag>& flags() {
   static const std::vector<flag> all = {
-      {"uri", "URI", "", text(&options::uri)},
-      {"db", "NAME", "", text(&options::db)},
-      {"mappings", "DIR", "", text(&options::mappings_dir)},
-      {"metrics-addr", "HOST:PORT", "", text(&options::metrics_addr)},
-      {"resume-after", "TOKEN", "", text(&options::resume_after)},
-      {"start-at", "TIME", "", text(&options::start_at)},
-      {"events", "FILE|-", "", text(&options::events_file)},
-      {"mapping", "NAME", "", [](options& o) { return po::value(&o.only_mappings)->composing(); }},
-      {"log-format", "text|json", "", text(&options::log_format)},
-      {"log-level", "LEVEL", "", text(&options::log_level)},
-      {"instance-id", "ID", "", text(&options::instance_id)},
-      {"linger-ms", "MS", "", whole(&options::linger_ms, 0, 1000, "of milliseconds ")},
-      {"lease-ttl-ms", "MS", "", whole(&options::lease_ttl_ms, 1000, 600000, "of milliseconds ")},
-      {"checkpoint-interval-ms", "MS", "",
-       whole(&options::checkpoint_interval_ms, 0, 600000, "of milliseconds ")},
-      {"headroom-interval-ms", "MS", "",
-       whole(&options::headroom_interval_ms, 0, 3600000, "of milliseconds ")},
-      {"timeout", "SECONDS",
-       "how long MongoDB may be unreachable, at the start or\nin between, before the command gives "
-       "up with exit 1.",
-       whole(&options::timeout_s, 1, 86400, "of seconds ")},
-      {"verify-interval", "DURATION", "",
-       [](options& o) { return new duration(&o.verify_interval_ms); }},
-      {"dry-run", nullptr, "", on(&options::dry_run)},
-      {"repair", nullptr, "", on(&options::repair)},
-      {"json", nullptr, "", on(&options::json)},
-      {"coalesce", nullptr, "", on(&options::coalesce)},
-      {"no-auto-backfill", nullptr, "", on(&options::no_auto_backfill)},
-      {"watch-mappings", nullptr, "", on(&options::watch_mappings)},
-      {"ha", nullptr, "", on(&options::ha)},
-      {"web-enable-lifecycle", nullptr, "", on(&options::web_enable_lifecycle)},
-      {"verify-no-repair", nullptr, "", on(&options::verify_no_repair)},
+      make_flag("uri", "URI", "MongoDB", "the replica set's connection string", text(&options::uri),
+                "$DENORMD_URI"),
+      make_flag("db", "NAME", "MongoDB",
+                "database of mappings that name none, and of denormd's own collections",
+                text(&options::db), "the URI's database, else denormd"),
+      make_flag("timeout", "SECONDS", "MongoDB",
+                "how long MongoDB may be unreachable, at the start or in between, before the "
+                "command gives up with exit 1",
+                whole(&options::timeout_s, 1, 86400, "of seconds ")),
+      make_flag("mappings", "DIR", "Mappings", "the folder of mapping files (*.json)",
+                text(&options::mappings_dir)),
+      make_flag("mapping", "NAME", "Mappings", "only this mapping (repeatable)",
+                {[](options& o) { return po::value(&o.only_mappings)->composing(); },
+                 [](const options&) { return std::string("every mapping"); }}),
+      make_flag("no-auto-backfill", nullptr, "Mappings",
+                "leave new and changed mappings to `denormd backfill` instead of backfilling them",
+                on(&options::no_auto_backfill)),
+      make_flag("watch-mappings", nullptr, "Mappings",
+                "reload when a mapping file changes (checked once a second)",
+                on(&options::watch_mappings)),
+      make_flag("resume-after", "TOKEN", "Where to start",
+                "replay from this resume token (Extended JSON) instead of the checkpoints",
+                text(&options::resume_after), "the stored checkpoints"),
+      make_flag("start-at", "TIME", "Where to start",
+                "replay from this time (ISO-8601, or T:I) instead of the checkpoints",
+                text(&options::start_at), "the stored checkpoints"),
+      make_flag("linger-ms", "MS", "Writing",
+                "how long a batch smaller than 1,000 events waits for more",
+                whole(&options::linger_ms, 0, 1000, "of milliseconds ")),
+      make_flag("checkpoint-interval-ms", "MS", "Writing",
+                "most time between checkpoint writes while busy (0: after every batch)",
+                whole(&options::checkpoint_interval_ms, 0, 600000, "of milliseconds ")),
+      make_flag("dry-run", nullptr, "Writing", "read and plan, write nothing",
+                on(&options::dry_run)),
+      make_flag("repair", nullptr, "Writing", "rewrite the dependents found differing",
+                on(&options::repair)),
+      make_flag("ha", nullptr, "High availability",
+                "share the namespaces with other instances through leases", on(&options::ha)),
+      make_flag("instance-id", "ID", "High availability",
+                "this instance's name in the lease table (unique per instance)",
+                text(&options::instance_id), "HOSTNAME:PID"),
+      make_flag("lease-ttl-ms", "MS", "High availability",
+                "how long a lease lasts unrenewed: the longest a dead instance's namespaces wait",
+                whole(&options::lease_ttl_ms, 1000, 600000, "of milliseconds ")),
+      make_flag("metrics-addr", "HOST:PORT", "HTTP endpoint",
+                "where /metrics, /healthz, /readyz, /applied, the API and the page listen",
+                text(&options::metrics_addr)),
+      make_flag("web-enable-lifecycle", nullptr, "HTTP endpoint",
+                "serve POST /-/reload (403 without it, as Prometheus)",
+                on(&options::web_enable_lifecycle)),
+      make_flag("headroom-interval-ms", "MS", "Background checks",
+                "how often the history headroom is measured (0: never)",
+                whole(&options::headroom_interval_ms, 0, 3600000, "of milliseconds ")),
+      make_flag("verify-interval", "DURATION", "Background checks",
+                "verify every mapping once per DURATION (90s, 10m, 1h30m), at an even pace",
+                {[](options& o) { return new duration(&o.verify_interval_ms); },
+                 [](const options&) { return std::string("off"); }}),
+      make_flag("verify-no-repair", nullptr, "Background checks",
+                "count and log the drift the background verify finds, without repairing it",
+                on(&options::verify_no_repair)),
+      make_flag("events", "FILE|-", "Output", "change events to plan, one JSON per line (-: stdin)",
+                text(&options::events_file), "required"),
+      make_flag("coalesce", nullptr, "Output",
+                "plan the events as one batch, as run coalesces them", on(&options::coalesce)),
+      make_flag("json", nullptr, "Output", "print JSON instead of text", on(&options::json)),
+      make_flag("log-format", "text|json", "Logging",
+                "one line of text, or one JSON object, per entry", text(&options::log_format)),
+      make_flag("log-level", "LEVEL", "Logging", "debug, info, warn or error",
+                text(&options::log_level)),
   };
   return all;
 }
@@ -172,9 +229,11 @@ po::options_description described(options& o) {
   return d;
 }
 
-// The usage line of a synopsis, and the help paragraphs of the flags it names.
+// The usage line of a synopsis, and the flags it names, grouped, each with its meaning and
+// default.
 std::pair<std::string, std::string> usage(std::string_view synopsis) {
-  std::string line, paragraphs;
+  std::string line;
+  std::vector<const flag*> named;
   for (std::size_t i = 0; i < synopsis.size(); ++i) {
     if (synopsis[i] != '{') {
       line += synopsis[i];
@@ -183,28 +242,33 @@ std::pair<std::string, std::string> usage(std::string_view synopsis) {
     const std::size_t close = synopsis.find('}', i);
     const flag& f = flag_named(synopsis.substr(i + 1, close - i - 1));
     line += std::string("--") + f.name + (f.arg ? std::string(" ") + f.arg : "");
-    if (*f.help) {
-      options defaults;
-      std::unique_ptr<po::value_semantic> v(f.value(defaults));
-      boost::any d;
-      v->apply_default(d);
-      paragraphs += std::string("\n--") + f.name + " " + f.arg + " (default " +
-                    std::to_string(boost::any_cast<int>(d)) + "): " + f.help + "\n";
-    }
+    named.push_back(&f);
     i = close;
   }
-  return {line, paragraphs};
+  const options defaults;
+  std::string listed;
+  for (const char* group : help_groups) {
+    std::string rows;
+    for (const flag* f : named) {
+      if (std::string_view(f->group) != group) continue;
+      std::string left = std::string("  --") + f->name + (f->arg ? std::string(" ") + f->arg : "");
+      left += std::string(left.size() < 32 ? 32 - left.size() : 1, ' ');
+      rows += left + f->help + " (default: " + (f->fixed ? f->fixed : f->shown(defaults)) + ")\n";
+    }
+    if (!rows.empty()) listed += std::string("\n") + group + ":\n" + rows;
+  }
+  return {line, listed};
 }
 
 }  // namespace
 
 std::string help_text(const std::string& topic) {
   if (auto it = commands().find(topic); it != commands().end()) {
-    const auto [line, paragraphs] = usage(it->second.synopsis);
-    return "usage: denormd " + topic + " " + line + "\n\n" + it->second.summary +
-           ".\n\nThe URI may also come from DENORMD_URI. Exit codes: 0 ok, 1 runtime failure, 2 "
+    const auto [line, listed] = usage(it->second.synopsis);
+    return "usage: denormd " + topic + " " + line + "\n\n" + it->second.summary + ".\n" + listed +
+           "\nThe URI may also come from DENORMD_URI. Exit codes: 0 ok, 1 runtime failure, 2 "
            "bad usage or bad mappings" +
-           (topic == "verify" ? ", 3 drift found" : "") + ".\n" + paragraphs;
+           (topic == "verify" ? ", 3 drift found" : "") + ".\n";
   }
   std::string text =
       "denormd keeps denormalized MongoDB data true: it watches the sources' change streams and\n"

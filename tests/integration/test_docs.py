@@ -43,6 +43,7 @@ CLAIMS = [
     (r"^kill -HUP ", "test_reload_calls"),
     (r"^python3 -c 'import socket", "test_garbage_server_aborts_as_documented"),
     (r"^scripts/test\.sh +# or any build", "test_benchmark_command_is_accepted"),
+    (r"^DENORMD_BUILD_DIR=build /usr/bin/python3 -m tests\.bench\.compare ", "test_compare_command_is_accepted"),
     (r"^docker compose up", "skip: needs Docker (tests/deploy checks the compose file and the images)"),
     (r"^docker build ", "skip: needs Docker (its denormd arguments run in test_run_examples_start_and_stop)"),
     (r"^DENORMD_BUILD_DIR=build /usr/bin/python3 -m tests\.soak ",
@@ -473,6 +474,34 @@ class DocsTest(unittest.TestCase):
             self.assertIn(flag, p.stdout, "%s: %s has no flag %s" % (example.where, module, flag))
         with open(os.path.join(SOURCE_DIR, "tests", "bench", "CMakeLists.txt")) as f:
             self.assertIn("e2e_bench_smoke", f.read())
+
+    def test_compare_command_is_accepted(self):
+        """The comparison takes ten minutes; its flags must exist, and it runs in CI as the ctest
+        compare_bench_smoke (this build beside itself)."""
+        (example,) = examples_for("test_compare_command_is_accepted")
+        (command, _), = example.commands
+        p = subprocess.run(["/usr/bin/python3", "-m", "tests.bench.compare", "--help"], cwd=SOURCE_DIR,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", command):
+            self.assertIn(flag, p.stdout, "%s: tests.bench.compare has no flag %s" % (example.where, flag))
+        with open(os.path.join(SOURCE_DIR, "tests", "bench", "CMakeLists.txt")) as f:
+            self.assertIn("compare_bench_smoke", f.read())
+
+    def test_readme_flags_agree_with_help(self):
+        """Every flag a command's --help lists is in the README, and a default the README states
+        is the one --help shows."""
+        with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+            readme = f.read()
+        for cmd in ("run", "check", "plan", "backfill", "verify", "status"):
+            out = subprocess.run([DENORMD, cmd, "--help"], capture_output=True, text=True, timeout=30).stdout
+            rows = re.findall(r"(?m)^  (--[a-z-]+)(?: \S+)?\s+.*\(default: ([^)]*)\)$", out)
+            self.assertTrue(rows, out)
+            for name, default in rows:
+                self.assertRegex(readme, re.escape(name) + r"(?![\w-])", "README.md never names %s" % name)
+                for said in re.findall(re.escape(name) + r"`?,? \(?default ([0-9][\w.:]*)", readme):
+                    self.assertEqual(said, default, "README.md says %s defaults to %s; --help says %s"
+                                     % (name, said, default))
 
     # -- what nothing runs ---------------------------------------------------------------------------
     def test_every_example_is_claimed(self):

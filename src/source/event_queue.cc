@@ -7,14 +7,14 @@ namespace denormd::source {
 event_queue::event_queue(std::size_t max_items, std::size_t max_bytes)
     : max_items_(std::max<std::size_t>(1, max_items)), max_bytes_(max_bytes) {}
 
-bool event_queue::push(stream_item item) {
+bool event_queue::push(stream_item item, std::stop_token stop) {
   std::unique_lock lock(mutex_);
   // An item larger than the byte budget still goes in once the queue is empty.
-  not_full_.wait(lock, [&] {
+  const bool room = not_full_.wait(lock, stop, [&] {
     return closed_ || items_.empty() ||
            (items_.size() < max_items_ && bytes_ + cost(item) <= max_bytes_);
   });
-  if (closed_) return false;
+  if (closed_ || !room) return false;
   bytes_ += cost(item);
   items_.push_back(std::move(item));
   not_empty_.notify_one();

@@ -10,6 +10,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <vector>
 
 #include "bson/value.h"
@@ -28,9 +29,11 @@ class event_queue {
  public:
   event_queue(std::size_t max_items, std::size_t max_bytes);
 
-  // Blocks while full. False when the queue was closed (the item is dropped: the consumer
-  // is stopping and will not checkpoint past what it applied).
-  bool push(stream_item item);
+  // Blocks while full. False when the queue was closed, or `stop` was requested while it was
+  // full (the item is dropped: nothing checkpoints past what was applied, so the next start
+  // reads it again). A stopping producer must not wait for a consumer that may not drain:
+  // one whose lease deadline passed writes nothing until it is stopped, after its producer.
+  bool push(stream_item item, std::stop_token stop = {});
   // Waits up to `wait` for at least one item, then takes up to `max` items. Empty when
   // nothing came in time or the queue is closed and drained.
   std::vector<stream_item> pop_batch(std::size_t max, std::chrono::milliseconds wait);
@@ -49,7 +52,7 @@ class event_queue {
   const std::size_t max_bytes_;
   mutable std::mutex mutex_;
   std::condition_variable not_empty_;
-  std::condition_variable not_full_;
+  std::condition_variable_any not_full_;  // waits on a stop_token too
   std::deque<stream_item> items_;
   std::size_t bytes_ = 0;
   bool closed_ = false;

@@ -172,9 +172,10 @@ void watcher::end_episode() {
   set_state(true, "streaming");
 }
 
-bool watcher::queue_event(std::vector<std::uint8_t> event, bson::document token) {
+bool watcher::queue_event(std::vector<std::uint8_t> event, bson::document token,
+                          const std::stop_token& stop) {
   const event_summary s = summarize(event);
-  if (!queue_.push(stream_item{std::move(event), std::move(token), s.event_ms})) return false;
+  if (!queue_.push(stream_item{std::move(event), std::move(token), s.event_ms}, stop)) return false;
   ++pushed_;
   if (s.op == "drop" || s.op == "rename" || s.op == "dropDatabase") {
     set_state(false, s.op == "rename" ? "source collection " + s.detail : "source " + s.op + "ped");
@@ -318,7 +319,7 @@ mongo::status watcher::read_stream(mongo::change_stream& stream, position& at,
       // every second is plenty.
       if (new_token && (!at.token || !(*new_token == *at.token)) &&
           wall_ms() - at.last_idle_token_ms >= 1000) {
-        if (!queue_.push(stream_item{{}, *new_token, 0})) {
+        if (!queue_.push(stream_item{{}, *new_token, 0}, stop)) {
           at.ended = true;
           return {};
         }
@@ -330,7 +331,7 @@ mongo::status watcher::read_stream(mongo::change_stream& stream, position& at,
     }
     if (!new_token) continue;  // cannot happen with a server that follows the protocol
     at.token = *new_token;
-    if (!queue_event(std::move(**next), std::move(*new_token))) {
+    if (!queue_event(std::move(**next), std::move(*new_token), stop)) {
       at.ended = !invalidated_;  // invalidated: run() waits for the source, then re-syncs
       return {};
     }

@@ -98,7 +98,8 @@ class watcher final : public change_source {
   mongo::status read_stream(mongo::change_stream& stream, position& at, std::stop_token& stop);
   // Hands one event to the queue and notes a drop, rename or invalidation; false when the
   // watcher ends (the queue closed, or the stream was invalidated).
-  bool queue_event(std::vector<std::uint8_t> event, bson::document token);
+  bool queue_event(std::vector<std::uint8_t> event, bson::document token,
+                   const std::stop_token& stop);
   // After an invalidation: polls until the source collection exists; false when stopped.
   bool wait_for_source(std::stop_token& stop);
   // The re-sync's backfill finished while the stream read on: the episode is over.

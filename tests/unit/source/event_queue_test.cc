@@ -52,6 +52,24 @@ TEST(event_queue_test, push_blocks_when_full_by_count_and_by_bytes) {
   }
 }
 
+// A stopping watcher must not wait on a consumer that does not drain (an applier past its lease
+// deadline writes nothing until it is stopped, and it is stopped after its watcher): a push
+// blocked on a full queue gives up when its stop is requested, and the item is not queued.
+TEST(event_queue_test, a_push_blocked_on_a_full_queue_gives_up_when_stopped) {
+  event_queue q(1, 1 << 20);
+  ASSERT_TRUE(q.push(item(10)));
+  std::stop_source stop;
+  std::atomic<int> result{-1};
+  std::thread producer([&] { result = q.push(item(10), stop.get_token()) ? 1 : 0; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(result.load(), -1);  // still blocked
+  stop.request_stop();
+  producer.join();
+  EXPECT_EQ(result.load(), 0);
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_FALSE(q.push(item(10), stop.get_token()));  // stopped and full: at once
+}
+
 TEST(event_queue_test, an_item_larger_than_the_budget_still_passes_alone) {
   event_queue q(10, 100);
   ASSERT_TRUE(q.push(item(1000)));

@@ -114,7 +114,7 @@ class ClusterViewTest(LeaseHelpers, ShopTestCase):
         for d in ds.values():
             self.assertEqual(d.stop(), 0)
 
-    def test_a_paused_instance_shows_its_report_ageing_and_a_killed_ones_namespaces_move(self):
+    def test_a_paused_or_killed_instances_namespaces_move_and_the_other_shows_them_streaming(self):
         ds, streams, holders = self.two()
         a, b = ds["a"], ds["b"]
         of_b = [u for u in streams if holders[u] == "b"]

@@ -780,8 +780,9 @@ const op_spec operators[] = {
 
 denormd::status parse_operator(const std::string& name, const bson::value& arg, parse_scope& scope,
                                expression::node& n) {
-  const std::span<const op_spec> tables[] = {operators, math_operators(), string_operators(),
-                                             convert_operators(), date_operators()};
+  const std::span<const op_spec> tables[] = {operators,          math_operators(),
+                                             string_operators(), convert_operators(),
+                                             date_operators(),   hash_operators()};
   for (const auto& table : tables) {
     for (const auto& op : table) {
       if (op.name != name) continue;

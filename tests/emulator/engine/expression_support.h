@@ -1,7 +1,8 @@
 #pragma once
 // What the operator families (expression_operators.cc, expression_math.cc, expression_string.cc,
-// expression_convert.cc, expression_date.cc) share: run-time error raising, MongoDB's type names
-// and numeric coercions, and the argument parsers of the operator table. Internal to the engine.
+// expression_convert.cc, expression_date.cc, expression_hash.cc) share: run-time error raising,
+// MongoDB's type names and numeric coercions, and the argument parsers of the operator table.
+// Internal to the engine.
 
 #include <cstdint>
 #include <limits>
@@ -101,5 +102,6 @@ std::span<const op_spec> math_operators();
 std::span<const op_spec> string_operators();
 std::span<const op_spec> convert_operators();
 std::span<const op_spec> date_operators();
+std::span<const op_spec> hash_operators();
 
 }  // namespace mongo_emulator::engine::ops

@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
+#include <limits>
 #include <thread>
 
+#include "bson/hashed_key.h"
 #include "emulator_fixture.h"
 
 namespace mongo_emulator::test {
@@ -891,6 +894,110 @@ TEST_F(change_streams, an_expanded_rename_over_a_target_names_the_dropped_collec
   bson::document expected{{"to", bson::document{{"db", db()}, {"coll", "dst"}}},
                           {"dropTarget", target_uuid}};
   EXPECT_EQ(at(events[0], "operationDescription"), bson::value(expected));
+}
+
+// Splitting one collection's stream into partitions by hashed key (what denormd will do): four
+// streams, each matching {$mod: [{$abs: {$toHashedIndexKey: "$documentKey._id"}}, 4]} == k,
+// see each insert exactly once between them, in the partition bson::hashed_partition gives.
+TEST_F(change_streams, hashed_partitions_deliver_each_insert_to_exactly_one_stream) {
+  std::vector<change_stream_ptr> streams;
+  for (int k = 0; k < 4; ++k) {
+    streams.push_back(watch("c",
+                            R"([{"$match": {"$expr": {"$eq": [{"$mod": [{"$abs": )"
+                            R"({"$toHashedIndexKey": "$documentKey._id"}}, 4]}, )" +
+                                std::to_string(k) + "]}}}]",
+                            R"({"maxAwaitTimeMS": 100})"));
+  }
+  bson::array docs;
+  for (std::int32_t i = 0; i < 30; ++i) {
+    bson::oid id;
+    id.bytes[11] = static_cast<std::uint8_t>(i);
+    for (bson::value key :
+         {bson::value(i), bson::value("host-" + std::to_string(i)), bson::value(id),
+          bson::value(bson::document{{"shard", i}, {"at", i * 1.5}})})
+      docs.emplace_back(bson::document{{"_id", std::move(key)}});
+  }
+  bson::document cmd;
+  cmd.append("insert", "c");
+  cmd.append("documents", docs);
+  run_ok(cmd);
+
+  std::vector<std::size_t> expected(4);
+  for (const auto& d : docs)
+    ++expected[bson::hashed_partition(bson::hashed_index_key(at(d.as_document(), "_id")), 4)];
+  std::vector<bson::value> seen;
+  for (std::int32_t k = 0; k < 4; ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_GT(expected[k], 0U);
+    const auto events = denormd::test::next_events(streams[k].get(), expected[k], 5s);
+    ASSERT_EQ(events.size(), expected[k]);
+    for (const auto& e : events) {
+      const bson::value& id = at(e, "documentKey._id");
+      EXPECT_EQ(bson::hashed_partition(bson::hashed_index_key(id), 4), k) << bson::to_json(id);
+      seen.push_back(id);
+    }
+    EXPECT_TRUE(denormd::test::next_events(streams[k].get(), 1, 300ms).empty());
+  }
+  bson::array ids;
+  for (const auto& d : docs)
+    ids.push_back(at(d.as_document(), "_id"));
+  std::sort(seen.begin(), seen.end(), bson::value_less{});
+  std::sort(ids.begin(), ids.end(), bson::value_less{});
+  EXPECT_EQ(bson::value(bson::array(seen.begin(), seen.end())), bson::value(ids));
+}
+
+// The form denormd should use, {$abs: {$mod: [<hash>, N]}}: $mod keeps the dividend's sign, so
+// the remainder is in (-N, N) and $abs cannot overflow. With $abs first, the one hash INT64_MIN
+// fails the getMore (28680) and stops the stream for good, as every resume meets the same event.
+// No key is known to hash to INT64_MIN, so a stored field stands in for the hash there.
+TEST_F(change_streams, mod_then_abs_partitions_survive_the_int64_min_hash) {
+  const char* opts = R"({"maxAwaitTimeMS": 100})";
+  auto safe = watch(
+      "c", R"([{"$match": {"$expr": {"$eq": [{"$abs": {"$mod": ["$fullDocument.h", 4]}}, 0]}}}])",
+      opts);
+  auto unsafe = watch(
+      "c", R"([{"$match": {"$expr": {"$eq": [{"$mod": [{"$abs": "$fullDocument.h"}, 4]}, 0]}}}])",
+      opts);
+  const std::int32_t k = bson::hashed_partition(bson::hashed_index_key(bson::value("web-7")), 4);
+  auto by_host = watch("c",
+                       R"([{"$match": {"$expr": {"$eq": [{"$abs": {"$mod": [)"
+                       R"({"$toHashedIndexKey": "$fullDocument.host"}, 4]}}, )" +
+                           std::to_string(k) + "]}}}]",
+                       opts);
+  bson::array docs;
+  docs.emplace_back(bson::document{{"_id", 1}, {"h", std::numeric_limits<std::int64_t>::min()}});
+  docs.emplace_back(bson::document{{"_id", 2}, {"h", std::int64_t{-8}}});
+  for (std::int32_t i = 0; i < 20; ++i)
+    docs.emplace_back(bson::document{{"_id", 10 + i}, {"host", "web-" + std::to_string(i)}});
+  bson::document cmd;
+  cmd.append("insert", "c");
+  cmd.append("documents", docs);
+  run_ok(cmd);
+
+  const auto zero = denormd::test::next_events(safe.get(), 2, 5s);
+  ASSERT_EQ(zero.size(), 2U);
+  EXPECT_EQ(at(zero[0], "documentKey._id"), i32(1));
+  EXPECT_EQ(at(zero[1], "documentKey._id"), i32(2));
+
+  EXPECT_TRUE(denormd::test::next_events(unsafe.get(), 1, 2s).empty());
+  bson_error_t error;
+  const bson_t* reply = nullptr;
+  ASSERT_TRUE(mongoc_change_stream_error_document(unsafe.get(), &error, &reply));
+  EXPECT_EQ(error.code, 28680U) << error.message;
+
+  // A document without `host` hashes as null, as MongoDB hashes a missing value.
+  std::vector<std::int32_t> want;
+  for (const auto& d : docs) {
+    const bson::value& host = at(d.as_document(), "host");
+    if (bson::hashed_partition(bson::hashed_index_key(host), 4) == k)
+      want.push_back(at(d.as_document(), "_id").as<std::int32_t>());
+  }
+  const auto hosts = denormd::test::next_events(by_host.get(), want.size(), 5s);
+  std::vector<std::int32_t> got;
+  for (const auto& e : hosts)
+    got.push_back(at(e, "documentKey._id").as<std::int32_t>());
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(denormd::test::next_events(by_host.get(), 1, 300ms).empty());
 }
 }  // namespace
 }  // namespace mongo_emulator::test

@@ -572,6 +572,8 @@ class Bench:
             self.latency_rounds = args.latency_rounds
         if getattr(args, "backlog", None):
             self.backlog = args.backlog
+        if getattr(args, "fanout", None):
+            self.fanout = args.fanout
 
     # -- set-up
     def start_server(self):
@@ -1375,6 +1377,8 @@ def main():
                    help="rounds of each fixed-rate latency measurement (default 3; --quick 1)")
     p.add_argument("--backlog", type=int, metavar="N",
                    help="source events written while denormd is stopped, for the catch-up (default 500000)")
+    p.add_argument("--fanout", type=int, metavar="N",
+                   help="log messages of the one host whose IP change is fanned out (default 1000000)")
     p.add_argument("--denormd-arg", action="append", help="extra flag(s) for denormd run, e.g. '--linger-ms 2'")
     args = p.parse_args()
     if args.render:

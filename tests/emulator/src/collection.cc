@@ -384,6 +384,18 @@ std::optional<std::vector<std::uint64_t>> collection::indexed_candidates(
     if (auto record = find_id(v)) out.push_back(*record);
     return out;
   }
+  // `_id: {$in: [...]}` bounds the candidates by the list, whatever else the filter asks (as
+  // MongoDB's planner would pick the _id index over an equality matching far more documents).
+  std::vector<std::pair<std::string, const bson::array*>> in_lists;
+  collect_in_lists(filter, in_lists);
+  for (const auto& [path, list] : in_lists) {
+    if (path != "_id") continue;
+    for (const auto& v : *list) {
+      if (auto record = find_id(v)) out.push_back(*record);
+    }
+    sort_unique(out);
+    return out;
+  }
   const index* best = nullptr;
   std::vector<bson::value> best_prefix;
   for (const auto& ix : indexes_) {
@@ -405,8 +417,6 @@ std::optional<std::vector<std::uint64_t>> collection::indexed_candidates(
     sort_unique(out);
     return out;
   }
-  std::vector<std::pair<std::string, const bson::array*>> in_lists;
-  collect_in_lists(filter, in_lists);
   for (const auto& [path, list] : in_lists) {
     const index* by = nullptr;
     for (const auto& ix : indexes_) {

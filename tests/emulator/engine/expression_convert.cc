@@ -2,7 +2,8 @@
 // onNull}; `to` a type name or number) and its aliases $toInt, $toLong, $toDouble, $toDecimal,
 // $toBool, $toString, $toObjectId, $toDate. Conversions the server does not support fail with
 // ConversionFailure (241), as do values out of range or unparsable strings; `onError` catches
-// exactly those. String to date (dateFromString) is not implemented (241 always).
+// exactly those. String to date (dateFromString) is not implemented (241 always). Also
+// $bsonSize.
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <limits>
 #include <string>
 
+#include "bson/convert.h"
 #include "expression_support.h"
 #include "numeric.h"
 #include "value_text.h"
@@ -350,12 +352,22 @@ denormd::status parse_alias(const op_spec& op, const bson::value& arg, parse_sco
   return add_item(arg.is_array() ? arg.as_array().front() : arg, scope, n);
 }
 
+// $bsonSize (ExpressionBsonSize, 4.4+): a document's size as BSON, an int32; null for
+// nullish; 31393 for anything else. MongoDB files it with the object operators; it is here
+// as the one operator that measures a value's encoding.
+maybe_value eval_bson_size(const node& n, evaluation& ev) {
+  const maybe_value v = arg(n, 0, ev);
+  if (nullish(v)) return bson::value{};
+  if (!v->is_document()) raise("$bsonSize requires a document input, found: " + type_of(v), 31393);
+  return bson::value(static_cast<std::int32_t>(bson::to_bson(v->as_document())->len));
+}
+
 const op_spec table[] = {
     {"$convert", parse_convert, eval_convert},   {"$toDouble", parse_alias, eval_alias<1>},
     {"$toString", parse_alias, eval_alias<2>},   {"$toObjectId", parse_alias, eval_alias<7>},
     {"$toBool", parse_alias, eval_alias<8>},     {"$toDate", parse_alias, eval_alias<9>},
     {"$toInt", parse_alias, eval_alias<16>},     {"$toLong", parse_alias, eval_alias<18>},
-    {"$toDecimal", parse_alias, eval_alias<19>},
+    {"$toDecimal", parse_alias, eval_alias<19>}, {"$bsonSize", parse_list, eval_bson_size, 1, 1},
 };
 
 }  // namespace

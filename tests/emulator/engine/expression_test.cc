@@ -140,6 +140,23 @@ TEST(expression, to_int_converts_numbers_within_int32) {
   EXPECT_EQ(run_error(R"({"$toInt": {"$literal": {"a": 1}}})").first, 241);
 }
 
+TEST(expression, bson_size_measures_documents_only) {
+  // {} is 5 bytes; {"a": 1} adds a type byte, "a\0" and 4 bytes of int32: 12.
+  EXPECT_EQ(eval(R"({"$bsonSize": {"$literal": {}}})"), v(R"({"$numberInt": "5"})"));
+  EXPECT_EQ(eval(R"({"$bsonSize": "$d"})", R"({"d": {"a": 1}})"), v(R"({"$numberInt": "12"})"));
+  // The whole input document: {"_id": 1, "s": "xy"}: 5 + (1 + 4 + 4) + (1 + 2 + 4 + 3) = 24.
+  EXPECT_EQ(eval(R"({"$bsonSize": "$$ROOT"})", R"({"_id": 1, "s": "xy"})"),
+            v(R"({"$numberInt": "24"})"));
+  EXPECT_EQ(eval(R"({"$bsonSize": ["$d"]})", R"({"d": {"a": 1}})"), v(R"({"$numberInt": "12"})"));
+  EXPECT_EQ(eval(R"({"$bsonSize": "$missing"})"), v("null"));
+  EXPECT_EQ(eval(R"({"$bsonSize": null})"), v("null"));
+  EXPECT_EQ(
+      run_error(R"({"$bsonSize": "$a"})", R"({"a": [1, 2]})"),
+      std::make_pair(31393, std::string("$bsonSize requires a document input, found: array")));
+  EXPECT_EQ(run_error(R"({"$bsonSize": 123})").first, 31393);
+  expect_parse_error(R"({"$bsonSize": [1, 2]})", 16020);
+}
+
 TEST(expression, add_promotes_types_and_widens_on_overflow) {
   EXPECT_EQ(eval(R"({"$add": [1, 2]})"), v(R"({"$numberInt": "3"})"));
   EXPECT_EQ(eval(R"({"$add": []})"), v(R"({"$numberInt": "0"})"));

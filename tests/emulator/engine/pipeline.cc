@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <random>
 
 #include "expression.h"
 #include "field_path.h"
@@ -156,12 +160,11 @@ bson::value result_of(const accumulator& acc, const accumulator_state& st) {
 }
 
 bool is_known_unsupported_stage(std::string_view name) {
-  static constexpr std::array<std::string_view, 21> names = {
-      "$lookup",      "$facet",      "$bucket",         "$bucketAuto",      "$graphLookup",
-      "$out",         "$merge",      "$sample",         "$geoNear",         "$redact",
-      "$sortByCount", "$densify",    "$fill",           "$setWindowFields", "$unionWith",
-      "$collStats",   "$indexStats", "$planCacheStats", "$currentOp",       "$listSessions",
-      "$changeStream"};
+  static constexpr std::array<std::string_view, 20> names = {
+      "$lookup",     "$facet",          "$bucket",          "$bucketAuto",   "$graphLookup",
+      "$out",        "$merge",          "$geoNear",         "$redact",       "$sortByCount",
+      "$densify",    "$fill",           "$setWindowFields", "$unionWith",    "$collStats",
+      "$indexStats", "$planCacheStats", "$currentOp",       "$listSessions", "$changeStream"};
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
@@ -179,7 +182,8 @@ struct pipeline_stage::impl {
     replace_root,
     unwind,
     group,
-    count
+    count,
+    sample
   };
   kind k = kind::match;
   std::string name;
@@ -332,6 +336,34 @@ expected<stage_impl> parse_unwind(const bson::value& arg) {
   return s;
 }
 
+// BSONElement::safeNumberLong: doubles truncate toward zero, saturating; NaN is 0.
+std::int64_t safe_number_long(const bson::value& v) {
+  if (v.is<std::int32_t>()) return v.as<std::int32_t>();
+  if (v.is<std::int64_t>()) return v.as<std::int64_t>();
+  const double d = v.is<bson::decimal128>() ? v.as<bson::decimal128>().to_double() : v.to_double();
+  if (std::isnan(d)) return 0;
+  if (d >= 9223372036854775808.0) return INT64_MAX;
+  if (d < -9223372036854775808.0) return INT64_MIN;
+  return static_cast<std::int64_t>(d);
+}
+
+// $sample as DocumentSourceSample::createFromBson (6.0) parses it.
+expected<stage_impl> parse_sample(const bson::value& arg) {
+  if (!arg.is_document()) return fail("the $sample stage specification must be an object", 28745);
+  stage_impl s;
+  s.k = stage_impl::kind::sample;
+  bool has_size = false;
+  for (const auto& f : arg.as_document()) {
+    if (f.name != "size") return fail("unrecognized option to $sample: " + f.name, 28748);
+    if (!f.val.is_number()) return fail("size argument to $sample must be a number", 28746);
+    s.n = safe_number_long(f.val);
+    if (s.n < 0) return fail("size argument to $sample must not be negative", 28747);
+    has_size = true;
+  }
+  if (!has_size) return fail("$sample stage must specify a size", 28749);
+  return s;
+}
+
 expected<stage_impl> parse_stage_impl(const std::string& name, const bson::value& arg,
                                       const bson::document* let) {
   stage_impl s;
@@ -422,6 +454,8 @@ expected<stage_impl> parse_stage_impl(const std::string& name, const bson::value
     return parse_unwind(arg);
   } else if (name == "$group") {
     return parse_group(arg, let);
+  } else if (name == "$sample") {
+    return parse_sample(arg);
   } else if (name == "$count") {
     if (!arg.is_string()) return fail("the count field must be a non-empty string", 40156);
     const std::string& field = arg.as_string();
@@ -494,6 +528,14 @@ expected<std::vector<bson::document>> stage_impl::run(std::vector<bson::document
     case kind::limit:
       if (static_cast<std::int64_t>(docs.size()) > n) docs.resize(static_cast<std::size_t>(n));
       return docs;
+    case kind::sample: {
+      // `n` documents chosen uniformly at random, in random order (MongoDB sorts by a random
+      // value and keeps the first n).
+      thread_local std::mt19937_64 random(std::random_device{}());
+      std::shuffle(docs.begin(), docs.end(), random);
+      if (static_cast<std::int64_t>(docs.size()) > n) docs.resize(static_cast<std::size_t>(n));
+      return docs;
+    }
     case kind::unwind: {
       std::vector<bson::document> out;
       for (auto& d : docs) {

@@ -1,8 +1,9 @@
 #pragma once
 // The aggregation stages mongo-emulator runs over in-memory documents: $match, $sort, $skip,
 // $limit, $project, $addFields/$set, $unset, $replaceRoot/$replaceWith, $unwind, $group
-// (_id expression; $sum $avg $min $max $first $last $push $addToSet $count), $count, and
-// $documents first in an {aggregate: 1} pipeline (documents_stage).
+// (_id expression; $sum $avg $min $max $first $last $push $addToSet $count), $count, $sample
+// (uniformly random, in random order), and $documents first in an {aggregate: 1} pipeline
+// (documents_stage).
 // Other MongoDB stages fail to parse with code 2 (unknown names: 40324, as MongoDB).
 // Lifecycle: parsed once, immutable; copies share state; safe to use from several threads.
 

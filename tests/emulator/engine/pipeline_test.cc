@@ -2,6 +2,9 @@
 
 #include "test_support.h"
 
+#include <set>
+#include <string>
+
 namespace mongo_emulator::engine::testing {
 namespace {
 
@@ -204,6 +207,45 @@ TEST(pipeline, streaming_stages_transform_one_document) {
   ASSERT_TRUE(group);
   EXPECT_FALSE(group->is_streaming());
   EXPECT_FALSE(group->transform(doc("{}")));
+}
+
+TEST(pipeline, sample_picks_distinct_documents_at_random) {
+  auto p = parse_pipeline(array(R"([{"$sample": {"size": 3}}])"));
+  ASSERT_TRUE(p);
+  std::string many = "[";
+  for (int i = 0; i < 200; ++i)
+    many += (i > 0 ? ", {\"_id\": " : "{\"_id\": ") + std::to_string(i) + "}";
+  many += "]";
+  std::set<std::string> firsts;
+  for (int round = 0; round < 20; ++round) {
+    auto out = run_pipeline(*p, documents(many.c_str()));
+    ASSERT_TRUE(out);
+    ASSERT_EQ(out->size(), 3u);
+    std::set<std::string> ids;
+    for (const auto& d : *out)
+      ids.insert(json(d));
+    EXPECT_EQ(ids.size(), 3u);  // no document twice
+    firsts.insert(json(out->front()));
+  }
+  // 20 rounds of 200 documents: the same first pick every time would not be random.
+  EXPECT_GT(firsts.size(), 1u);
+  // A size past the input gives every document; 0 gives none.
+  EXPECT_EQ(run(R"([{"$sample": {"size": 10}}, {"$sort": {"_id": 1}}])", orders),
+            run(R"([{"$sort": {"_id": 1}}])", orders));
+  EXPECT_EQ(run(R"([{"$sample": {"size": 0}}])", orders), out("[]"));
+  EXPECT_EQ(run(R"([{"$sample": {"size": 2.9}}, {"$count": "n"}])", orders), out(R"([{"n": 2}])"));
+}
+
+TEST(pipeline, sample_validation) {
+  expect_parse_error(R"([{"$sample": 3}])", 28745,
+                     "the $sample stage specification must be an object");
+  expect_parse_error(R"([{"$sample": {"size": "3"}}])", 28746,
+                     "size argument to $sample must be a number");
+  expect_parse_error(R"([{"$sample": {"size": -1}}])", 28747,
+                     "size argument to $sample must not be negative");
+  expect_parse_error(R"([{"$sample": {"size": 1, "seed": 2}}])", 28748,
+                     "unrecognized option to $sample: seed");
+  expect_parse_error(R"([{"$sample": {}}])", 28749, "$sample stage must specify a size");
 }
 
 }  // namespace

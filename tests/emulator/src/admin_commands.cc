@@ -278,8 +278,8 @@ command_outcome whats_my_uri(command_context& ctx) {
 void register_admin_commands(command_table& table) {
   for (const char* name : {"hello", "isMaster", "ismaster"})
     table[name] = {hello};
-  for (const char* name : {"ping", "endSessions", "killAllSessions", "refreshSessions",
-                           "getLastError", "resetError", "logout"})
+  for (const char* name :
+       {"ping", "endSessions", "killAllSessions", "refreshSessions", "getLastError", "resetError"})
     table[name] = {ok_only};
   table["buildInfo"] = {build_info};
   table["buildinfo"] = {build_info};

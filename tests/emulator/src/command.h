@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,10 +21,14 @@ namespace mongo_emulator {
 using denormd::expected;
 using denormd::fail;
 
+class auth_session;
+
 struct connection_info {
   std::int32_t id = 0;
   std::string app_name;     // client.application.name from the handshake
   bool said_hello = false;  // used `hello` (not isMaster): MongoDB's errors say "primary" then
+  bool loopback = false;    // from a loopback address (the localhost exception of --auth)
+  std::shared_ptr<auth_session> auth;  // who it is authenticated as (command_authorizer)
 };
 
 // What a write command had done when it stopped to wait for a transaction to end (MongoDB's

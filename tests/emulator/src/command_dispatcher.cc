@@ -168,6 +168,10 @@ command_dispatcher::command_dispatcher(server_state& server) : server_(server) {
   register_ddl_commands(table_);
   register_write_commands(table_);
   register_read_commands(table_);
+  register_replset_commands(table_);
+  register_diagnostic_commands(table_);
+  register_user_commands(table_);
+  register_auth_commands(table_);  // last: it wraps killSessions
 }
 
 asio::awaitable<std::optional<bson::document>> command_dispatcher::execute(const request& req,
@@ -195,10 +199,15 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::execute(const
   }
   // Counted like MongoDB's metrics.commands: every request of a known command, once; the
   // ones answered with ok: 0 (or a dropped connection) also count as failed.
+  const auto started = std::chrono::steady_clock::now();
   std::optional<bson::document> reply = co_await run(it->second, req, conn);
   const auto* ok = reply ? reply->get("ok") : nullptr;
-  server_.commands().count(req.command,
-                           ok == nullptr || !ok->is_number() || ok->to_double() != 1.0);
+  const bool failed = ok == nullptr || !ok->is_number() || ok->to_double() != 1.0;
+  server_.commands().count(req.command, failed);
+  // The `top` command's per-collection usage; failed commands are not counted.
+  if (!failed)
+    server_.top().record_command(req.command, req.db, req.body,
+                                 std::chrono::steady_clock::now() - started);
   co_return reply;
 }
 
@@ -213,6 +222,9 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
     co_return finish(
         error_reply({req.command + " may only be run against the admin database.", 13}, nullptr));
   }
+  // --auth: authentication and privileges come next, as in MongoDB's checkAuthorization.
+  if (auto refused = server_.authorizer().check(req, conn))
+    co_return finish(error_reply(*refused, nullptr));
 
   // The role check comes before failCommand, as in MongoDB's execCommandDatabase.
   const std::uint64_t step_downs_at_start = server_.member().step_downs();
@@ -341,6 +353,7 @@ asio::awaitable<std::optional<bson::document>> command_dispatcher::run(const com
     }
     reply = std::move(outcome->reply);
     if (!reply.contains("ok")) reply.append("ok", 1.0);
+    server_.authorizer().after(req, conn, reply);  // cursor owners, hello's auth fields, ...
     if (retry_key) server_.retries().store(*retry_key, reply);
   }
 

@@ -21,6 +21,7 @@ connection::connection(asio::ip::tcp::socket socket, server_state& server,
   const auto endpoint = socket_.remote_endpoint(ec);
   peer_ = ec ? std::string("?")
              : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  info_.loopback = !ec && endpoint.address().is_loopback();
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
 

@@ -422,6 +422,12 @@ command_outcome list_collections(command_context& ctx) {
       }
       if (m.matches(d)) batch.emplace_back(std::move(d));
     }
+    // A replica-set member's local database has its oplog and configuration.
+    if (ctx.db == "local") {
+      for (auto& d : ctx.server.local().collection_infos(ctx.server, name_only->value_or(false))) {
+        if (m.matches(d)) batch.emplace_back(std::move(d));
+      }
+    }
   }
   return command_result{cursor_reply(0, ctx.db + ".$cmd.listCollections", std::move(batch), true),
                         {}};

@@ -9,7 +9,7 @@ namespace mongo_emulator {
 
 namespace {
 
-constexpr std::array<std::pair<int, std::string_view>, 77> names{{
+constexpr std::array<std::pair<int, std::string_view>, 81> names{{
     {1, "InternalError"},
     {2, "BadValue"},
     {4, "NoSuchKey"},
@@ -21,17 +21,21 @@ constexpr std::array<std::pair<int, std::string_view>, 77> names{{
     {14, "TypeMismatch"},
     {15, "Overflow"},
     {16, "InvalidLength"},
+    {17, "ProtocolError"},
+    {18, "AuthenticationFailed"},
     {20, "IllegalOperation"},
     {22, "InvalidBSON"},
     {24, "LockTimeout"},
     {26, "NamespaceNotFound"},
     {27, "IndexNotFound"},
     {28, "PathNotViable"},
+    {31, "RoleNotFound"},
     {34, "CannotBackfillArray"},
     {40, "ConflictingUpdateOperators"},
     {43, "CursorNotFound"},
     {47, "NoMatchingDocument"},
     {48, "NamespaceExists"},
+    {49, "InvalidRoleModification"},
     {50, "MaxTimeMSExpired"},
     {52, "DollarPrefixedFieldName"},
     {53, "InvalidIdField"},

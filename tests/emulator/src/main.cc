@@ -1,5 +1,5 @@
 // mongo-emulator [--host 127.0.0.1] [--port P] [--rs-name rs0] [--oplog-max-events N]
-//                [--threads N]
+//                [--threads N] [--auth]
 // Prints "listening on HOST:PORT" as its first stdout line once it accepts connections;
 // SIGTERM or SIGINT stops it cleanly (exit 0).
 
@@ -21,7 +21,8 @@ constexpr const char* usage =
     "usage: mongo-emulator [--host 127.0.0.1] [--port 27017] [--rs-name rs0]\n"
     "                      [--oplog-max-events 1000000] [--threads N]\n"
     "                      [--transaction-lifetime-limit-seconds 60]\n"
-    "                      [--setParameter internalChangeStreamRespectsReadPreference=true]\n";
+    "                      [--setParameter internalChangeStreamRespectsReadPreference=true]\n"
+    "                      [--auth] [--setParameter enableLocalhostAuthBypass=false]\n";
 
 template <class T>
 std::optional<T> parse_number(const std::string& s) {
@@ -36,6 +37,10 @@ std::optional<mongo_emulator::server_options> parse_args(int argc, char** argv) 
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") return std::nullopt;
+    if (arg == "--auth") {  // the one flag without a value
+      o.auth = true;
+      continue;
+    }
     if (i + 1 >= argc) return std::nullopt;
     const std::string value = argv[++i];
     if (arg == "--host") {
@@ -55,9 +60,12 @@ std::optional<mongo_emulator::server_options> parse_args(int argc, char** argv) 
       if (!n || *n == 0) return std::nullopt;
       o.transaction_lifetime = std::chrono::seconds(*n);
     } else if (arg == "--setParameter") {
-      // The one server parameter the emulator knows (server_options says what it does).
+      // The server parameters the emulator knows at startup (server_options says what they do).
       if (value == "internalChangeStreamRespectsReadPreference=true") {
         o.change_streams_respect_read_preference = true;
+      } else if (value == "enableLocalhostAuthBypass=false" ||
+                 value == "enableLocalhostAuthBypass=true") {
+        o.localhost_auth_bypass = value.ends_with("true");
       } else if (value != "internalChangeStreamRespectsReadPreference=false") {
         return std::nullopt;
       }

@@ -19,6 +19,11 @@ class member_state {
   // How many step-downs there were: an operation that began under another count was running
   // when the node stepped down (MongoDB kills those that write).
   std::uint64_t step_downs() const { return step_downs_.load(); }
+  // When the last step-down window ends (or ended): the node's last election, for
+  // replSetGetStatus. The clock's epoch when it never stepped down.
+  clock::time_point secondary_until() const {
+    return clock::time_point(clock::duration(secondary_until_.load()));
+  }
 
  private:
   std::atomic<clock::rep> secondary_until_{0};  // clock ticks; primary from then on

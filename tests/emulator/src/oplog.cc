@@ -1,6 +1,7 @@
 #include "oplog.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace mongo_emulator {
 
@@ -88,8 +89,23 @@ bson::document oplog_document(const oplog_entry& e) {
 }
 
 void oplog::append(oplog_entry entry) {
+  const std::int64_t now_ms = entry.wall_ms;
   entries_.push_back(std::move(entry));
+  trim(now_ms);
+}
+
+void oplog::resize(std::size_t max_events, double min_retention_hours) {
+  max_events_ = max_events == 0 ? 1 : max_events;
+  min_retention_hours_ = min_retention_hours;
+  using namespace std::chrono;
+  trim(duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
+}
+
+void oplog::trim(std::int64_t now_ms) {
+  const auto retention_ms = static_cast<std::int64_t>(min_retention_hours_ * 3600 * 1000);
   while (entries_.size() > max_events_) {
+    // MongoDB keeps what minRetentionHours covers even when the oplog outgrows its size.
+    if (retention_ms > 0 && entries_.front().wall_ms > now_ms - retention_ms) break;
     newest_dropped_ = entries_.front().ts;
     entries_.pop_front();
     truncated_ = true;

@@ -80,6 +80,11 @@ class oplog {
   explicit oplog(std::size_t max_events) : max_events_(max_events == 0 ? 1 : max_events) {}
 
   void append(oplog_entry entry);
+  // replSetResizeOplog: the new bound (discarding the oldest entries past it now) and
+  // MongoDB's minRetentionHours (0: none), which keeps entries younger than that past the bound.
+  void resize(std::size_t max_events, double min_retention_hours);
+  std::size_t max_events() const { return max_events_; }
+  double min_retention_hours() const { return min_retention_hours_; }
 
   std::size_t size() const { return entries_.size(); }
   const oplog_entry& at(std::size_t i) const { return entries_[i]; }
@@ -91,7 +96,12 @@ class oplog {
   bool history_lost(bson::timestamp ts, bool inclusive) const;
 
  private:
+  // Drops the oldest entries past the bound, except those minRetentionHours keeps (younger
+  // than that at `now_ms`).
+  void trim(std::int64_t now_ms);
+
   std::size_t max_events_;
+  double min_retention_hours_ = 0;
   std::deque<oplog_entry> entries_;
   bool truncated_ = false;
   bson::timestamp newest_dropped_;

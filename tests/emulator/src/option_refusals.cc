@@ -40,8 +40,8 @@ bool one_of(std::string_view name, std::initializer_list<std::string_view> names
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// The arguments every command accepts (MongoDB 6.0's generic_argument.idl): the IDL parsers let
-// them through whatever the command.
+}  // namespace
+
 bool is_generic_argument(std::string_view name) {
   return one_of(name, {"$db",
                        "$audit",
@@ -76,6 +76,8 @@ bool is_generic_argument(std::string_view name) {
                        "txnRetryCounter",
                        "writeConcern"});
 }
+
+namespace {
 
 // The session fields of a transaction statement, with MongoDB's codes
 // (initializeOperationSessionInfo); the transaction's own checks are the dispatcher's.

@@ -17,6 +17,10 @@ namespace mongo_emulator {
 
 namespace bson = denormd::bson;
 
+// The arguments every command accepts (MongoDB 6.0's generic_argument.idl): the IDL parsers let
+// them through whatever the command.
+bool is_generic_argument(std::string_view name);
+
 // Success, or the refusal naming the option, where it was given and its value. Runs before
 // the command, so a refused command changes nothing.
 denormd::status refuse_unsupported_options(std::string_view command, const bson::document& body);

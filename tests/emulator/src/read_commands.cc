@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "collection_stats.h"
 #include "command_args.h"
 #include "command_table.h"
 #include "engine_adapter.h"
@@ -54,19 +55,19 @@ std::vector<doc_ptr> matching(const collection* c, const matcher& m) {
   return out;
 }
 
-// local.oplog.rs: the kept history as MongoDB's oplog documents (oplog_document), the entries
-// matching `m` in natural (ts) order, or newest first when `reverse`. `wanted` (0: all) stops
-// the walk early, so reading the oldest or newest entry, as rs.printReplicationInfo() does with
-// {$natural: 1} and {$natural: -1} and limit 1, builds one document, not the whole history.
-std::vector<doc_ptr> oplog_documents(const oplog& log, const matcher& m, bool reverse,
-                                     std::size_t wanted) {
-  std::vector<doc_ptr> out;
-  for (std::size_t k = 0; k < log.size() && (wanted == 0 || out.size() < wanted); ++k) {
-    auto doc = std::make_shared<const bson::document>(
-        oplog_document(log.at(reverse ? log.size() - 1 - k : k)));
-    if (m.matches(*doc)) out.push_back(std::move(doc));
+// The matches of `m` in `coll` of the command's database, in natural order (newest first when
+// `reverse`; at most `wanted` when not 0): local's oplog and configuration (local_database:
+// reading the oldest or newest oplog entry, as rs.printReplicationInfo() does, builds one
+// document) or the collection as the command's transaction sees it. Under a storage lock.
+std::vector<doc_ptr> natural_matches(command_context& ctx, const std::string& coll,
+                                     const matcher& m, bool reverse, std::size_t wanted) {
+  if (ctx.db == "local") {
+    if (auto local = ctx.server.local().documents(ctx.server, coll, m, reverse, wanted))
+      return std::move(*local);
   }
-  return out;
+  auto docs = matching(ctx.server.store().find(ctx.db, coll, ctx.txn), m);
+  if (reverse) std::reverse(docs.begin(), docs.end());
+  return docs;
 }
 
 // Serves the first batch and registers the cursor if documents remain.
@@ -151,19 +152,12 @@ command_outcome find(command_context& ctx) {
     less = std::move(s).value();
   }
 
-  const bool oplog_ns = ctx.db == "local" && *name == "oplog.rs";
   // Without another sort, only the first skip + limit matches are ever served.
   const std::size_t wanted =
       !less && limit->value_or(0) > 0 ? skip->value_or(0) + **limit : std::size_t{0};
   std::vector<doc_ptr> docs;
-  auto at = locked_read(ctx, "find", *rc, [&] {
-    if (oplog_ns) {
-      docs = oplog_documents(ctx.server.store().history(), *m, natural_reverse, wanted);
-    } else {
-      docs = matching(ctx.server.store().find(ctx.db, *name, ctx.txn), *m);
-      if (natural_reverse) std::reverse(docs.begin(), docs.end());
-    }
-  });
+  auto at = locked_read(ctx, "find", *rc,
+                        [&] { docs = natural_matches(ctx, *name, *m, natural_reverse, wanted); });
   if (!at) return at.error();
   if (less) {
     std::stable_sort(docs.begin(), docs.end(),
@@ -219,7 +213,7 @@ command_outcome get_more(command_context& ctx) {
     return fail("Hit the 'failGetMoreAfterCursorCheckout' failpoint", hit->error_code.value_or(1));
   }
   if (c->stream && c->primary_read && !ctx.server.member().primary() &&
-      ctx.server.options().change_streams_respect_read_preference) {
+      ctx.server.parameters().change_streams_respect_read_preference()) {
     ctx.server.cursors().unpin(id, true);
     return fail(
         "change stream opened with read preference primary: this node is no longer "
@@ -310,7 +304,11 @@ command_outcome count(command_context& ctx) {
   {
     auto lock = ctx.server.store().lock_for_read();
     const auto* c = ctx.server.store().find(ctx.db, *name);
-    if (*query == nullptr || (*query)->empty()) {
+    auto local = ctx.db == "local" ? ctx.server.local().documents(ctx.server, *name, *m, false, 0)
+                                   : std::nullopt;
+    if (local) {
+      n = local->size();
+    } else if (*query == nullptr || (*query)->empty()) {
       n = c ? c->size() : 0;
     } else {
       n = matching(c, *m).size();
@@ -420,13 +418,25 @@ command_outcome aggregate_collection(command_context& ctx, const std::string& co
       m = std::move(compiled).value();
     }
   }
-  auto read = locked_read(ctx, "aggregate", rc, [&] {
-    input = matching(ctx.server.store().find(ctx.db, coll, ctx.txn), m);
-  });
+  auto read =
+      locked_read(ctx, "aggregate", rc, [&] { input = natural_matches(ctx, coll, m, false, 0); });
   if (!read) return read.error();
   auto out = run_pipeline(stages, input, &let);
   if (!out) return out.error();
   return pipeline_batch(ctx, ctx.db + "." + coll, std::move(out).value(), batch_size, *read);
+}
+
+// A pipeline starting with $collStats (collection_stats): its one document through the rest.
+command_outcome aggregate_coll_stats(command_context& ctx, const std::string& coll,
+                                     const bson::array& stages, std::size_t batch_size,
+                                     const bson::document& let) {
+  auto stats =
+      coll_stats_stage(ctx.server, ctx.db, coll, stages.front().as_document().fields().front().val);
+  if (!stats) return stats.error();
+  const bson::array rest(stages.begin() + 1, stages.end());
+  auto out = run_pipeline(rest, {std::make_shared<const bson::document>(std::move(*stats))}, &let);
+  if (!out) return out.error();
+  return pipeline_batch(ctx, ctx.db + "." + coll, std::move(out).value(), batch_size, std::nullopt);
 }
 
 command_outcome aggregate(command_context& ctx) {
@@ -485,6 +495,12 @@ command_outcome aggregate(command_context& ctx) {
         "mongo-emulator",
         codes::invalid_namespace);
 
+  for (std::size_t i = 1; i < stages.size(); ++i) {  // Pipeline::validate's position rule
+    if (stages[i].as_document().fields().front().name == "$collStats")
+      return fail("$collStats is only valid as the first stage in a pipeline.", 40602);
+  }
+  if (!stages.empty() && stages.front().as_document().fields().front().name == "$collStats")
+    return aggregate_coll_stats(ctx, coll, stages, batch_size->value_or(default_first_batch), *let);
   return aggregate_collection(ctx, coll, stages, batch_size->value_or(default_first_batch), *let,
                               *rc);
 }

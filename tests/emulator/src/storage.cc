@@ -24,7 +24,7 @@ std::int64_t wall_clock_ms() {
 }  // namespace
 
 storage::storage(std::size_t oplog_max_events, std::chrono::seconds transaction_lifetime)
-    : transaction_lifetime_(transaction_lifetime), oplog_(oplog_max_events) {
+    : transaction_lifetime_s_(transaction_lifetime.count()), oplog_(oplog_max_events) {
   const auto now = static_cast<std::uint32_t>(wall_clock_ms() / 1000);
   clock_.store(pack({now, 0}));
 }
@@ -381,7 +381,7 @@ denormd::expected<std::shared_ptr<transaction>> storage::begin_or_continue(
   // MongoDB's reaper aborts a transaction older than transactionLifetimeLimitSeconds whether
   // or not anyone waits for it: its next statement, or its commit, finds it aborted.
   if (s.st == session::state::in_progress &&
-      std::chrono::steady_clock::now() - s.txn->started() > transaction_lifetime_)
+      std::chrono::steady_clock::now() - s.txn->started() > transaction_lifetime())
     end_transaction(s, session::state::aborted);
   if (s.st == session::state::aborted)
     return denormd::fail("Transaction " + n + " has been aborted.", codes::no_such_transaction);
@@ -463,7 +463,7 @@ void storage::end_transaction(session& s, session::state outcome) {
 void storage::abort_expired_transactions() {
   const auto now = std::chrono::steady_clock::now();
   for (auto& [key, s] : sessions_) {
-    if (s.st == session::state::in_progress && now - s.txn->started() > transaction_lifetime_)
+    if (s.st == session::state::in_progress && now - s.txn->started() > transaction_lifetime())
       end_transaction(s, session::state::aborted);
   }
 }

@@ -103,6 +103,13 @@ class storage {
   // reaper does; run when a write would wait for one or conflict with one (a client killed in
   // a transaction leaves it open until then).
   void abort_expired_transactions();
+  // transactionLifetimeLimitSeconds, which setParameter changes at run time. Lock-free.
+  std::chrono::seconds transaction_lifetime() const {
+    return std::chrono::seconds(transaction_lifetime_s_.load());
+  }
+  void set_transaction_lifetime(std::chrono::seconds s) {
+    transaction_lifetime_s_.store(s.count());
+  }
   // Aborts every open transaction, as a step-down does (invalidateSessionsForStepdown).
   void abort_all_transactions();
   // killSessions: aborts the open transaction of each session in `lsids` ({id: UUID}); its
@@ -111,6 +118,10 @@ class storage {
 
   // --- change history ---
   const oplog& history() const { return oplog_; }
+  // replSetResizeOplog (under the write lock): see oplog::resize.
+  void resize_history(std::size_t max_events, double min_retention_hours) {
+    oplog_.resize(max_events, min_retention_hours);
+  }
   // The newest clusterTime handed out; readable without the lock.
   bson::timestamp cluster_time() const;
   // Advances the clock without a change (like MongoDB's periodic no-op writer). Change streams
@@ -160,7 +171,7 @@ class storage {
 
   mutable std::shared_mutex mutex_;
   std::map<std::string, database, std::less<>> databases_;
-  const std::chrono::seconds transaction_lifetime_;
+  std::atomic<std::int64_t> transaction_lifetime_s_;
   oplog oplog_;
   std::atomic<std::uint64_t> clock_{0};  // timestamp packed as t << 32 | i
   std::uint64_t change_count_ = 0;

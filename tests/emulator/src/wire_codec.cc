@@ -184,6 +184,7 @@ expected<request> parse_op_msg(const message_header& header, reader r) {
   for (auto& [id, docs] : sequences) {
     if (req.body.contains(id)) return fail("duplicate field '" + id + "' in document sequence");
     req.body.append(id, std::move(docs));
+    req.sequence_fields.push_back(id);
   }
   if (const auto* db = req.body.get("$db"); db != nullptr) {
     if (!db->is_string()) return fail("$db is not a string");

@@ -39,6 +39,8 @@ struct request {
   std::string db;             // from `$db` or the OP_QUERY namespace
   std::string command;        // first key of the body
   bson::document body;        // kind-1 document sequences merged in as arrays
+  // The fields of `body` that came as document sequences.
+  std::vector<std::string> sequence_fields;
 };
 
 // Decodes the 16-byte header and checks the length bounds.

@@ -133,5 +133,51 @@ TEST(oplog, documents_look_like_mongodb_oplog_entries) {
   EXPECT_EQ(*dd.get("o"), bson::value(bson::document{{"dropDatabase", std::int32_t{1}}}));
 }
 
+// replSetResizeOplog: a smaller bound drops the oldest entries at once (losing their history), a
+// larger one keeps more.
+TEST(oplog, resize_moves_the_bound) {
+  oplog log(5);
+  for (std::uint32_t i = 1; i <= 5; ++i)
+    log.append(at(i));
+  log.resize(2, 0);
+  EXPECT_EQ(log.max_events(), 2U);
+  ASSERT_EQ(log.size(), 2U);
+  EXPECT_EQ(log.at(0).ts, (bson::timestamp{100, 4}));
+  EXPECT_TRUE(log.history_lost({100, 2}, false));
+  log.resize(4, 0);
+  for (std::uint32_t i = 6; i <= 8; ++i)
+    log.append(at(i));
+  ASSERT_EQ(log.size(), 4U);
+  EXPECT_EQ(log.at(0).ts, (bson::timestamp{100, 5}));
+}
+
+// minRetentionHours: entries younger than that stay past the bound (MongoDB lets the oplog grow
+// rather than truncate them); older ones go as usual.
+TEST(oplog, min_retention_keeps_young_entries_past_the_bound) {
+  constexpr std::int64_t hour_ms = 3600 * 1000;
+  constexpr std::int64_t now = 1000 * hour_ms;
+  oplog log(2);
+  for (std::uint32_t i = 1; i <= 2; ++i) {
+    auto e = at(i);
+    e.wall_ms = now - 10 * hour_ms;  // old
+    log.append(e);
+  }
+  log.resize(2, 5);
+  EXPECT_EQ(log.min_retention_hours(), 5.0);
+  for (std::uint32_t i = 3; i <= 6; ++i) {
+    auto e = at(i);
+    e.wall_ms = now - 1 * hour_ms;  // within the 5 hours
+    log.append(e);
+  }
+  // The two old ones went; the four young ones stay although the bound is 2.
+  ASSERT_EQ(log.size(), 4U);
+  EXPECT_EQ(log.at(0).ts, (bson::timestamp{100, 3}));
+  auto later = at(7);
+  later.wall_ms = now + 10 * hour_ms;  // now they are old: trimmed back to the bound
+  log.append(later);
+  ASSERT_EQ(log.size(), 2U);
+  EXPECT_EQ(log.at(0).ts, (bson::timestamp{100, 6}));
+}
+
 }  // namespace
 }  // namespace mongo_emulator

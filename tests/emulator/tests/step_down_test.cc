@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "emulator_fixture.h"
-#include "raw_client.h"
+#include "own_server_test.h"
 
 namespace mongo_emulator::test {
 namespace {
@@ -16,23 +16,12 @@ namespace {
 using namespace std::chrono_literals;
 using denormd::test::emulator_process;
 
-class step_down : public ::testing::Test {
+class step_down : public own_server_test {
  protected:
   void start(const std::vector<std::string>& args = {}) {
-    if (!denormd::test::emulator_only_available()) GTEST_SKIP() << "needs its own test server";
-    auto p = emulator_process::start(args);
-    ASSERT_TRUE(p) << p.error().message;
-    server_.emplace(std::move(p).value());
-    auto c = raw_client::connect(server_->host_port());
-    ASSERT_TRUE(c);
-    client_.emplace(std::move(*c));
+    own_server_test::start(args);
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(run(J(R"({"hello": 1, "$db": "admin"})")).contains("isWritablePrimary"));
-  }
-
-  bson::document run(const bson::document& command) {
-    auto r = client_->command(command);
-    EXPECT_TRUE(r) << "no reply";
-    return r ? std::move(*r) : bson::document{};
   }
 
   static std::vector<std::string> labels(const bson::document& reply) {
@@ -49,9 +38,6 @@ class step_down : public ::testing::Test {
     cmd.append("txnNumber", txn);
     return cmd;
   }
-
-  std::optional<emulator_process> server_;
-  std::optional<raw_client> client_;
 };
 
 TEST_F(step_down, refuses_what_mongodb_refuses_on_a_one_node_set) {

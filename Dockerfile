@@ -21,6 +21,7 @@ RUN apt-get update \
       g++ cmake ninja-build pkg-config \
       libmongoc-dev libbson-dev libboost-dev libboost-system-dev libboost-program-options-dev \
       prometheus-cpp-dev \
+      libyaml-dev libssl-dev libcrypt-dev \
       nlohmann-json3-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -66,10 +67,14 @@ ENV DENORMD_HEALTHCHECK_PORT=9464
 # subcommand. bash is already part of every Debian image (Essential: yes) and its /dev/tcp
 # redirection is enough for a one-request HTTP/1.1 probe. `read -t` bounds a stalled answer,
 # and Docker's --timeout bounds a stalled connect. Set DENORMD_HEALTHCHECK_PORT when you
-# change the port of --metrics-addr. tests/deploy/healthcheck_test.sh runs this exact command
-# against stub servers (200, 503, no reason phrase, silent, closed port).
+# change the port of --metrics-addr. With basic auth (--web-config-file, basic_auth_users) set
+# DENORMD_HEALTHCHECK_AUTHORIZATION to "Basic <base64 of user:password>": it is sent as the
+# Authorization header. It speaks no TLS: with tls_server_config, run the container with
+# --no-healthcheck and let the orchestrator probe (docs/operations.md, "Securing the HTTP
+# port"). tests/deploy/healthcheck_test.py runs this exact command
+# against stub servers (200, 503, no reason phrase, silent, closed port, basic auth).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${DENORMD_HEALTHCHECK_PORT:-9464} && printf 'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3 && IFS=$' \\r' read -r -t 2 proto code _ <&3 && [[ $proto == HTTP/1.? && $code == 200 ]]"]
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${DENORMD_HEALTHCHECK_PORT:-9464} && a=${DENORMD_HEALTHCHECK_AUTHORIZATION:+Authorization: $DENORMD_HEALTHCHECK_AUTHORIZATION} && printf \"GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\n${a:+%s\\r\\n}Connection: close\\r\\n\\r\\n\" \"$a\" >&3 && IFS=$' \\r' read -r -t 2 proto code _ <&3 && [[ $proto == HTTP/1.? && $code == 200 ]]"]
 
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/denormd"]

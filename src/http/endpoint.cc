@@ -2,9 +2,12 @@
 
 namespace denormd::http {
 
-expected<std::unique_ptr<endpoint>> endpoint::start(std::string_view address, route_table routes) {
+expected<std::unique_ptr<endpoint>> endpoint::start(std::string_view address, route_table routes,
+                                                    std::shared_ptr<web_security> security) {
   std::unique_ptr<endpoint> e(new endpoint());
-  auto server = http_server::create(e->io_, address, std::move(routes));
+  http_server::options opts;
+  opts.security = std::move(security);
+  auto server = http_server::create(e->io_, address, std::move(routes), opts);
   if (!server) return server.error();
   e->server_ = std::move(server).value();
   e->server_->start();

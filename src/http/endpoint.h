@@ -21,7 +21,10 @@ namespace denormd::http {
 
 class endpoint {
  public:
-  static expected<std::unique_ptr<endpoint>> start(std::string_view address, route_table routes);
+  // `security`: TLS, basic auth and headers from a web config file; null: plain and open.
+  static expected<std::unique_ptr<endpoint>> start(
+      std::string_view address, route_table routes,
+      std::shared_ptr<web_security> security = nullptr);
   ~endpoint();
   endpoint(const endpoint&) = delete;
   endpoint& operator=(const endpoint&) = delete;

@@ -9,6 +9,7 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -16,16 +17,24 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/core/detect_ssl.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "http/basic_auth.h"
+#include "http/job_thread.h"
+#include "http/web_security.h"
 
 namespace denormd::http {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
 
@@ -89,10 +98,13 @@ struct http_server::state : std::enable_shared_from_this<state> {
         acceptor(net::make_strand(context)),
         accept_retry(acceptor.get_executor()),
         opts(o),
-        routes(std::move(r)) {}
+        routes(std::move(r)),
+        slow(o.security ? std::make_unique<job_thread>() : nullptr) {}
 
   void do_accept();
   void on_accept(error_code ec, tcp::socket socket);
+  std::shared_ptr<session> make_session(tcp::socket&& socket,
+                                        std::shared_ptr<ssl::context> tls_context);
   void stop();
 
   // A session tells when it starts waiting for a request (false: it was evicted meanwhile
@@ -106,6 +118,9 @@ struct http_server::state : std::enable_shared_from_this<state> {
   net::steady_timer accept_retry;  // likewise
   const options opts;
   const route_table routes;
+  // With opts.security: where the bcrypt checks run (one at a time, as exporter-toolkit
+  // runs them); its queue holds at most one request per open connection.
+  const std::unique_ptr<job_thread> slow;
   std::uint16_t port = 0;
 
   struct entry {
@@ -132,6 +147,27 @@ struct http_server::state : std::enable_shared_from_this<state> {
   void leave_idle_locked(entry& e);
 };
 
+// What the server and the replies need of a connection, whatever it runs over.
+class http_server::session : public std::enable_shared_from_this<session> {
+ public:
+  explicit session(std::shared_ptr<state> owner) : owner_(std::move(owner)) {}
+  virtual ~session() { owner_->remove(this); }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  virtual void run() = 0;
+  // From any thread.
+  virtual void close() = 0;
+  virtual net::any_io_executor executor() = 0;
+  // On the strand: the handler's answer to the request being served, and its wait.
+  virtual void answer(response r) = 0;
+  virtual void wait(std::chrono::milliseconds delay, std::function<void()> then,
+                    std::shared_ptr<session_reply> to) = 0;
+
+ protected:
+  const std::shared_ptr<state> owner_;
+};
+
 // The reply to one request: its answer goes to the session's strand, once.
 class http_server::session_reply final : public reply,
                                          public std::enable_shared_from_this<session_reply> {
@@ -145,35 +181,123 @@ class http_server::session_reply final : public reply,
   std::atomic<bool> answered_{false};
 };
 
-// One connection: read a request, answer it, repeat while keep-alive. Every handler runs on
-// the connection's strand; close() may be called from any thread.
-class http_server::session : public std::enable_shared_from_this<session> {
- public:
-  session(tcp::socket&& socket, std::shared_ptr<state> owner)
-      : stream_(std::move(socket)),
-        owner_(std::move(owner)),
-        buffer_(static_cast<std::size_t>(owner_->opts.header_limit + owner_->opts.body_limit) +
-                4096) {}
-  ~session() { owner_->remove(this); }
-  session(const session&) = delete;
-  session& operator=(const session&) = delete;
+using plain_stream = beast::tcp_stream;
+using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 
-  void run() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+// One connection: read a request, answer it, repeat while keep-alive; over TLS (tls_stream)
+// once the handshake is done. Every handler runs on the connection's strand; close() may be
+// called from any thread.
+template <class Stream>
+class http_server::connection final : public session {
+  static constexpr bool is_tls = std::is_same_v<Stream, tls_stream>;
+  using settings_ptr = std::shared_ptr<const web_security::settings>;
+
+ public:
+  // `ctx`: the TLS context, for a tls_stream only.
+  connection(tcp::socket&& socket, std::shared_ptr<state> owner, std::shared_ptr<ssl::context> ctx)
+      : session(std::move(owner)),
+        ctx_(std::move(ctx)),
+        stream_(make_stream(std::move(socket), ctx_.get())),
+        buffer_(static_cast<std::size_t>(owner_->opts.header_limit + owner_->opts.body_limit) +
+                4096) {
+    error_code ec;
+    const auto peer = lowest().socket().remote_endpoint(ec);
+    if (!ec) remote_ = peer.address().to_string() + ":" + std::to_string(peer.port());
   }
 
-  auto executor() { return stream_.get_executor(); }
+  void run() override {
+    net::dispatch(stream_.get_executor(), [self = self()] { self->begin(); });
+  }
 
-  void close() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
+  net::any_io_executor executor() override { return stream_.get_executor(); }
+
+  void close() override {
+    net::post(stream_.get_executor(), [self = self()] {
       self->closed_ = true;
-      self->stream_.close();  // also cancels the timer; pending handlers see operation_aborted
+      self->lowest().close();  // also cancels the timer; pending handlers see operation_aborted
       self->wait_.cancel();
     });
   }
 
+  void answer(response r) override {
+    if (closed_) return;
+    res_.result(r.status);
+    res_.set(http::field::content_type, r.content_type);
+    res_.body() = std::move(r.body);
+    add_configured_headers();
+    res_.prepare_payload();
+    if (head_) res_.body().clear();  // Content-Length stays that of the GET
+    write(false);
+  }
+
+  // The wait holds the reply, so that a `then` that throws is answered.
+  void wait(std::chrono::milliseconds delay, std::function<void()> then,
+            std::shared_ptr<session_reply> to) override {
+    if (closed_) return;
+    wait_.expires_after(delay);
+    wait_.async_wait([self = self(), then = std::move(then), to = std::move(to)](error_code ec) {
+      if (ec || self->closed_) return;
+      guarded(*to, then);
+    });
+  }
+
  private:
-  friend class session_reply;
+  static Stream make_stream(tcp::socket&& socket, ssl::context* ctx) {
+    if constexpr (is_tls) {
+      return Stream(std::move(socket), *ctx);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+
+  std::shared_ptr<connection> self() {
+    return std::static_pointer_cast<connection>(shared_from_this());
+  }
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  void begin() {
+    if constexpr (is_tls) {
+      // The client is awaited as for a request: a slow handshake may be evicted likewise.
+      if (!owner_->waiting(this)) return shutdown();
+      lowest().expires_after(owner_->opts.header_timeout);
+      beast::async_detect_ssl(lowest(), buffer_, [self = self()](error_code ec, bool tls) {
+        self->on_detect(ec, tls);
+      });
+    } else {
+      read();
+    }
+  }
+
+  void on_detect(error_code ec, bool tls) {
+    if (closed_) return;
+    if (ec) return shutdown();
+    if (!tls) return refuse_plain();
+    stream_.async_handshake(ssl::stream_base::server, buffer_.data(),
+                            [self = self()](error_code hec, std::size_t used) {
+                              if (self->closed_) return;
+                              if (hec) return self->shutdown();
+                              self->handshaken_ = true;
+                              self->buffer_.consume(used);
+                              self->read();
+                            });
+  }
+
+  // Plain HTTP on the HTTPS port: told so in plain HTTP, as Go's servers (and so the
+  // exporters) tell it, then closed.
+  void refuse_plain() {
+    static const std::string text = [] {
+      const std::string body = "Client sent an HTTP request to an HTTPS server.\n";
+      return "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+             "Connection: close\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body;
+    }();
+    lowest().expires_after(owner_->opts.write_timeout);
+    net::async_write(lowest(), net::buffer(text), [self = self()](error_code ec, std::size_t) {
+      if (self->closed_) return;
+      if (ec) return self->shutdown();
+      self->drain_plain();
+    });
+  }
 
   // The header has a short deadline of its own; the rest of the request gets what is left of
   // the whole-request timeout.
@@ -185,17 +309,17 @@ class http_server::session : public std::enable_shared_from_this<session> {
     parser_->body_limit(owner_->opts.body_limit);
     const auto now = std::chrono::steady_clock::now();
     request_deadline_ = now + owner_->opts.read_timeout;
-    stream_.expires_at(std::min(now + owner_->opts.header_timeout, request_deadline_));
+    lowest().expires_at(std::min(now + owner_->opts.header_timeout, request_deadline_));
     http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&session::on_header, shared_from_this()));
+                            beast::bind_front_handler(&connection::on_header, self()));
   }
 
   void on_header(error_code ec, std::size_t bytes) {
     if (closed_) return;
     if (ec) return on_read(ec, bytes);
-    stream_.expires_at(request_deadline_);
+    lowest().expires_at(request_deadline_);
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&session::on_read, shared_from_this()));
+                     beast::bind_front_handler(&connection::on_read, self()));
   }
 
   void on_read(error_code ec, std::size_t /*bytes*/) {
@@ -220,6 +344,44 @@ class http_server::session : public std::enable_shared_from_this<session> {
     res_.version(req.version());
     res_.keep_alive(req.keep_alive());
     head_ = req.method() == http::verb::head;
+    settings_ = owner_->opts.security ? owner_->opts.security->current() : nullptr;
+    if (settings_ && !settings_->config.users.empty()) return authenticate(req);
+    route(req);
+  }
+
+  // Basic auth before any route, so that an unknown path tells nothing either. A check that
+  // needs bcrypt runs on the server's slow thread; the connection reads nothing meanwhile.
+  void authenticate(const http::request<http::string_body>& req) {
+    web_security& security = *owner_->opts.security;
+    const auto header = req[http::field::authorization];
+    if (header.empty()) return unauthorized();
+    auto given = basic_auth::parse_header(std::string_view(header.data(), header.size()));
+    if (!given) {
+      security.failed_login("", remote_);
+      return unauthorized();
+    }
+    if (security.auth().remembered(settings_->config.users, *given)) return route(req);
+    auto check = [self = self(), settings = settings_, given = std::move(*given)] {
+      web_security& sec = *self->owner_->opts.security;
+      const bool ok = sec.auth().verify(settings->config.users, given);
+      if (!ok) sec.failed_login(given.user, self->remote_);
+      net::post(self->stream_.get_executor(), [self, ok] { self->authenticated(ok); });
+    };
+    if (!owner_->slow->post(std::move(check))) shutdown();  // the server is stopping
+  }
+
+  void authenticated(bool ok) {
+    if (closed_) return;
+    if (!ok) return unauthorized();
+    route(parser_->get());
+  }
+
+  void unauthorized() {
+    res_.set(http::field::www_authenticate, "Basic realm=\"denormd\"");
+    answer({401, std::string(text_content_type), "unauthorized\n"});
+  }
+
+  void route(const http::request<http::string_body>& req) {
     // Beast 1.74 uses boost::string_view.
     const std::string_view target(req.target().data(), req.target().size());
     const auto question = target.find('?');
@@ -252,50 +414,31 @@ class http_server::session : public std::enable_shared_from_this<session> {
     }
   }
 
-  // On the strand: the handler's answer to the request being served.
-  void answer(response r) {
-    if (closed_) return;
-    res_.result(r.status);
-    res_.set(http::field::content_type, r.content_type);
-    res_.body() = std::move(r.body);
-    res_.prepare_payload();
-    if (head_) res_.body().clear();  // Content-Length stays that of the GET
-    write(false);
-  }
-
-  // The wait holds the reply, so that a `then` that throws is answered.
-  void wait(std::chrono::milliseconds delay, std::function<void()> then,
-            std::shared_ptr<session_reply> to) {
-    if (closed_) return;
-    wait_.expires_after(delay);
-    wait_.async_wait(
-        [self = shared_from_this(), then = std::move(then), to = std::move(to)](error_code ec) {
-          if (ec || self->closed_) return;
-          guarded(*to, then);
-        });
-  }
-
-  void set(http::status status, beast::string_view content_type, std::string body) {
-    res_.result(status);
-    res_.set(http::field::content_type, content_type);
-    res_.body() = std::move(body);
+  // http_server_config.headers of the web config file, on every answer.
+  void add_configured_headers() {
+    if (!owner_->opts.security) return;
+    const settings_ptr s = settings_ ? settings_ : owner_->opts.security->current();
+    for (const auto& [name, value] : s->config.headers)
+      res_.set(name, value);
   }
 
   void respond_error(http::status status, std::string body) {
     res_ = {};
     res_.version(11);
     res_.keep_alive(false);
-    set(status, text_content_type, std::move(body));
+    res_.result(status);
+    res_.set(http::field::content_type, text_content_type);
+    res_.body() = std::move(body);
+    add_configured_headers();
     res_.prepare_payload();
     write(true);
   }
 
   void write(bool linger) {
-    stream_.expires_after(owner_->opts.write_timeout);
-    http::async_write(stream_, res_,
-                      [self = shared_from_this(), linger](error_code ec, std::size_t) {
-                        self->on_write(ec, linger);
-                      });
+    lowest().expires_after(owner_->opts.write_timeout);
+    http::async_write(stream_, res_, [self = self(), linger](error_code ec, std::size_t) {
+      self->on_write(ec, linger);
+    });
   }
 
   void on_write(error_code ec, bool linger) {
@@ -309,35 +452,53 @@ class http_server::session : public std::enable_shared_from_this<session> {
   void start_linger() {
     // Answered, only draining: a new connection over the limit may close this one.
     if (!owner_->waiting(this)) return shutdown();
+    // Over TLS the close_notify exchange (shutdown) is the drain.
+    if constexpr (is_tls) return shutdown();
+    drain_plain();
+  }
+
+  // Half-closes and reads what the client still sends for a while, so that closing with
+  // unread data does not reset the connection before the client has read the answer.
+  void drain_plain() {
     error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.expires_after(linger_timeout);
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    lowest().expires_after(linger_timeout);
     drain();
   }
 
   void drain() {
-    stream_.async_read_some(net::buffer(drain_),
-                            [self = shared_from_this()](error_code ec, std::size_t n) {
-                              if (self->closed_) return;
-                              self->drained_ += n;
-                              if (ec || self->drained_ > linger_max_bytes) return self->shutdown();
-                              self->drain();
-                            });
+    lowest().async_read_some(net::buffer(drain_), [self = self()](error_code ec, std::size_t n) {
+      if (self->closed_) return;
+      self->drained_ += n;
+      if (ec || self->drained_ > linger_max_bytes) return self->shutdown();
+      self->drain();
+    });
   }
 
   void shutdown() {
-    error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.close();
     closed_ = true;
+    if constexpr (is_tls) {
+      if (std::exchange(handshaken_, false)) {
+        // close_notify, and the client's for a while; then the socket closes either way.
+        lowest().expires_after(linger_timeout);
+        stream_.async_shutdown([self = self()](error_code) { self->lowest().close(); });
+        return;
+      }
+    }
+    error_code ignored;
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    lowest().close();
   }
 
-  beast::tcp_stream stream_;
-  const std::shared_ptr<state> owner_;
+  const std::shared_ptr<ssl::context> ctx_;  // outlives stream_, which uses it
+  Stream stream_;
   beast::flat_buffer buffer_;
+  std::string remote_;  // "address:port" of the client, for the log
+  bool handshaken_ = false;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::chrono::steady_clock::time_point request_deadline_;
   http::response<http::string_body> res_;
+  settings_ptr settings_;  // the web config in force for the request being served
   std::array<char, 4096> drain_{};
   std::size_t drained_ = 0;
   bool closed_ = false;
@@ -365,8 +526,20 @@ void http_server::state::do_accept() {
                         beast::bind_front_handler(&state::on_accept, shared_from_this()));
 }
 
+std::shared_ptr<http_server::session> http_server::state::make_session(
+    tcp::socket&& socket, std::shared_ptr<ssl::context> tls_context) {
+  if (tls_context)
+    return std::make_shared<connection<tls_stream>>(std::move(socket), shared_from_this(),
+                                                    std::move(tls_context));
+  return std::make_shared<connection<plain_stream>>(std::move(socket), shared_from_this(), nullptr);
+}
+
 void http_server::state::on_accept(error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted) return;
+  // New connections use the certificates in force (read before taking the lock: it may read
+  // the files again).
+  std::shared_ptr<ssl::context> tls_context;
+  if (!ec && opts.security && opts.security->tls()) tls_context = opts.security->current()->tls;
   std::shared_ptr<session> accepted;
   std::shared_ptr<session> evicted;
   {
@@ -379,7 +552,7 @@ void http_server::state::on_accept(error_code ec, tcp::socket socket) {
         error_code ignored;  // every connection is busy answering: refuse this one
         socket.close(ignored);
       } else {
-        accepted = std::make_shared<session>(std::move(socket), shared_from_this());
+        accepted = make_session(std::move(socket), std::move(tls_context));
         sessions.emplace(accepted.get(), entry{accepted, {}, false, true});
         ++counted;
       }
@@ -456,6 +629,8 @@ void http_server::state::stop() {
   });
   for (auto& s : open)
     s->close();
+  // Waits for a bcrypt check under way: none posts to the io_context after this.
+  if (slow) slow->stop();
 }
 
 expected<std::unique_ptr<http_server>> http_server::create(net::io_context& io,

@@ -1,7 +1,7 @@
 #pragma once
 // An HTTP/1.1 server on Boost.Beast over whatever threads run the given io_context, serving
 // the routes its owner registered (http/route_table.h); the daemon's are registered by app
-// (docs/metrics.md; README, "Changing mappings" and "Waiting for the copies").
+// (docs/metrics.md; docs/running.md, "Changing mappings" and "Waiting for the copies").
 //
 // Lifecycle: create() parses the address and binds and listens (so a bad address or a port in
 // use is reported at start-up), start() begins accepting, stop() closes the listener and every
@@ -9,7 +9,9 @@
 // called from any thread; each connection runs on its own strand, and the handlers are called
 // concurrently from the io_context's threads, so they must be thread-safe. Nothing blocks an
 // io_context thread but the handlers, so one thread serves every connection; idle ones cost
-// a descriptor and a few KB each, never a thread.
+// a descriptor and a few KB each, never a thread. With a web config file (options::security)
+// the port speaks HTTPS only and asks every request for basic auth; the bcrypt checks run on
+// a thread of the server's own, so a client guessing passwords does not hold the others up.
 
 #include <chrono>
 #include <cstddef>
@@ -24,6 +26,8 @@
 #include "http/route_table.h"
 
 namespace denormd::http {
+
+class web_security;
 
 // A parsed "host:port"; host is an IPv4 or IPv6 address (IPv6 in brackets) or "localhost".
 struct listen_address {
@@ -50,6 +54,9 @@ class http_server {
     // the limit closes the connection that has waited longest for a request (idle or slow);
     // it is refused only when every open connection is busy answering a request.
     std::size_t max_connections = 256;
+    // TLS, basic auth and extra headers as a web config file says (http/web_security.h);
+    // null: plain HTTP, open to every client.
+    std::shared_ptr<web_security> security;
   };
 
   // `address` is "host:port"; port 0 picks a free port (see port()).
@@ -75,6 +82,8 @@ class http_server {
   // Shared with the io_context's pending handlers, which may outlive this object.
   struct state;
   class session;
+  template <class Stream>
+  class connection;
   class session_reply;
   explicit http_server(std::shared_ptr<state> s);
   std::shared_ptr<state> state_;

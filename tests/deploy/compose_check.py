@@ -9,9 +9,16 @@
     both replicas' metrics ports with the rules loaded, Grafana provisioned with the data
     source and dashboards, and a one-shot seeder waiting for both replicas;
   * every bind-mounted host path exists and every file a service is told to read is
-    inside a mount; images carry a version tag; ports are bound to 127.0.0.1 only.
+    inside a mount; images carry a version tag; ports are bound to 127.0.0.1 only;
+  * with --web-config-file, the file is mounted and what talks to the port can: with
+    basic_auth_users, Prometheus' credentials and the health checks'
+    (DENORMD_HEALTHCHECK_AUTHORIZATION) verify against the file's bcrypt hashes (libcrypt);
+    with tls_server_config, Prometheus scrapes over https.
 """
 import argparse
+import base64
+import ctypes
+import ctypes.util
 import shutil
 import subprocess
 import sys
@@ -44,6 +51,41 @@ def host_path_of(svc, container_path):
     if best is None:
         return None
     return Path(best[0]) / container_path[len(best[1]):].lstrip("/")
+
+
+def bcrypt_matches(password, hashed):
+    """Whether `password` is the one `hashed` (a bcrypt hash) was made from, by libcrypt."""
+    lib = ctypes.CDLL(ctypes.util.find_library("crypt") or "libcrypt.so.1")
+    lib.crypt.restype = ctypes.c_char_p
+    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    out = lib.crypt(password.encode(), hashed.encode())
+    return out is not None and out.decode() == hashed
+
+
+def check_web_config(denormd, prometheus_job, need):
+    """The replica's --web-config-file, if any, against what talks to its port."""
+    dcmd = denormd.get("command") or []
+    if "--web-config-file" not in dcmd:
+        return
+    path = dcmd[dcmd.index("--web-config-file") + 1]
+    host_file = host_path_of(denormd, path)
+    need(host_file is not None and host_file.is_file(), f"denormd: --web-config-file {path} is not mounted from the repo")
+    if host_file is None or not host_file.is_file():
+        return
+    web = yaml.safe_load(host_file.read_text(encoding="utf-8")) or {}
+    users = web.get("basic_auth_users") or {}
+    if users:
+        auth = prometheus_job.get("basic_auth") or {}
+        user, password = auth.get("username"), auth.get("password")
+        need(user in users and bcrypt_matches(password or "", users[user]),
+             f"prometheus: job denormd's basic_auth does not match a user of {path}")
+        header = str((denormd.get("environment") or {}).get("DENORMD_HEALTHCHECK_AUTHORIZATION", ""))
+        given = base64.b64decode(header[len("Basic "):]).decode() if header.startswith("Basic ") else ":"
+        hc_user, _, hc_password = given.partition(":")
+        need(hc_user in users and bcrypt_matches(hc_password, users[hc_user]),
+             f"denormd: DENORMD_HEALTHCHECK_AUTHORIZATION is not the credentials of a user of {path}")
+    if web.get("tls_server_config"):
+        need(prometheus_job.get("scheme") == "https", f"prometheus: job denormd must scrape https ({path} has TLS)")
 
 
 def main():
@@ -184,6 +226,8 @@ def main():
                    for sc in j.get("static_configs", []) for t in sc.get("targets", [])]
         for name, port in zip(replicas, ports):
             need(f"{name}:{port}" in targets, f"prometheus: job denormd does not scrape {name}:{port} ({targets})")
+        job = next((j for j in pc.get("scrape_configs", []) if j.get("job_name") == "denormd"), {})
+        check_web_config(services[replicas[0]], job, need)
         for rf in pc.get("rule_files", []):
             need((host_cfg.parent / rf).is_file(), f"prometheus: rule file {rf} is not next to {host_cfg}")
         need(bool(pc.get("rule_files")), "prometheus: no rule_files: the alerts would not be evaluated")

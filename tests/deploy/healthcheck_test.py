@@ -6,7 +6,8 @@
     `docker-compose config` so Compose's own `$$` unescaping is part of the test.
 Each must succeed on 200 (with or without a reason phrase, HTTP/1.0 or 1.1) and fail on
 another status, a wrong path, a server that never answers, and a closed port, within the
-time Docker allows it."""
+time Docker allows it; and send DENORMD_HEALTHCHECK_AUTHORIZATION, when set, as the
+Authorization header (basic auth from --web-config-file)."""
 import argparse
 import json
 import re
@@ -23,10 +24,11 @@ from dockerfile_check import instructions
 
 class Stub:
     """One-connection-at-a-time HTTP server answering `status_line` for `path`, 404 otherwise;
-    status_line None = accept and never answer."""
+    status_line None = accept and never answer. With `authorization`, a request without that
+    Authorization header is answered 401."""
 
-    def __init__(self, path, status_line):
-        self.path, self.status_line = path, status_line
+    def __init__(self, path, status_line, authorization=None):
+        self.path, self.status_line, self.authorization = path, status_line, authorization
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -61,6 +63,9 @@ class Stub:
                     continue
                 parts = request_line.split()
                 status = self.status_line if len(parts) >= 2 and parts[1] == self.path else "HTTP/1.1 404 Not Found"
+                headers = data.split(b"\r\n\r\n", 1)[0].decode(errors="replace").split("\r\n")[1:]
+                if self.authorization and "Authorization: " + self.authorization not in headers:
+                    status = "HTTP/1.1 401 Unauthorized"
                 body = b"ok\n"
                 conn.sendall(f"{status}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
 
@@ -106,8 +111,10 @@ def compose_healthcheck(compose_file):
     return argv, timeout
 
 
-def run_probe(argv, port, timeout):
+def run_probe(argv, port, timeout, authorization=None):
     env = {"PATH": "/usr/bin:/bin", "DENORMD_HEALTHCHECK_PORT": str(port)}
+    if authorization:
+        env["DENORMD_HEALTHCHECK_AUTHORIZATION"] = authorization
     start = time.monotonic()
     try:
         p = subprocess.run(argv, env=env, timeout=timeout + 2, stdout=subprocess.PIPE,
@@ -161,6 +168,19 @@ def main():
         runs += 1
         if code == 0:
             problems.append(f"{label}: healthy although {path} answered 404")
+        # basic auth (--web-config-file): the header is sent when DENORMD_HEALTHCHECK_AUTHORIZATION
+        # is set, and a port that wants it and does not get it is unhealthy
+        auth = "Basic cHJvbWV0aGV1czpkZW5vcm1kLWRlbW8="
+        for given, healthy in ((auth, True), (None, False), ("Basic d3Jvbmc6d3Jvbmc=", False)):
+            stub = Stub(path, "HTTP/1.1 200 OK", authorization=auth)
+            try:
+                code, took = run_probe(argv, stub.port, timeout, authorization=given)
+            finally:
+                stub.close()
+            runs += 1
+            if (code == 0) != healthy or code == "timeout":
+                problems.append(f"{label}: basic auth with {given!r}: exit {code}, expected "
+                                f"{'healthy' if healthy else 'unhealthy'}")
         # closed port
         code, took = run_probe(argv, free_port(), timeout)
         runs += 1

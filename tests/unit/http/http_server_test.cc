@@ -15,6 +15,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 // GCC 12 with the sanitizers reports a false maybe-uninitialized inside Beast's response
 // parser (a boost::optional it reads only once set); the server uses only the request parser.
@@ -22,7 +23,12 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
+
+#include "http/http_get.h"
+#include "http/web_security.h"
+#include "test_certificates.h"
 
 namespace denormd::http {
 namespace {
@@ -49,10 +55,11 @@ class client {
     http::response<http::string_body> res;
   };
 
-  reply request(http::verb verb, std::string target, bool keep_alive = true,
-                unsigned version = 11) {
+  reply request(http::verb verb, std::string target, bool keep_alive = true, unsigned version = 11,
+                const std::string& authorization = "") {
     http::request<http::string_body> req{verb, target, static_cast<int>(version)};
     req.set(http::field::host, "localhost");
+    if (!authorization.empty()) req.set(http::field::authorization, authorization);
     req.keep_alive(keep_alive);
     req.prepare_payload();
     reply r;
@@ -653,6 +660,258 @@ TEST(http_server_address_test, a_port_in_use_is_an_error_value) {
   ASSERT_FALSE(second);
   EXPECT_NE(second.error().message.find("cannot listen on " + taken), std::string::npos)
       << second.error().message;
+}
+
+// ---- with a web config file: TLS, basic auth, headers --------------------------------------
+
+// A TLS client on an io_context of its own; like `client`, every call is bounded in time.
+class tls_client {
+ public:
+  // `ca_file`: verify the server against it ("": no verification); `cert`: present it.
+  explicit tls_client(std::uint16_t port, const std::string& ca_file = "",
+                      const testing::identity* cert = nullptr) {
+    if (ca_file.empty()) {
+      ctx_.set_verify_mode(net::ssl::verify_none);
+    } else {
+      ctx_.load_verify_file(ca_file);
+      ctx_.set_verify_mode(net::ssl::verify_peer);
+    }
+    if (cert != nullptr) {
+      SSL_CTX_use_certificate(ctx_.native_handle(), cert->cert.get());
+      SSL_CTX_use_PrivateKey(ctx_.native_handle(), cert->key.get());
+    }
+    // After the context is complete: a stream copies what it holds when it is made.
+    stream_.emplace(io_, ctx_);
+    beast::get_lowest_layer(*stream_).connect(tcp::endpoint(net::ip::address_v4::loopback(), port));
+  }
+
+  error_code handshake() {
+    error_code result = net::error::timed_out;
+    stream_->async_handshake(net::ssl::stream_base::client, [&](error_code ec) { result = ec; });
+    run();
+    return result;
+  }
+
+  client::reply request(http::verb verb, const std::string& target,
+                        const std::string& authorization = "") {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, "localhost");
+    if (!authorization.empty()) req.set(http::field::authorization, authorization);
+    req.prepare_payload();
+    client::reply r;
+    r.ec = net::error::timed_out;
+    http::async_write(*stream_, req, [&](error_code ec, std::size_t) { r.ec = ec; });
+    run();
+    if (r.ec) return r;
+    r.ec = net::error::timed_out;
+    http::response_parser<http::string_body> parser;
+    http::async_read(*stream_, buffer_, parser, [&](error_code ec, std::size_t) { r.ec = ec; });
+    run();
+    if (!r.ec) r.res = parser.release();
+    return r;
+  }
+
+ private:
+  void run() {
+    io_.restart();
+    io_.run_for(client_limit);
+    if (io_.stopped()) return;
+    beast::get_lowest_layer(*stream_).close();
+    io_.restart();
+    io_.run();
+  }
+
+  net::io_context io_;
+  net::ssl::context ctx_{net::ssl::context::tls_client};
+  std::optional<beast::ssl_stream<beast::tcp_stream>> stream_;
+  beast::flat_buffer buffer_;
+};
+
+// "Basic base64(user:password)".
+std::string basic(const std::string& user, const std::string& password) {
+  static constexpr char digits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::string in = user + ":" + password;
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    unsigned n = static_cast<unsigned char>(in[i]) << 16;
+    if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
+    if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
+    out += digits[(n >> 18) & 63];
+    out += digits[(n >> 12) & 63];
+    out += i + 1 < in.size() ? digits[(n >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? digits[n & 63] : '=';
+  }
+  return "Basic " + out;
+}
+
+class http_server_web_config_test : public http_server_test {
+ protected:
+  void SetUp() override {
+    ca_ = testing::make_identity("test CA", nullptr, true);
+    const auto server = testing::make_identity("localhost", &ca_, false, "IP:127.0.0.1");
+    testing::write_pem(ca_, dir_.file("ca.pem"), dir_.file("ca-key.pem"));
+    testing::write_pem(server, dir_.file("cert.pem"), dir_.file("key.pem"));
+  }
+
+  // Starts the server with this web config file.
+  void start_with(const std::string& web_yml, int threads = 2) {
+    auto security = web_security::open(dir_.write("web.yml", web_yml));
+    ASSERT_TRUE(security) << security.error().message;
+    http_server::options opts;
+    opts.security = std::move(security).value();
+    start(opts, threads);
+  }
+
+  std::string users() {
+    return "basic_auth_users:\n  alice: " + testing::bcrypt_hash("a-pw") + "\n";
+  }
+
+  static constexpr const char* tls_section =
+      "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n";
+
+  testing::scratch_dir dir_;
+  testing::identity ca_;
+};
+
+TEST_F(http_server_web_config_test, with_tls_plain_http_is_told_to_use_https) {
+  start_with(tls_section);
+  client c(server_->port());
+  auto r = c.request(http::verb::get, "/metrics");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::bad_request);
+  EXPECT_EQ(r.res.body(), "Client sent an HTTP request to an HTTPS server.\n");
+  EXPECT_TRUE(closed_by_server(c.wait_closed()));
+  EXPECT_EQ(scrapes_, 0);
+}
+
+TEST_F(http_server_web_config_test, with_tls_requests_are_served_over_https) {
+  start_with(tls_section);
+  tls_client c(server_->port(), dir_.file("ca.pem"));  // the server's chain verifies
+  ASSERT_FALSE(c.handshake());
+  for (int i = 0; i < 2; ++i) {  // keep-alive
+    auto r = c.request(http::verb::get, "/metrics");
+    ASSERT_FALSE(r.ec) << r.ec.message();
+    EXPECT_EQ(r.res.result(), http::status::ok);
+    EXPECT_EQ(r.res.body(), metrics_text);
+  }
+  EXPECT_EQ(scrapes_, 2);
+}
+
+TEST_F(http_server_web_config_test, with_users_every_path_needs_the_right_password) {
+  start_with(users());
+  client c(server_->port());
+  const auto get = [&](const std::string& target, const std::string& auth) {
+    auto r = c.request(http::verb::get, target, true, 11, auth);
+    EXPECT_FALSE(r.ec) << r.ec.message();
+    return r.res;
+  };
+  for (const char* path : {"/metrics", "/healthz", "/no-such-path"}) {
+    for (const std::string& auth : {std::string(), basic("alice", "wrong"), basic("bob", "a-pw"),
+                                    std::string("Basic !!"), std::string("Bearer x")}) {
+      const auto res = get(path, auth);
+      EXPECT_EQ(res.result(), http::status::unauthorized) << path << " " << auth;
+      EXPECT_EQ(res[http::field::www_authenticate], "Basic realm=\"denormd\"");
+    }
+  }
+  EXPECT_EQ(scrapes_, 0);
+  EXPECT_EQ(get("/metrics", basic("alice", "a-pw")).result(), http::status::ok);
+  EXPECT_EQ(get("/metrics", basic("alice", "a-pw")).result(), http::status::ok);  // remembered
+  EXPECT_EQ(get("/no-such-path", basic("alice", "a-pw")).result(), http::status::not_found);
+  EXPECT_EQ(scrapes_, 2);
+}
+
+TEST_F(http_server_web_config_test, tls_and_users_together_and_the_configured_headers) {
+  start_with(std::string(tls_section) + users() +
+             "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+             "    X-Content-Type-Options: nosniff\n");
+  tls_client c(server_->port());
+  ASSERT_FALSE(c.handshake());
+  auto denied = c.request(http::verb::get, "/healthz");
+  ASSERT_FALSE(denied.ec) << denied.ec.message();
+  EXPECT_EQ(denied.res.result(), http::status::unauthorized);
+  EXPECT_EQ(denied.res[http::field::x_frame_options], "deny");
+  auto ok = c.request(http::verb::get, "/healthz", basic("alice", "a-pw"));
+  ASSERT_FALSE(ok.ec) << ok.ec.message();
+  EXPECT_EQ(ok.res.result(), http::status::ok);
+  EXPECT_EQ(ok.res.body(), "ok\n");
+  EXPECT_EQ(ok.res["X-Content-Type-Options"], "nosniff");
+  EXPECT_EQ(ok.res[http::field::x_frame_options], "deny");
+}
+
+TEST_F(http_server_web_config_test, a_client_certificate_is_required_and_verified) {
+  start_with(std::string(tls_section) +
+             "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n");
+  const auto good = testing::make_identity("scraper", &ca_, false);
+  tls_client with(server_->port(), "", &good);
+  const auto with_hs = with.handshake();
+  ASSERT_FALSE(with_hs) << with_hs.message();
+  auto r = with.request(http::verb::get, "/metrics");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.res.result(), http::status::ok);
+
+  // Without one, or with one of another CA: no answer (with TLS 1.3 the client learns it at
+  // its first read).
+  const auto stranger_ca = testing::make_identity("other CA", nullptr, true);
+  const auto stranger = testing::make_identity("scraper", &stranger_ca, false);
+  for (const testing::identity* cert :
+       {static_cast<const testing::identity*>(nullptr), &stranger}) {
+    tls_client c(server_->port(), "", cert);
+    const auto hs = c.handshake();
+    if (!hs) {
+      EXPECT_TRUE(c.request(http::verb::get, "/metrics").ec);
+    }
+  }
+  EXPECT_EQ(scrapes_, 1);
+}
+
+TEST_F(http_server_web_config_test, a_slow_bcrypt_check_does_not_hold_up_the_other_connections) {
+  // bob's hash is costly (cost 14: a second or more); alice's is cheap and remembered.
+  start_with("basic_auth_users:\n  alice: " + testing::bcrypt_hash("a-pw") +
+                 "\n  bob: " + testing::bcrypt_hash("b-pw", 14) + "\n",
+             1);  // one io thread, as the daemon's endpoint runs
+  client fast(server_->port());
+  ASSERT_EQ(
+      fast.request(http::verb::get, "/healthz", true, 11, basic("alice", "a-pw")).res.result(),
+      http::status::ok);
+  client slow(server_->port());
+  std::atomic<bool> slow_answered{false};
+  std::thread t([&] {
+    auto r = slow.request(http::verb::get, "/healthz", true, 11, basic("bob", "wrong"));
+    EXPECT_EQ(r.res.result(), http::status::unauthorized);
+    slow_answered = true;
+  });
+  std::this_thread::sleep_for(50ms);  // bob's check is under way
+  auto r = fast.request(http::verb::get, "/metrics", true, 11, basic("alice", "a-pw"));
+  EXPECT_FALSE(slow_answered) << "the cached request waited for bob's bcrypt";
+  EXPECT_EQ(r.res.result(), http::status::ok);
+  t.join();
+  EXPECT_TRUE(slow_answered);
+}
+
+// denormd's own client of such a port (http/http_get.h, `denormd cost --metrics-url`): the
+// credentials in the URL, a private CA through OpenSSL's SSL_CERT_FILE.
+TEST_F(http_server_web_config_test, denormds_http_client_reaches_a_tls_and_auth_port) {
+  start_with(std::string(tls_section) + users());
+  const std::string at = "127.0.0.1:" + std::to_string(server_->port()) + "/metrics";
+  ::setenv("SSL_CERT_FILE", dir_.file("ca.pem").c_str(), 1);
+  const auto ok = http_get("https://alice:a-pw@" + at, 5s);
+  const auto anonymous = http_get("https://" + at, 5s);
+  const auto wrong = http_get("https://alice:wrong@" + at, 5s);
+  const auto plain = http_get("http://alice:a-pw@" + at, 5s);
+  ::unsetenv("SSL_CERT_FILE");
+  const auto untrusted = http_get("https://alice:a-pw@" + at, 5s);
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(*ok, metrics_text);
+  ASSERT_FALSE(anonymous);
+  EXPECT_NE(anonymous.error().message.find("answered 401"), std::string::npos);
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("answered 401"), std::string::npos);
+  EXPECT_EQ(wrong.error().message.find("wrong"), std::string::npos);  // never the password
+  ASSERT_FALSE(plain);
+  EXPECT_NE(plain.error().message.find("answered 400"), std::string::npos) << plain.error().message;
+  ASSERT_FALSE(untrusted);  // the system's CAs do not know the test CA
+  EXPECT_EQ(scrapes_, 1);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "app/daemon.h"
 #include "app/describe.h"
@@ -14,6 +15,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "config/mapping_loader.h"
+#include "http/http_get.h"
+#include "http/web_security.h"
 #include "mapping/coalescer.h"
 #include "mapping/computed_expression.h"
 #include "mapping/planner.h"
@@ -21,6 +24,7 @@
 #include "mongo/connection.h"
 #include "mongo/uri_redaction.h"
 #include "ops/commands/backfiller.h"
+#include "ops/commands/cost_report.h"
 #include "ops/commands/image_check.h"
 #include "ops/commands/status_probe.h"
 #include "ops/commands/verifier.h"
@@ -152,6 +156,8 @@ int application::run() {
       return verify();
     case command::status:
       return status();
+    case command::cost:
+      return cost();
   }
   return exit_failure;
 }
@@ -160,7 +166,17 @@ int application::run_daemon() {
   log::configure(*log::parse_format(opts_.log_format), *log::parse_level(opts_.log_level), &err_);
   auto mappings = load(opts_, err_);
   if (!mappings) return exit_usage;
-  daemon d(opts_, std::move(*mappings));
+  // Read with the mappings, before anything connects: a bad file is a start-up error.
+  std::shared_ptr<http::web_security> security;
+  if (!opts_.web_config_file.empty()) {
+    auto opened = http::web_security::open(opts_.web_config_file);
+    if (!opened) {
+      err_ << "error: " << opened.error().message << "\n";
+      return exit_usage;
+    }
+    security = std::move(opened).value();
+  }
+  daemon d(opts_, std::move(*mappings), std::move(security));
   return d.run();
 }
 
@@ -265,6 +281,55 @@ int application::status() {
     out_ << ops::to_text(*sources, wall_ms(), probe.instances()) << ops::to_text(*versions);
   }
   return exit_ok;
+}
+
+int application::cost() {
+  db_context ctx;
+  if (int rc = open_db_context(opts_, err_, ctx); rc != exit_ok) return rc;
+  ops::cost_report report;
+  report.bounds = {static_cast<std::int64_t>(opts_.max_time_s) * 1000, opts_.sample_size};
+  ops::metrics_fetch fetch;
+  if (!opts_.metrics_url.empty()) {
+    fetch = [url = opts_.metrics_url,
+             timeout = std::chrono::seconds(std::min(opts_.timeout_s, 10))] {
+      return http::http_get(url, timeout);
+    };
+  }
+  // The traffic's window opens before the data is measured and closes once both are done.
+  ops::traffic_sampler sampler(*ctx.conn, std::move(fetch));
+  const ops::traffic_reading before = sampler.read();
+  const std::int64_t window_ends = steady_ms() + std::int64_t{opts_.sample_seconds} * 1000;
+  ops::cost_probe probe(*ctx.conn, report.bounds);
+  bool measured = true;
+  for (const auto* m : ctx.selected) {
+    ops::mapping_cost c;
+    c.mapping = m->name;
+    c.kind = std::string(m->kind_name());
+    c.source = m->source.full();
+    c.target = m->target.full();
+    c.data = probe.measure(*m);
+    measured = measured && c.data.fanout.error.empty();
+    report.mappings.push_back(std::move(c));
+  }
+  if (ops::traffic_sampler::useful(before)) {
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::max<std::int64_t>(0, window_ends - steady_ms())));
+    const ops::traffic_reading after = sampler.read();
+    for (std::size_t i = 0; i < report.mappings.size(); ++i) {
+      auto& c = report.mappings[i];
+      c.traffic = ops::traffic_of(*ctx.selected[i], before, after, ops::data_amplification(c));
+    }
+  }
+  for (auto& c : report.mappings) {
+    if (!c.traffic) {
+      c.traffic_note = before.top_error + (opts_.metrics_url.empty() ? "; no --metrics-url given"
+                                                                     : "; " + before.metrics_error);
+    }
+    c.verdict = ops::verdict(c);
+  }
+  out_ << (opts_.json ? ops::to_json(report) + "\n" : ops::to_text(report));
+  // A mapping whose fan-out could not be measured is a failure; the others are still shown.
+  return measured ? exit_ok : exit_failure;
 }
 
 int application::check() {

@@ -22,6 +22,7 @@ class application {
   int backfill();
   int verify();
   int status();
+  int cost();
 
   options opts_;
   std::ostream& out_;

@@ -30,6 +30,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "http/endpoint.h"
+#include "http/web_security.h"
 #include "lease/coordinator.h"
 #include "lease/lease_store.h"
 #include "mapping/planner.h"
@@ -103,6 +104,7 @@ class mongo_parts final : public pipeline::parts_factory {
   std::unique_ptr<sink::batch_writer> make_writer(const mapping::ns& source) override {
     sink::writer_options wo{meta_db_, dry_run_};
     wo.turns = turns_;
+    wo.observe_fanout = true;
     // A dry run writes nothing, so it takes no fence either.
     if (dry_run_) return std::make_unique<sink::writer>(conn_, metrics_, std::move(wo));
     return std::make_unique<sink::fenced_writer>(conn_, metrics_, std::move(wo),
@@ -426,7 +428,8 @@ std::unique_ptr<http::endpoint> start_endpoint(const options& o, metrics::metric
                                                const reloader& running,
                                                pipeline::supervisor& pipelines,
                                                reload_requests& reloads, status_api& status,
-                                               cluster_positions* cluster) {
+                                               cluster_positions* cluster,
+                                               std::shared_ptr<http::web_security> security) {
   route_sources sources;
   sources.metrics = [&m] { return m.serialize(); };
   sources.ready = [&running, &pipelines, ha = o.ha] {
@@ -449,14 +452,17 @@ std::unique_ptr<http::endpoint> start_endpoint(const options& o, metrics::metric
     };
   }
   sources.status = [&status](std::shared_ptr<http::reply> to) { status.ask(std::move(to)); };
-  auto endpoint = http::endpoint::start(o.metrics_addr, daemon_routes(std::move(sources)));
+  const bool tls = security && security->tls();
+  auto endpoint =
+      http::endpoint::start(o.metrics_addr, daemon_routes(std::move(sources)), std::move(security));
   if (!endpoint) {
     log::error("daemon", "cannot serve metrics: " + endpoint.error().message,
                {{"address", o.metrics_addr}});
     return nullptr;
   }
-  log::info("daemon", "metrics listening",
-            {{"address", o.metrics_addr}, {"port", static_cast<int>((*endpoint)->port())}});
+  log::info(
+      "daemon", "metrics listening",
+      {{"address", o.metrics_addr}, {"port", static_cast<int>((*endpoint)->port())}, {"tls", tls}});
   return std::move(endpoint).value();
 }
 
@@ -554,8 +560,9 @@ std::string instance_id_of(const options& o) {
 
 }  // namespace
 
-daemon::daemon(options opts, std::vector<mapping::mapping> mappings)
-    : opts_(std::move(opts)), mappings_(std::move(mappings)) {}
+daemon::daemon(options opts, std::vector<mapping::mapping> mappings,
+               std::shared_ptr<http::web_security> security)
+    : opts_(std::move(opts)), mappings_(std::move(mappings)), security_(std::move(security)) {}
 
 daemon::~daemon() = default;
 
@@ -604,7 +611,7 @@ int daemon::run() {
   // The operator's page's data, read on a thread of its own; stopped after the endpoint.
   status_api status([page = std::make_shared<operator_status>(
                          status_context{**conn, meta_db, running, pipelines, opts_.mappings_dir,
-                                        instance_id, opts_.web_enable_lifecycle, started_ms})] {
+                                        instance_id, opts_.web_enable_lifecycle, started_ms, &m})] {
     return expected<std::string>(page->read());
   });
   // With --ha, GET /applied answers for the namespaces other instances stream too.
@@ -612,8 +619,8 @@ int daemon::run() {
   if (opts_.ha)
     cluster.emplace(**conn, meta_db, std::chrono::milliseconds(100),
                     [&running] { return running.watched(); });
-  const auto endpoint =
-      start_endpoint(opts_, m, running, pipelines, reloads, status, cluster ? &*cluster : nullptr);
+  const auto endpoint = start_endpoint(opts_, m, running, pipelines, reloads, status,
+                                       cluster ? &*cluster : nullptr, security_);
   if (!endpoint) return 2;
 
   log::info("daemon", "starting",

@@ -6,17 +6,24 @@
 // checkpoint, then the endpoint and the connection go. run() blocks until SIGINT/SIGTERM
 // (or request_stop()) and returns the exit code. request_stop() is thread-safe.
 
+#include <memory>
 #include <stop_token>
 #include <vector>
 
 #include "app/options.h"
 #include "mapping/mapping.h"
 
+namespace denormd::http {
+class web_security;
+}
+
 namespace denormd::app {
 
 class daemon {
  public:
-  daemon(options opts, std::vector<mapping::mapping> mappings);
+  // `security`: the HTTP port's TLS and basic auth (--web-config-file); null: plain and open.
+  daemon(options opts, std::vector<mapping::mapping> mappings,
+         std::shared_ptr<http::web_security> security = nullptr);
   ~daemon();
   daemon(const daemon&) = delete;
   daemon& operator=(const daemon&) = delete;
@@ -27,6 +34,7 @@ class daemon {
  private:
   options opts_;
   std::vector<mapping::mapping> mappings_;
+  std::shared_ptr<http::web_security> security_;
   std::stop_source stop_;
 };
 

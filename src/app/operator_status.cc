@@ -259,9 +259,28 @@ bson::array operator_status::mapping_list(const server_view* view, std::int64_t 
       const auto n = view->letter_counts.find(m.name);
       d.append("deadLetters", n == view->letter_counts.end() ? std::int64_t{0} : n->second);
     }
+    if (c_.metrics != nullptr) d.append("writeAmplification", write_amplification(m.name, now));
     out.push_back(std::move(d));
   }
-  (void)now;
+  return out;
+}
+
+bson::document operator_status::write_amplification(const std::string& mapping, std::int64_t now) {
+  const auto totals = c_.metrics->fanout(mapping);
+  auto& seen = fanouts_[mapping];
+  seen.push_back({now, totals.sum, totals.count});
+  // Keep the newest reading at or before the window's start, as the window's base.
+  while (seen.size() > 2 && seen[1].at_ms <= now - amplification_window_ms)
+    seen.pop_front();
+  bson::document out{{"events", static_cast<std::int64_t>(totals.count)}};
+  if (totals.count > 0) out.append("perEvent", totals.sum / static_cast<double>(totals.count));
+  const fanout_seen& base = seen.front();
+  if (totals.count > base.count) {
+    out.append("recentEvents", static_cast<std::int64_t>(totals.count - base.count));
+    out.append("recentPerEvent",
+               (totals.sum - base.sum) / static_cast<double>(totals.count - base.count));
+    out.append("windowSeconds", static_cast<double>(now - base.at_ms) / 1000.0);
+  }
   return out;
 }
 

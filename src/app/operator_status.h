@@ -1,5 +1,5 @@
 #pragma once
-// What GET /api/v1/status answers (README, "The operator's page"): one JSON document made of
+// What GET /api/v1/status answers (docs/operator-page.md): one JSON document made of
 // what the server holds (checkpoints, history headroom and leases as `denormd status` reads
 // them, what each --ha instance last reported of the namespaces it holds, mapping versions and
 // backfills, dead letters) and what this daemon holds in memory (each stream's state, lag and
@@ -14,12 +14,14 @@
 // thread, app/status_api); every part it reads is thread-safe.
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "app/reloader.h"
+#include "metrics/metrics.h"
 #include "mongo/connection.h"
 #include "ops/commands/status_probe.h"
 #include "ops/services/mapping_versions.h"
@@ -36,6 +38,8 @@ struct status_context {
   std::string instance;  // with --ha; "" without
   bool lifecycle = false;
   std::int64_t started_ms = 0;
+  // Where each mapping's write amplification (denormd_fanout) is read; none when null.
+  const metrics::metrics* metrics = nullptr;
 };
 
 // The dead letters shown, newest first.
@@ -96,11 +100,24 @@ class operator_status {
   reading take_reading();
   bson::document namespace_entry(const mapping::ns& src, const reading& r, tally& t) const;
   bson::array mapping_list(const server_view* view, std::int64_t now);
+  // A mapping's dependents written per event (denormd_fanout): since the start, and over the
+  // readings of the last amplification_window_ms.
+  bson::document write_amplification(const std::string& mapping, std::int64_t now);
 
   status_context c_;
   std::optional<server_view> last_;
   std::int64_t unreachable_since_ms_ = 0;  // since when the reads fail; 0 while they succeed
   std::map<std::string, backfill_seen> backfills_;
+  // denormd_fanout's sum and count per mapping as read, oldest first, over the window.
+  struct fanout_seen {
+    std::int64_t at_ms = 0;
+    double sum = 0;
+    std::uint64_t count = 0;
+  };
+  std::map<std::string, std::deque<fanout_seen>> fanouts_;
 };
+
+// The window of the page's write amplification.
+inline constexpr std::int64_t amplification_window_ms = 5 * 60 * 1000;
 
 }  // namespace denormd::app

@@ -32,7 +32,8 @@ const std::map<std::string, command_info>& commands() {
         "{uri} {db} {mappings} {metrics-addr} [{resume-after} | {start-at}] [{linger-ms}] "
         "[{checkpoint-interval-ms}] [{headroom-interval-ms}] [{verify-interval} "
         "[{verify-no-repair}]] [{ha} [{instance-id}] [{lease-ttl-ms}]] [{no-auto-backfill}] "
-        "[{watch-mappings}] [{web-enable-lifecycle}] [{dry-run}] [{log-format}] [{log-level}]"}},
+        "[{watch-mappings}] [{web-enable-lifecycle}] [{web-config-file}] [{dry-run}] "
+        "[{log-format}] [{log-level}]"}},
       {"check",
        {command::check, "validate the mappings; print the writes and indexes each needs",
         "{mappings} [{uri}] [{db}]"}},
@@ -48,6 +49,11 @@ const std::map<std::string, command_info>& commands() {
       {"status",
        {command::status, "print the stored checkpoints, their age and whether history reaches them",
         "{uri} {db} {mappings} [{json}] [{timeout}]"}},
+      {"cost",
+       {command::cost,
+        "measure what each mapping costs: fan-out, bytes, traffic, and whether it is worth it",
+        "{uri} {db} {mappings} [{mapping}]... [{max-time}] [{sample-size}] [{metrics-url}] "
+        "[{sample-seconds}] [{json}] [{timeout}]"}},
   };
   return all;
 }
@@ -133,7 +139,7 @@ flag make_flag(const char* name, const char* arg, const char* group, const char*
 // The groups of a command's help, in order.
 constexpr const char* help_groups[] = {
     "MongoDB",       "Mappings",          "Where to start", "Writing", "High availability",
-    "HTTP endpoint", "Background checks", "Output",         "Logging"};
+    "HTTP endpoint", "Background checks", "Measuring",      "Output",  "Logging"};
 
 // Every flag, declared once. A command ignores the flags it does not use (--timeout and
 // --verify-interval aside, refused where they mean nothing).
@@ -189,6 +195,9 @@ const std::vector<flag>& flags() {
       make_flag("web-enable-lifecycle", nullptr, "HTTP endpoint",
                 "serve POST /-/reload (403 without it, as Prometheus)",
                 on(&options::web_enable_lifecycle)),
+      make_flag("web-config-file", "FILE", "HTTP endpoint",
+                "TLS and basic auth for that port, in Prometheus' web config file format",
+                text(&options::web_config_file), "none: plain HTTP, no auth"),
       make_flag("headroom-interval-ms", "MS", "Background checks",
                 "how often the history headroom is measured (0: never)",
                 whole(&options::headroom_interval_ms, 0, 3600000, "of milliseconds ")),
@@ -199,6 +208,17 @@ const std::vector<flag>& flags() {
       make_flag("verify-no-repair", nullptr, "Background checks",
                 "count and log the drift the background verify finds, without repairing it",
                 on(&options::verify_no_repair)),
+      make_flag("max-time", "SECONDS", "Measuring",
+                "how long one aggregation may run on the server (maxTimeMS)",
+                whole(&options::max_time_s, 1, 86400, "of seconds ")),
+      make_flag("sample-size", "N", "Measuring",
+                "the most documents one measurement reads; a larger collection is sampled",
+                whole(&options::sample_size, 1, 1000000000, "")),
+      make_flag("metrics-url", "URL", "Measuring",
+                "a running denormd's /metrics, for the changes and writes of each mapping",
+                text(&options::metrics_url), "none: the changes from the server's top"),
+      make_flag("sample-seconds", "SECONDS", "Measuring", "how long the traffic is watched",
+                whole(&options::sample_seconds, 1, 3600, "of seconds ")),
       make_flag("events", "FILE|-", "Output", "change events to plan, one JSON per line (-: stdin)",
                 text(&options::events_file), "required"),
       make_flag("coalesce", nullptr, "Output",
@@ -364,8 +384,8 @@ status apply_flag(const po::option& opt, const po::option_description& d, boost:
     return fail("--" + opt.string_key + " " + e.what() + ", not \"" + value + "\"");
   }
   if (opt.string_key == "timeout" && o.cmd != command::backfill && o.cmd != command::verify &&
-      o.cmd != command::status)
-    return fail("--timeout is for backfill, verify and status, not " + name);
+      o.cmd != command::status && o.cmd != command::cost)
+    return fail("--timeout is for backfill, verify, status and cost, not " + name);
   d.semantic()->notify(slot);
   return {};
 }

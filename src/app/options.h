@@ -1,5 +1,5 @@
 #pragma once
-// The parsed command line (README, "Running"). Parsing is pure; the application acts on the result.
+// The parsed command line (docs/running.md). Parsing is pure; the application acts on the result.
 
 #include <cstdint>
 #include <optional>
@@ -10,7 +10,7 @@
 
 namespace denormd::app {
 
-enum class command { run, check, plan, backfill, verify, status, help, version };
+enum class command { run, check, plan, backfill, verify, status, cost, help, version };
 
 struct options {
   app::command cmd = command::help;
@@ -31,6 +31,7 @@ struct options {
   bool watch_mappings = false;        // run: reload when a mapping file changes
   bool ha = false;                    // run: share the namespaces with other instances by leases
   bool web_enable_lifecycle = false;  // run: serve POST /-/reload (as Prometheus guards it)
+  std::string web_config_file;        // run: TLS and basic auth for the HTTP port ("" = none)
   std::string instance_id;            // run: --instance-id ("" = hostname:pid)
   int lease_ttl_ms = 10000;           // run: --lease-ttl-ms
   int linger_ms = 5;                  // run: --linger-ms
@@ -39,7 +40,11 @@ struct options {
   // run: --verify-interval (0: no background verify), in milliseconds
   std::int64_t verify_interval_ms = 0;
   bool verify_no_repair = false;  // run: --verify-no-repair
-  int timeout_s = 30;  // backfill, verify, status: --timeout, how long the server may be away
+  int timeout_s = 30;   // backfill, verify, status: --timeout, how long the server may be away
+  int max_time_s = 60;  // cost: --max-time, per aggregation
+  int sample_size = 1000000;  // cost: --sample-size, documents one measurement reads
+  std::string metrics_url;    // cost: --metrics-url, a running denormd's /metrics
+  int sample_seconds = 10;    // cost: --sample-seconds, the traffic window
   std::string log_format = "text";
   std::string log_level = "info";
 };

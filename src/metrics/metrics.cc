@@ -146,6 +146,13 @@ struct metrics::impl {
       histogram(*registry, "denormd_batch_events", "Number of change events per applied batch."),
       {"source"},
       {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}};
+  labelled<prometheus::Histogram, 1> fanout{
+      histogram(*registry, "denormd_fanout",
+                "Dependents written per change event that made writes for a mapping, its write "
+                "amplification: the documents a bulk write matched, spread evenly over the "
+                "events it wrote for."),
+      {"mapping"},
+      {1, 2, 5, 10, 50, 100, 500, 1000, 5000, 10000, 100000, 1e6}};
   labelled<prometheus::Gauge, 1> checkpoint_age{
       gauge(*registry, "denormd_checkpoint_age_seconds",
             "Seconds since the resume token of a watched namespace was last stored in "
@@ -295,6 +302,17 @@ void metrics::observe_batch(std::string_view source, std::size_t events) {
   impl_->batch.get({source}).Observe(static_cast<double>(events));
 }
 
+void metrics::observe_fanout(std::string_view mapping, double dependents, std::uint64_t events) {
+  auto& h = impl_->fanout.get({mapping});
+  for (std::uint64_t i = 0; i < events; ++i)
+    h.Observe(dependents);
+}
+
+metrics::fanout_totals metrics::fanout(std::string_view mapping) const {
+  const auto m = impl_->fanout.get({mapping}).Collect();
+  return {m.histogram.sample_sum, m.histogram.sample_count};
+}
+
 void metrics::set_checkpoint_age(std::string_view source, double seconds) {
   impl_->checkpoint_age.get({source}).Set(seconds);
 }
@@ -435,6 +453,7 @@ void metrics::declare_mapping(std::string_view mapping) {
     impl_->writes.get({mapping, result});
   impl_->modified.get({mapping});
   impl_->apply_latency.get({mapping});
+  impl_->fanout.get({mapping});
   impl_->deadletters.get({mapping});
   impl_->backfill.get({mapping});
   impl_->errors.get({"write", "network"});

@@ -31,6 +31,15 @@ class metrics {
   void observe_apply_latency(std::string_view mapping, double seconds);
   // denormd_batch_events{source}
   void observe_batch(std::string_view source, std::size_t events);
+  // denormd_fanout{mapping}: dependents written per change event that made writes, observed
+  // `events` times (a bulk write's documents spread evenly over its events)
+  void observe_fanout(std::string_view mapping, double dependents, std::uint64_t events = 1);
+  // denormd_fanout's sum and count so far (the operator's page's write amplification).
+  struct fanout_totals {
+    double sum = 0;
+    std::uint64_t count = 0;
+  };
+  fanout_totals fanout(std::string_view mapping) const;
   // denormd_checkpoint_age_seconds{source}
   void set_checkpoint_age(std::string_view source, double seconds);
   // denormd_resumes_total{source, reason}

@@ -702,6 +702,32 @@ result<std::vector<bson::document>> connection::impl::aggregate(mongoc_client_t*
   return out;
 }
 
+status connection::aggregate_each(const std::string& db, const std::string& coll,
+                                  const bson::array& pipeline, const aggregate_options& opts,
+                                  const std::function<bool(bson::document&&)>& each) {
+  lease client = impl_->acquire();
+  const bson::bson_ptr p = bson::to_bson(bson::document{{"pipeline", pipeline}});
+  bson::document o;
+  if (opts.max_time_ms > 0) o.append("maxTimeMS", opts.max_time_ms);
+  if (opts.allow_disk_use) o.append("allowDiskUse", true);
+  if (opts.batch_size > 0) o.append("batchSize", opts.batch_size);
+  const bson::bson_ptr aggregate_opts = bson::to_bson(o);
+  const collection_ptr c = impl_->collection(client.get(), db, coll);
+  const cursor_ptr cursor(mongoc_collection_aggregate(c.get(), MONGOC_QUERY_NONE, p.get(),
+                                                      aggregate_opts.get(), nullptr));
+  const bson_t* doc = nullptr;
+  while (mongoc_cursor_next(cursor.get(), &doc)) {
+    auto d = bson::from_bson(*doc);
+    if (!d) return failure(client_error(d.error().message));
+    if (!each(std::move(d).value())) return {};
+  }
+  bson_error_t err;
+  const bson_t* reply = nullptr;
+  if (mongoc_cursor_error_document(cursor.get(), &err, &reply))
+    return failure(to_error(err, reply));
+  return {};
+}
+
 namespace {
 
 // A pooled client and one logical session on it, held as long as either is used. The session

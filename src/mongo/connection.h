@@ -33,6 +33,14 @@ struct watch_options {
   bson::array pipeline;  // stages after $changeStream
 };
 
+// How far one read may go (aggregate_each).
+struct aggregate_options {
+  // maxTimeMS: the server gives up after this long (50 MaxTimeMSExpired); 0: no bound.
+  std::int64_t max_time_ms = 0;
+  bool allow_disk_use = false;  // stages past their memory bound spill instead of failing
+  std::int32_t batch_size = 0;
+};
+
 // How long one operation may block on an unreachable server: waiting for a server to be
 // selected, and for a new connection to be set up. 0 keeps the driver's default (30 s and
 // 10 s); an option the URI sets itself wins.
@@ -82,6 +90,11 @@ class connection final : public document_client {
                                                 const bson::array& pipeline) override;
   result<snapshot_results> aggregate_snapshot(const std::string& db, const std::string& coll,
                                               const bson::array& pipeline) override;
+  // Streams an aggregation's results to `each` (false stops early), so that what the caller
+  // keeps bounds its memory, not the results' count.
+  status aggregate_each(const std::string& db, const std::string& coll, const bson::array& pipeline,
+                        const aggregate_options& opts,
+                        const std::function<bool(bson::document&&)>& each);
   // readConcern "snapshot", w:"majority" at commit; holds a pooled client until destroyed.
   result<std::unique_ptr<transaction>> start_transaction() override;
   // The same, one transaction after another; holds a pooled client until destroyed.

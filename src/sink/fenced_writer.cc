@@ -55,8 +55,12 @@ target_turns::held turns_for(const std::shared_ptr<target_turns>& turns,
 // A transaction's updates matched more documents than one may hold.
 constexpr std::uint32_t over_limit_code = 900101;
 
+// Or more than the server's cache could hold for one transaction (MongoDB 6.0+:
+// TransactionTooLargeForCache, which a retry of the same transaction meets again).
 bool over_limit(const mongo::driver_error& e) {
-  return e.from == mongo::driver_error::origin::client && e.code == over_limit_code;
+  constexpr std::uint32_t too_large_for_cache = 10334;
+  return (e.from == mongo::driver_error::origin::client && e.code == over_limit_code) ||
+         (e.from == mongo::driver_error::origin::server && e.code == too_large_for_cache);
 }
 
 std::size_t multi_document_updates(std::span<const mapping::write_op> ops) {
@@ -206,11 +210,47 @@ mongo::status fenced_writer::apply(std::span<const mapping::write_op> ops,
   // Each transaction commits under the fence or not at all; ops keep plan order, and a batch
   // cut short is retried after its committed ops (every op is idempotent).
   for (std::size_t start = 0; start < ops.size();) {
-    const auto chunk = ops.subspan(start, std::min(ops_per_transaction(), ops.size() - start));
-    if (auto st = write_bounded(chunk, event_tokens, source); !st) return st;
-    start += chunk.size();
+    std::size_t take = std::min(ops_per_transaction(), ops.size() - start);
+    // An update of a mapping known to fan out far is asked first how far this one does; one
+    // over the limit is written in pages at once, never tried whole.
+    std::size_t large = take;
+    for (std::size_t i = 0; i < take; ++i) {
+      auto is_large = known_large(ops[start + i]);
+      if (!is_large) return is_large.error();
+      if (*is_large) {
+        large = i;
+        break;
+      }
+    }
+    if (large > 0) {
+      const auto chunk = ops.subspan(start, large);
+      if (auto st = write_bounded(chunk, event_tokens, source); !st) return st;
+      start += chunk.size();
+      continue;
+    }
+    if (auto st = write_in_pages(ops[start], event_tokens, source); !st) return st;
+    ++committed_;
+    ++start;
   }
   return {};
+}
+
+mongo::result<bool> fenced_writer::known_large(const mapping::write_op& op) {
+  const auto* w = op.as<mapping::update_write>();
+  if (w == nullptr || !w->many || op.source_mapping == nullptr ||
+      !far_reaching_.contains(op.source_mapping->name)) {
+    return false;
+  }
+  // The _ids of one more document than a transaction may hold: a bounded read, not a count.
+  mongo::find_options probe;
+  probe.projection = bson::document{{"_id", 1}};
+  probe.limit = static_cast<std::int64_t>(max_documents_) + 1;
+  probe.batch_size = static_cast<std::int32_t>(std::min<std::size_t>(max_documents_ + 1, 100000));
+  std::size_t seen = 0;
+  auto st = conn_.find_each(op.target.db, op.target.coll, w->filter, probe,
+                            [&](bson::document&&) { return ++seen <= max_documents_; });
+  if (!st) return st.error();
+  return seen > max_documents_;
 }
 
 std::size_t fenced_writer::ops_per_transaction() const {
@@ -234,6 +274,11 @@ mongo::status fenced_writer::write_bounded(std::span<const mapping::write_op> op
   // Over the limit: the rest in halves, each bounded again; one op alone is written in pages.
   const auto rest = ops.subspan(committed_ - before);
   if (rest.size() == 1) {
+    // Its mapping's next updates are asked first (known_large), so that one that fans out as
+    // far is not written whole, only to be aborted, again.
+    if (rest.front().source_mapping != nullptr && far_reaching_.size() < max_far_reaching) {
+      far_reaching_.insert(rest.front().source_mapping->name);
+    }
     if (auto paged = write_in_pages(rest.front(), event_tokens, source); !paged) return paged;
     ++committed_;
     return {};
@@ -314,12 +359,19 @@ mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
   // transaction may find it or not (a fill, or the next event, writes it). A page that fails
   // with a write conflict is tried again in place, so that one conflict does not begin every page
   // again.
-  return for_each_id_page(conn_, op.target, w.filter, max_documents_, [&](bson::array&& ids) {
+  paged_matched_ = 0;
+  auto st = for_each_id_page(conn_, op.target, w.filter, max_documents_, [&](bson::array&& ids) {
     mapping::write_op page = op;
     std::get<mapping::update_write>(page.what).filter = mapping::with_filter(
         bson::document{{"_id", bson::document{{"$in", std::move(ids)}}}}, w.filter);
     return write_range(std::span(&page, 1), event_tokens, source, nullptr);
   });
+  const std::uint64_t matched = *paged_matched_;
+  paged_matched_.reset();
+  // Every page has committed: the event's documents, once.
+  if (st && opts_.observe_fanout)
+    metrics_.observe_fanout(op.source_mapping->name, static_cast<double>(matched));
+  return st;
 }
 
 mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_op> ops,
@@ -332,6 +384,7 @@ mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_o
   // again, and counted, by the retry or write_by_write).
   writer_options held = opts_;
   held.hold_metrics = true;
+  held.observe_fanout = opts_.observe_fanout && !paged_matched_;  // a page is not an event
   writer w(**txn, metrics_, held, &conn_);
   auto st = w.apply(ops, event_tokens, source);
   // The server aborted the transaction at the refusal: nothing of it may be committed.
@@ -351,6 +404,7 @@ mongo::status fenced_writer::in_one_transaction(std::span<const mapping::write_o
   st = fence_and_commit(**txn, fence_, epoch_);
   if (!st) return st;
   w.tally().publish();
+  if (paged_matched_) *paged_matched_ += w.matched();
   learn(ops, w.matched());
   return st;
 }

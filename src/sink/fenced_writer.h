@@ -26,6 +26,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 
@@ -96,6 +98,9 @@ class fenced_writer final : public batch_writer {
   mongo::status write_in_pages(const mapping::write_op& op,
                                std::span<const bson::document> event_tokens,
                                const mapping::ns& source);
+  // Whether `op` is a multi-document update, of a mapping that has fanned out past
+  // max_documents_ before, that matches more than max_documents_ documents now.
+  mongo::result<bool> known_large(const mapping::write_op& op);
   // `ops` in one fenced transaction, committed if everything in it was acknowledged.
   mongo::status in_one_transaction(std::span<const mapping::write_op> ops,
                                    std::span<const bson::document> event_tokens,
@@ -122,6 +127,12 @@ class fenced_writer final : public batch_writer {
   double docs_per_op_ = 0;
   // While a bounded transaction is written: the most documents it may match.
   std::size_t bound_ = 0;
+  // Mappings one of whose updates matched more than max_documents_ (bounded: mapping names).
+  static constexpr std::size_t max_far_reaching = 1024;
+  std::set<std::string> far_reaching_;
+  // While one update is written in pages: the documents its committed pages matched, so that
+  // denormd_fanout sees the one event once, with all of them.
+  std::optional<std::uint64_t> paged_matched_;
 };
 
 }  // namespace denormd::sink

@@ -22,6 +22,11 @@ void write_tally::count_deadletter(std::string_view mapping) {
   add({what::deadletter, std::string(mapping), {}, 1});
 }
 
+void write_tally::observe_fanout(std::string_view mapping, double dependents,
+                                 std::uint64_t events) {
+  add({what::fanout, std::string(mapping), {}, dependents, events});
+}
+
 void write_tally::add(entry e) {
   held_.push_back(std::move(e));
   if (!hold_) publish();
@@ -45,6 +50,9 @@ void write_tally::publish() {
         break;
       case what::deadletter:
         m.count_deadletter(e.a);
+        break;
+      case what::fanout:
+        m.observe_fanout(e.a, e.value, e.events);
         break;
     }
   }

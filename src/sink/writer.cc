@@ -1,5 +1,6 @@
 #include "sink/writer.h"
 
+#include <algorithm>
 #include <cassert>
 #include <chrono>
 #include <functional>
@@ -74,6 +75,7 @@ mongo::status writer::apply(std::span<const mapping::write_op> ops,
   std::vector<const mapping::write_op*> run;
   std::vector<const mapping::write_op*> fills;
   for (const mapping::mapping* m : order) {
+    const std::uint64_t matched_before = matched_;
     auto finish_run = [&]() -> mongo::status {
       auto st = run_bulk(run, event_tokens, source);
       run.clear();
@@ -115,8 +117,25 @@ mongo::status writer::apply(std::span<const mapping::write_op> ops,
     }
     if (auto st = finish_fills(); !st) return st;
     if (auto st = finish_run(); !st) return st;
+    if (opts_.observe_fanout) observe_fanout(*m, ops, matched_ - matched_before);
   }
   return {};
+}
+
+void writer::observe_fanout(const mapping::mapping& m, std::span<const mapping::write_op> ops,
+                            std::uint64_t matched) {
+  // A bulk write's reply counts what the whole run matched, not each statement: its documents
+  // go evenly to the events, so the sum and the count stay exact.
+  std::vector<std::size_t> events;
+  for (const auto& op : ops) {
+    if (op.source_mapping == &m && op.as<mapping::dead_letter_write>() == nullptr)
+      events.push_back(op.event);
+  }
+  std::sort(events.begin(), events.end());
+  events.erase(std::unique(events.begin(), events.end()), events.end());
+  if (events.empty()) return;
+  tally_.observe_fanout(m.name, static_cast<double>(matched) / static_cast<double>(events.size()),
+                        events.size());
 }
 
 mongo::status writer::run_bulk(std::span<const mapping::write_op* const> run,

@@ -36,6 +36,9 @@ struct writer_options {
   // The fenced writers of one process take turns per target collection (target_turns.h); none
   // when null.
   std::shared_ptr<target_turns> turns{};
+  // Observe denormd_fanout: the writes of change events (the daemon's), not of a backfill's or
+  // a verify's ops, which carry no events of their own.
+  bool observe_fanout = false;
 };
 
 // Streams the _ids of the documents `filter` selects in `target` to `each`, `page` at a time
@@ -100,6 +103,10 @@ class writer final : public batch_writer {
                                    const mapping::ns& source,
                                    const bson::document* filter = nullptr);
   void acknowledged(const mapping::write_op& op, std::int64_t now_ms);
+  // denormd_fanout for `m`: the documents its ops in `ops` matched, spread evenly over the
+  // distinct events they came from.
+  void observe_fanout(const mapping::mapping& m, std::span<const mapping::write_op> ops,
+                      std::uint64_t matched);
 
   class store;
 

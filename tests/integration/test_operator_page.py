@@ -1,4 +1,4 @@
-"""The operator's page and its API (README, "The operator's page"): GET /api/v1/status as scripts
+"""The operator's page and its API (docs/operator-page.md): GET /api/v1/status as scripts
 use it, and the page at / as a person sees it, in headless Chromium (Debian's `chromium`,
 installed by scripts/install-deps.sh). The browser test saves a screenshot next to the build
 (operator-page.png), which docs/operator-page.png is a copy of."""
@@ -101,6 +101,7 @@ class OperatorPageTest(ShopTestCase):
             self.assertRegex(m["fingerprint"], r"^[0-9a-f]{16}$")
             self.assertIn(m["kind"], ("copy", "recent", "aggregate"))
             self.assertEqual(m["deadLetters"], 0)
+            self.assertEqual(m["writeAmplification"]["events"], 0, m)  # a backfill is no event
         self.assertTrue(st["lifecycle"])
         self.assertEqual(st["mappingsFolder"], self.mappings)
         self.assertNotIn(self.uri.split("//")[1].split("/")[0], json.dumps(st))  # no connection string
@@ -190,6 +191,15 @@ class OperatorPageTest(ShopTestCase):
             self.assertRegex(html, r'data-namespace="%s" data-state="streaming"' % re.escape(n["namespace"]))
         for m in st["mappings"]:
             self.assertRegex(html, r'data-mapping="%s" data-backfill="done" data-progress="100"' % re.escape(m["name"]))
+        # The documents written per change event: orders-customer's events wrote (the new
+        # order's fill, the changes of its customers), shown as the API says.
+        amp = {m["name"]: m["writeAmplification"] for m in st["mappings"]}
+        self.assertGreaterEqual(amp["orders-customer"]["events"], 1, amp)
+        row = re.search(r'<tr data-mapping="orders-customer".*?</tr>', html, re.S).group(0)
+        shown = re.search(r'data-amplification="([^"]*)">([^<]*)<', row)
+        self.assertIsNotNone(shown, row)
+        self.assertGreaterEqual(float(shown.group(1)), 0)
+        self.assertRegex(shown.group(2), r"^\d+\.\d \(\d+ events (in .+|since start)\)$")
         self.assertEqual(html.count('data-deadletter="orders-customer"'), 2, html[-4000:])
         self.assertIn("computed field", html)
         self.assertIn(refused[0]["reason"][:40].replace('"', "&quot;"), html)

@@ -163,7 +163,7 @@ class OperationTimeoutTest(unittest.TestCase):
         self.assertIn('--timeout must be a whole number of seconds from 1 to 86400, not "0"', proc.stderr)
         proc = subprocess.run([DENORMD, "run", "--timeout", "3"], capture_output=True, text=True)
         self.assertEqual(proc.returncode, 2)
-        self.assertIn("--timeout is for backfill, verify and status, not run", proc.stderr)
+        self.assertIn("--timeout is for backfill, verify, status and cost, not run", proc.stderr)
 
 
 @unittest.skipUnless(emulator_only(), "needs mongo-emulator --oplog-max-events and failCommand")
@@ -293,7 +293,7 @@ class StopDuringBackfillTest(ShopTestCase):
                 proc.wait()
         self.outputs.append((["backfill", "(SIGTERM)"], proc.returncode, out, err))
         self.assertLess(took, 5, "SIGTERM took %.1f s" % took)
-        # README, "Backfill": exit 1 when stopped; the progress so far is stored.
+        # docs/running.md, "Backfill": exit 1 when stopped; the progress so far is stored.
         self.assertEqual(proc.returncode, 1, err)
         self.assertIn("orders-customer: ", out)
         self.assertIn(", stopped", out)

@@ -2,9 +2,9 @@
 // The automatic backfill of `denormd run`: it records the mappings the daemon runs
 // (mapping_versions.h), then backfills in the background, while the streams run, those whose
 // documents were not backfilled under their running definition (new, or changed since the
-// last start; README, "Changing mappings"). It starts after the pipelines, whose streams go on
-// from their checkpoints, so a write made while it runs reaches the new definition through the
-// stream either way; the backfiller stores each mapping's progress, so a stop or a kill -9
+// last start; docs/running.md, "Changing mappings"). It starts after the pipelines, whose streams
+// go on from their checkpoints, so a write made while it runs reaches the new definition through
+// the stream either way; the backfiller stores each mapping's progress, so a stop or a kill -9
 // continues where it was; a server that does not answer, and failures, are retried with a
 // back-off until it is stopped. Lifecycle: start() once, stop() (or the destructor) joins.
 // The connection and metrics must outlive it; it shares the planner snapshot it backfills.

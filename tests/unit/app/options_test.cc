@@ -106,7 +106,7 @@ TEST(options_test, timeout_is_for_the_operations_and_defaults_to_30_seconds) {
   EXPECT_EQ(parse_options({"verify", "--timeout=0"}, "").error().message,
             "--timeout must be a whole number of seconds from 1 to 86400, not \"0\"");
   EXPECT_EQ(parse_options({"run", "--timeout", "3"}, "").error().message,
-            "--timeout is for backfill, verify and status, not run");
+            "--timeout is for backfill, verify, status and cost, not run");
 }
 
 TEST(options_test, uri_comes_from_the_environment_unless_given) {
@@ -173,6 +173,27 @@ TEST(options_test, help_and_version) {
   EXPECT_NE(help_text("plan").find("--events"), std::string::npos);
   EXPECT_NE(help_text("").find("backfill"), std::string::npos);
   EXPECT_EQ(parse_options({"--version"}, "")->cmd, command::version);
+}
+
+TEST(options_test, web_config_file_is_a_run_flag_of_the_http_endpoint) {
+  auto o = parse_options({"run"}, "");
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_EQ(o->web_config_file, "");
+  o = parse_options({"run", "--web-config-file", "/etc/denormd/web.yml"}, "");
+  ASSERT_TRUE(o.has_value()) << o.error().message;
+  EXPECT_EQ(o->web_config_file, "/etc/denormd/web.yml");
+  auto missing = parse_options({"run", "--web-config-file"}, "");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().message, "--web-config-file needs a value");
+  const std::string help = help_text("run");
+  EXPECT_NE(help.find("[--web-config-file FILE]"), std::string::npos) << help;
+  const auto group = help.find("\nHTTP endpoint:\n");
+  const auto row = help.find("\n  --web-config-file FILE ");
+  ASSERT_NE(group, std::string::npos);
+  ASSERT_NE(row, std::string::npos);
+  EXPECT_LT(group, row);
+  EXPECT_LT(row, help.find("\nBackground checks:\n"));
+  EXPECT_NE(help.find("(default: none: plain HTTP, no auth)"), std::string::npos);
 }
 
 }  // namespace

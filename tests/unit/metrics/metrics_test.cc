@@ -84,6 +84,7 @@ void use_every_family(metrics& m) {
   m.set_lag("shop.customers", 0.5);
   m.observe_apply_latency("orders-customer", 0.02);
   m.observe_batch("shop.customers", 7);
+  m.observe_fanout("orders-customer", 5002);
   m.set_checkpoint_age("shop.customers", 4);
   m.count_resume("shop.customers", "transient");
   m.count_history_lost("shop.customers");
@@ -120,6 +121,7 @@ const std::vector<family_spec>& design_families() {
       {"denormd_lag_seconds", "gauge", {{"source", "shop.customers"}}},
       {"denormd_apply_latency_seconds", "histogram", {{"mapping", "orders-customer"}}},
       {"denormd_batch_events", "histogram", {{"source", "shop.customers"}}},
+      {"denormd_fanout", "histogram", {{"mapping", "orders-customer"}}},
       {"denormd_checkpoint_age_seconds", "gauge", {{"source", "shop.customers"}}},
       {"denormd_resumes_total", "counter", {{"source", "shop.customers"}, {"reason", "transient"}}},
       {"denormd_history_lost_total", "counter", {{"source", "shop.customers"}}},
@@ -171,6 +173,24 @@ TEST(metrics_test, every_design_family_has_its_type_and_labels) {
   for (std::string line; std::getline(in, line);)
     types += line.rfind("# TYPE ", 0) == 0;
   EXPECT_EQ(types, static_cast<int>(design_families().size()));
+}
+
+TEST(metrics_test, fanout_observes_each_event_and_totals_them) {
+  metrics m("1.2.3");
+  EXPECT_EQ(m.fanout("orders-customer").count, 0u);
+  m.observe_fanout("orders-customer", 5002);
+  m.observe_fanout("orders-customer", 3, 4);  // four events of three documents each
+  const auto t = m.fanout("orders-customer");
+  EXPECT_EQ(t.count, 5u);
+  EXPECT_DOUBLE_EQ(t.sum, 5014.0);
+  const std::string text = m.serialize();
+  EXPECT_EQ(bucket_of(text, "denormd_fanout", {{"mapping", "orders-customer"}}, 5), 4.0);
+  EXPECT_EQ(bucket_of(text, "denormd_fanout", {{"mapping", "orders-customer"}}, 5000), 4.0);
+  EXPECT_EQ(bucket_of(text, "denormd_fanout", {{"mapping", "orders-customer"}}, 10000), 5.0);
+  // Every mapping has its series from the start.
+  m.declare_mapping("logmsgs-host");
+  EXPECT_TRUE(
+      value_of(m.serialize(), "denormd_fanout_count", {{"mapping", "logmsgs-host"}}).has_value());
 }
 
 TEST(metrics_test, help_strings_are_the_meanings_in_docs_metrics_md) {

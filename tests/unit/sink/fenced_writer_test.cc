@@ -207,9 +207,14 @@ class fake_client final : public finds_nothing<mongo::document_client> {
     store.killed.insert(store.killed.end(), lsids.begin(), lsids.end());
     return {};
   }
-  mongo::status find_each(const std::string&, const std::string&, const bson::document&,
-                          const mongo::find_options&,
-                          const std::function<bool(bson::document&&)>&) override {
+  // As find(): the _ids of what an update selects, a read recorded.
+  mongo::status find_each(const std::string& db, const std::string& coll,
+                          const bson::document& filter, const mongo::find_options& opts,
+                          const std::function<bool(bson::document&&)>& each) override {
+    auto found = find(db, coll, filter, opts);
+    for (auto& d : *found) {
+      if (!each(std::move(d))) break;
+    }
     return {};
   }
 };
@@ -428,6 +433,33 @@ TEST_F(fenced_writer_test, a_batch_over_the_limit_costs_no_read_and_one_aborted_
   ASSERT_EQ(client_.store.committed.size(), 2u);
   EXPECT_EQ(client_.store.committed[0].size(), 101u);  // 100 updates and the fence
   EXPECT_EQ(w.committed(), 200u);
+}
+
+TEST_F(fenced_writer_test, an_update_over_the_limit_is_paged_and_its_mapping_asked_first_later) {
+  auto w = make(fenced_writer::default_max_ops, 25);
+  client_.store.documents_per_update = 40;
+  ASSERT_TRUE(w.apply(renames(1, true), tokens_, source_));
+  // Tried whole once (aborted: 40 over 25), then its 40 documents in pages of 25 and 15.
+  EXPECT_EQ(client_.store.transactions, 3);
+  ASSERT_EQ(client_.store.committed.size(), 2u);
+  EXPECT_EQ(w.committed(), 1u);
+  ASSERT_EQ(client_.store.reads.size(), 1u);  // the _ids, read once for the pages
+  EXPECT_EQ(client_.store.reads[0], R"(find shop.orders {"customerId":1} limit 0)");
+
+  // The mapping fanned out past the limit: its next update is asked first (26 _ids at most),
+  // and one as large goes to pages at once, never tried whole again.
+  ASSERT_TRUE(w.apply(renames(1, true), tokens_, source_));
+  EXPECT_EQ(client_.store.transactions, 3 + 2);
+  ASSERT_EQ(client_.store.reads.size(), 3u);
+  EXPECT_EQ(client_.store.reads[1], R"(find shop.orders {"customerId":1} limit 26)");
+  // Ones within the limit after the question are written as before (one a transaction: the
+  // fan-out of 40 just seen is remembered).
+  client_.store.documents_per_update = 3;
+  ASSERT_TRUE(w.apply(renames(2, true), tokens_, source_));
+  EXPECT_EQ(client_.store.reads.size(), 5u);
+  EXPECT_EQ(client_.store.transactions, 3 + 2 + 2);
+  EXPECT_EQ(client_.store.committed.back(), (std::vector<std::string>{update(2), "fence"}));
+  EXPECT_EQ(w.committed(), 2u);
 }
 
 TEST_F(fenced_writer_test, a_refused_statement_alone_becomes_a_fenced_dead_letter) {

@@ -361,6 +361,52 @@ TEST_F(writer_test, a_planned_dead_letter_writes_nothing_but_the_letter) {
   EXPECT_EQ(w.refused_writes(), 0u);  // not refused by the server
 }
 
+TEST_F(writer_test, each_event_counts_once_in_the_fan_out_with_its_share_of_the_bulk) {
+  auto m = load(copy_json);
+  // Three ops of two events: the bulk matched 12 documents, six per event.
+  std::vector<mapping::write_op> ops{set_name(m.front(), 1, "a"), set_name(m.front(), 2, "b"),
+                                     set_name(m.front(), 3, "c")};
+  ops[1].event = 1;
+  ops[2].event = 1;
+  mongo::bulk_outcome matched;
+  matched.matched = 12;
+  client_.outcomes.push_back(matched);
+  writer_options observing{"meta", false};
+  observing.observe_fanout = true;
+  writer w(client_, metrics_, observing);
+  ASSERT_TRUE(w.apply(ops, tokens_, source_));
+  const auto f = metrics_.fanout("oc");
+  EXPECT_EQ(f.count, 2u);
+  EXPECT_DOUBLE_EQ(f.sum, 12.0);
+  EXPECT_NE(metrics_.serialize().find("denormd_fanout_bucket{mapping=\"oc\",le=\"5\"} 0"),
+            std::string::npos)
+      << metrics_.serialize();
+  EXPECT_NE(metrics_.serialize().find("denormd_fanout_bucket{mapping=\"oc\",le=\"10\"} 2"),
+            std::string::npos);
+}
+
+TEST_F(writer_test, a_backfills_writes_and_held_ones_are_no_fan_out_until_published) {
+  auto m = load(copy_json);
+  const std::vector<mapping::write_op> ops{set_name(m.front(), 1, "a")};
+  // Not the daemon's events (a backfill, a verify): nothing observed.
+  ASSERT_TRUE(make().apply(ops, tokens_, source_));
+  EXPECT_EQ(metrics_.fanout("oc").count, 0u);
+  // In a transaction: held until published, and nothing when cleared (aborted).
+  writer_options held{"meta", false};
+  held.observe_fanout = true;
+  held.hold_metrics = true;
+  writer w(client_, metrics_, held);
+  ASSERT_TRUE(w.apply(ops, tokens_, source_));
+  EXPECT_EQ(metrics_.fanout("oc").count, 0u);
+  w.tally().publish();
+  EXPECT_EQ(metrics_.fanout("oc").count, 1u);
+  EXPECT_DOUBLE_EQ(metrics_.fanout("oc").sum, 1.0);
+  ASSERT_TRUE(w.apply(ops, tokens_, source_));
+  w.tally().clear();
+  w.tally().publish();
+  EXPECT_EQ(metrics_.fanout("oc").count, 1u);
+}
+
 TEST_F(writer_test, a_dry_run_sends_nothing) {
   auto m = load(copy_json);
   writer w(client_, metrics_, writer_options{"meta", true});

@@ -1,6 +1,6 @@
 #pragma once
-// The query of GET /applied (README, "Waiting for the copies"): `after=T[:I]`, the operation
-// time to wait for, optional `mapping=NAME` and `timeout=SECONDS` (at most 60).
+// The query of GET /applied (docs/running.md, "Waiting for the copies"): `after=T[:I]`, the
+// operation time to wait for, optional `mapping=NAME` and `timeout=SECONDS` (at most 60).
 
 #include <chrono>
 #include <string>

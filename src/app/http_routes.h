@@ -1,8 +1,9 @@
 #pragma once
 // The daemon's HTTP routes, registered in an http::route_table: GET /metrics, /healthz and
-// /readyz (docs/metrics.md), POST (or PUT) /-/reload (README, "Changing mappings"), GET
-// /applied (read-your-writes through the copies; README, "Waiting for the copies"), and the
-// operator's page at / with its data at /api/v1/status (README, "The operator's page").
+// /readyz (docs/metrics.md), POST (or PUT) /-/reload (docs/running.md, "Changing mappings"),
+// GET /applied (read-your-writes through the copies; docs/running.md, "Waiting for the
+// copies"), and the operator's page at / with its data at /api/v1/status
+// (docs/operator-page.md).
 //
 // Thread-safety: the handlers call the functions below from the HTTP thread, concurrently with
 // the rest of the daemon, so those must be thread-safe.

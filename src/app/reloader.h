@@ -1,8 +1,8 @@
 #pragma once
-// The mapping set `denormd run` runs, and how it changes while running (README, "Changing
-// mappings"; docs/architecture.md, "Reload"). start() starts a pipeline per watched namespace
-// and then the automatic backfill. A reload loads the mapping files again and validates them
-// completely; on any error nothing changes. Then it moves, one namespace at a time:
+// The mapping set `denormd run` runs, and how it changes while running (docs/running.md,
+// "Changing mappings"; docs/architecture.md, "Reload"). start() starts a pipeline per watched
+// namespace and then the automatic backfill. A reload loads the mapping files again and validates
+// them completely; on any error nothing changes. Then it moves, one namespace at a time:
 // - a namespace whose mappings are the same (same names and fingerprints) keeps its pipeline
 //   untouched, still planning with the snapshot it started with;
 // - one whose mappings changed is handed over to a pipeline planning with the new set, from

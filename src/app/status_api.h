@@ -1,5 +1,5 @@
 #pragma once
-// GET /api/v1/status, the operator's page's data (README, "The operator's page"): a JSON
+// GET /api/v1/status, the operator's page's data (docs/operator-page.md): a JSON
 // document that reading the server makes (checkpoints, history headroom, leases, mapping
 // versions and backfills, dead letters) plus what the daemon holds in memory (each stream's
 // state, lag and lag history). Reading takes round trips, so it runs on a thread of its own,

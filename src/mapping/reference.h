@@ -2,7 +2,8 @@
 // Reference values: what a document says another document is called (a customer's _id in an
 // order, a product's _id in a review). They are read from users' documents, so they are
 // untrusted: they are checked before they are followed and matched literally in every filter,
-// never read as a query (README, "Reference values are data, never queries"). Pure functions.
+// never read as a query (docs/mappings.md, "Reference values are data, never queries"). Pure
+// functions.
 
 #include <optional>
 #include <string>

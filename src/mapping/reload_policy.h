@@ -1,5 +1,5 @@
 #pragma once
-// What a reload decides (README, "Changing mappings"; docs/architecture.md, "Reload" and
+// What a reload decides (docs/running.md, "Changing mappings"; docs/architecture.md, "Reload" and
 // "Reloads with --ha"), apart from carrying it out: which namespaces keep, hand over, start or
 // stop their pipelines; where a removed mapping stopped reading each namespace; where a
 // namespace's stream starts again so that a mapping put back with the definition it stopped
@@ -31,7 +31,7 @@ namespace denormd::mapping {
 
 // Where a removed mapping stopped reading one namespace: everything up to `token` was applied
 // for it. Put back with the same definition, it replays the namespace's changes from there
-// instead of being backfilled (README, "Changing mappings").
+// instead of being backfilled (docs/running.md, "Changing mappings").
 struct stop_point {
   ns source;
   bson::document token;

@@ -1,4 +1,4 @@
-"""Computed fields end to end (README "Computed fields"): copies, recent arrays and aggregates
+"""Computed fields end to end (docs/computed-fields.md): copies, recent arrays and aggregates
 whose fields are aggregation expressions, evaluated by the server. The expected values are
 computed here in Python, by rules written from MongoDB's documentation, sharing nothing with
 denormd; the workload is random (seeded per test), and a kill -9, a replay and a reload of a

@@ -1,6 +1,6 @@
 """A copy mapping's new and re-keyed targets (fillNewTargets) whose source does not exist, and a
 `pull` recent array a delete left short, end to end: what `run` writes and what `verify` then
-says agree (README "Backfill, verify, status")."""
+says agree (docs/running.md, "Backfill, verify, status")."""
 import json
 
 from tests.integration.base import ShopTestCase

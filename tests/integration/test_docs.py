@@ -7,7 +7,9 @@ claimed by one test below by its first command; an example no test claims fails
 output, the real output must have the same shape: every shown line, in order, with numbers,
 times, durations and hex digests free and `...` standing for anything.
 Commands written inline in the prose (`denormd verify --repair`) must name a command and flags
-that exist, and the scripts and modules they name must exist."""
+that exist, and the scripts and modules they name must exist. docs/running.md's table of flags
+is `--help`'s. README.md is a front door: short, and linking every page of docs/; every relative
+link of the docs reaches a file, and a heading where it names one."""
 import collections
 import glob
 import json
@@ -19,6 +21,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -39,8 +42,10 @@ CLAIMS = [
     (r"^denormd backfill ", "test_backfill_continues_as_shown"),
     (r"^denormd verify$", "test_verify_reports_drift_as_shown"),
     (r"^denormd status$", "test_status_as_shown"),
+    (r"^denormd cost ", "test_cost_as_shown"),
     (r"^curl -fsS \"http://127\.0\.0\.1:9464/applied", "test_applied_as_shown"),
     (r"^kill -HUP ", "test_reload_calls"),
+    (r"^openssl req -x509 ", "test_securing_the_http_port_as_shown"),
     (r"^python3 -c 'import socket", "test_garbage_server_aborts_as_documented"),
     (r"^scripts/test\.sh +# or any build", "test_benchmark_command_is_accepted"),
     (r"^DENORMD_BUILD_DIR=build /usr/bin/python3 -m tests\.bench\.compare ", "test_compare_command_is_accepted"),
@@ -186,9 +191,9 @@ class ShapeTest(unittest.TestCase):
 
 
 class ComputedOperatorsTest(unittest.TestCase):
-    """README's table of the operators computed fields allow is the loader's table."""
+    """docs/computed-fields.md's table of the operators computed fields allow is the loader's table."""
 
-    def test_the_readme_lists_the_loaders_operators_by_family(self):
+    def test_the_docs_list_the_loaders_operators_by_family(self):
         with open(os.path.join(SOURCE_DIR, "src", "mapping", "computed_expression.cc")) as f:
             table = f.read()
         table = table[table.index("operators = {{"):table.index("}};")]
@@ -196,20 +201,152 @@ class ComputedOperatorsTest(unittest.TestCase):
         for name, family in re.findall(r'\{"(\$\w+)", F::(\w+),', table):
             loader[family].add(name)
         self.assertGreater(sum(len(v) for v in loader.values()), 40)
-        with open(os.path.join(SOURCE_DIR, "README.md")) as f:
-            readme = f.read()
-        section = readme[readme.index("### Computed fields"):]
-        section = section[:section.index("\n#")]
+        with open(os.path.join(SOURCE_DIR, "docs", "computed-fields.md")) as f:
+            section = f.read()
         family_of = {name: family for family, names in loader.items() for name in names}
         listed = collections.defaultdict(set)
         for families, ops in re.findall(r"(?m)^\| ([a-z, ]+) \| ((?:`\$\w+` ?)+)\|$", section):
             for name in re.findall(r"`(\$\w+)`", ops):
                 family = family_of.get(name, "(none: not allowed)")
                 self.assertIn(family, [x.strip() for x in families.split(",")],
-                              "README lists %s under %r; the loader has it under %s" % (name, families, family))
+                              "docs/computed-fields.md lists %s under %r; the loader has it under %s"
+                              % (name, families, family))
                 listed[family].add(name)
         self.maxDiff = None
-        self.assertEqual(dict(listed), dict(loader), "README.md's operators differ from computed_expression.cc's")
+        self.assertEqual(dict(listed), dict(loader),
+                         "docs/computed-fields.md's operators differ from computed_expression.cc's")
+
+
+# ---- flags -------------------------------------------------------------------------------------
+COMMANDS = ("run", "check", "plan", "backfill", "verify", "status", "cost")
+HELP_ROW = re.compile(r"(?m)^  (--[a-z-]+)(?: \S+)?\s+.*\(default: ([^)]*)\)$")
+
+
+def help_rows(command):
+    """[(flag, default)] of `denormd COMMAND --help`."""
+    out = subprocess.run([DENORMD, command, "--help"], capture_output=True, text=True, timeout=30).stdout
+    return HELP_ROW.findall(out)
+
+
+def flags_table(path):
+    """{(flag, command): default} from the table under '## Flags' of docs/running.md."""
+    with open(path) as f:
+        text = f.read()
+    section = text[text.index("\n## Flags\n"):]
+    section = section[:section.index("\n## ", 1)]
+    out = {}
+    for flag, commands, default in re.findall(
+            r"(?m)^\| `(--[a-z-]+)(?: [^`|]*)?` \| ([a-z, ]+) \| .* \| ([^|]*) \|$", section):
+        for command in commands.split(","):
+            out[(flag, command.strip())] = default.strip().replace("`", "")
+    return out
+
+
+class FlagsTest(unittest.TestCase):
+    """docs/running.md's table of flags is what each command's --help lists, defaults included,
+    and a default the prose states anywhere is --help's."""
+
+    def test_the_flags_table_is_the_help(self):
+        table = flags_table(os.path.join(SOURCE_DIR, "docs", "running.md"))
+        helps = {}
+        for command in COMMANDS:
+            rows = help_rows(command)
+            self.assertTrue(rows, "denormd %s --help lists no flag with a default" % command)
+            for flag, default in rows:
+                helps[(flag, command)] = default
+        self.maxDiff = None
+        self.assertEqual(sorted("%s of denormd %s (default: %s)" % (f, c, d) for (f, c), d in helps.items()
+                                if (f, c) not in table), [],
+                         "docs/running.md, Flags: add these to the table (a row, or the command to a row)")
+        self.assertEqual(sorted("%s of denormd %s" % k for k in table if k not in helps), [],
+                         "docs/running.md, Flags: the table lists flags --help does not")
+        for (flag, command), default in helps.items():
+            self.assertEqual(table[(flag, command)], default, "docs/running.md, Flags: %s of denormd %s"
+                             % (flag, command))
+
+    def test_defaults_stated_in_the_prose_are_the_help_defaults(self):
+        text = ""
+        for path in doc_files():
+            with open(path) as f:
+                text += f.read() + "\n"
+        checked = 0
+        for command in COMMANDS:
+            for flag, default in help_rows(command):
+                self.assertRegex(text, re.escape(flag) + r"(?![\w-])", "the docs never name %s" % flag)
+                for said in re.findall(re.escape(flag) + r"`?,? \(?default ([0-9][\w.:]*)", text):
+                    self.assertEqual(said, default, "the docs say %s defaults to %s; denormd %s --help says %s"
+                                     % (flag, said, command, default))
+                    checked += 1
+        self.assertGreater(checked, 3)
+
+
+# ---- the front door and the links ----------------------------------------------------------------
+README_MAX_LINES = 260
+
+
+def without_code(text):
+    """Markdown text without fenced blocks; code spans emptied (a link's text may be code)."""
+    text = re.sub(r"(?ms)^```.*?^```[^\n]*$", "", text)
+    return re.sub(r"`[^`\n]*`", "``", text)
+
+
+def link_targets(path):
+    with open(path) as f:
+        return re.findall(r"\]\(([^()\s]+)\)", without_code(f.read()))
+
+
+def heading_anchors(path):
+    """The anchors GitHub gives a Markdown file's headings."""
+    with open(path) as f:
+        text = re.sub(r"(?ms)^```.*?^```[^\n]*$", "", f.read())
+    seen, out = collections.Counter(), set()
+    for heading in re.findall(r"(?m)^#{1,6} +(.+?)\s*$", text):
+        slug = re.sub(r"[^\w\- ]", "", heading.replace("`", "").lower()).replace(" ", "-")
+        out.add("%s-%d" % (slug, seen[slug]) if seen[slug] else slug)
+        seen[slug] += 1
+    return out
+
+
+class FrontDoorTest(unittest.TestCase):
+    """README.md is a front door: short, linking every page of docs/, which docs/README.md
+    lists; every relative link of the docs reaches its file, and its heading."""
+
+    def docs_pages(self):
+        pages = sorted(os.path.basename(p) for p in glob.glob(os.path.join(SOURCE_DIR, "docs", "*.md")))
+        self.assertGreater(len(pages), 8)
+        return pages
+
+    def test_the_readme_is_short(self):
+        with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+            lines = f.read().rstrip("\n").count("\n") + 1
+        self.assertLessEqual(lines, README_MAX_LINES, "README.md has %d lines: move reference to docs/" % lines)
+
+    def test_the_readme_links_every_docs_page(self):
+        linked = {t.split("#")[0] for t in link_targets(os.path.join(SOURCE_DIR, "README.md"))}
+        self.assertEqual([p for p in self.docs_pages() if "docs/" + p not in linked], [],
+                         "README.md does not link these pages of docs/")
+
+    def test_the_docs_index_lists_every_page(self):
+        linked = {t.split("#")[0] for t in link_targets(os.path.join(SOURCE_DIR, "docs", "README.md"))}
+        self.assertEqual([p for p in self.docs_pages() if p != "README.md" and p not in linked], [],
+                         "docs/README.md does not list these pages")
+
+    def test_relative_links_reach_their_targets(self):
+        checked = 0
+        for path in doc_files():
+            where = os.path.relpath(path, SOURCE_DIR)
+            for target in link_targets(path):
+                if re.match(r"^[a-z]+:", target):
+                    continue
+                file_part, _, anchor = target.partition("#")
+                resolved = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+                self.assertTrue(os.path.exists(resolved), "%s: the link %s reaches no file" % (where, target))
+                if anchor and resolved.endswith(".md"):
+                    self.assertIn(anchor, heading_anchors(resolved),
+                                  "%s: the link %s names no heading of %s" % (where, target,
+                                                                          os.path.relpath(resolved, SOURCE_DIR)))
+                checked += 1
+        self.assertGreater(checked, 30)
 
 
 # ---- running examples ----------------------------------------------------------------------------
@@ -301,8 +438,8 @@ class DocsTest(unittest.TestCase):
     def test_check_names_the_bad_key(self):
         (example,) = examples_for("test_check_names_the_bad_key")
         (command, shown), = example.commands
-        # The README's own orders-customer example, with the typo the transcript reports.
-        mapping = json.loads(self.readme_mapping("orders-customer"))
+        # The docs' own orders-customer example, with the typo the transcript reports.
+        mapping = json.loads(self.doc_mapping("orders-customer"))
         mapping["feilds"] = mapping.pop("fields")
         os.mkdir(os.path.join(self.dir, "bad"))
         with open(os.path.join(self.dir, "bad", "orders.json"), "w") as f:
@@ -311,11 +448,12 @@ class DocsTest(unittest.TestCase):
         self.assertEqual(rc, 2, err)
         assert_shape(self, shown, out + err, example.where)
 
-    def readme_mapping(self, name):
-        for _, info, text in fenced_blocks(os.path.join(SOURCE_DIR, "README.md")):
+    def doc_mapping(self, name):
+        """The full mapping named `name` as docs/mappings.md shows it."""
+        for _, info, text in fenced_blocks(os.path.join(SOURCE_DIR, "docs", "mappings.md")):
             if info == "json" and '"name": "%s"' % name in text:
                 return text
-        self.fail("README.md shows no mapping named %s" % name)
+        self.fail("docs/mappings.md shows no mapping named %s" % name)
 
     def test_plan_prints_the_documented_writes(self):
         (example,) = examples_for("test_plan_prints_the_documented_writes")
@@ -402,6 +540,47 @@ class DocsTest(unittest.TestCase):
         self.run_as_shown(example, command, shown)
         self.stop(daemon)
 
+    def test_cost_as_shown(self):
+        """docs/cost.md's shop: customer 7 with 5,000 more open orders, orders read 150 times a
+        second and a customer renamed every 2 seconds; first before `run` (the changes from
+        `top`), then with it (`--metrics-url`)."""
+        examples = examples_for("test_cost_as_shown")
+        commands = [c for e in examples for c in e.commands]
+        names = sorted({n for command, _ in commands for n in re.findall(r"--mapping (\S+)", command)})
+        self.keep_mappings(*names)
+        db = self.small_shop()
+        c = db.customers.find_one({"_id": 7})
+        p = db.products.find_one({"_id": 1})
+        db.orders.insert_many([shop_seed.order(100000 + i, c, [shop_seed.order_item(p, 1)], "NEW",
+                                               shop_seed.when(100000 + i)) for i in range(5000)])
+        stop = threading.Event()
+
+        def workload():
+            r, next_rename = random.Random(9), time.time()
+            while not stop.is_set():
+                if time.time() >= next_rename:
+                    db.customers.update_one({"_id": r.choice([i for i in range(1, 51) if i != 7])},
+                                            {"$set": {"name": "Renamed %d" % r.randint(1, 10**6)}})
+                    next_rename += 2
+                list(db.orders.find({"customerId": r.randint(1, 50)}).limit(5))
+                time.sleep(1 / 150)
+        t = threading.Thread(target=workload)
+        t.start()
+        daemon = None
+        try:
+            for example in examples:
+                for command, shown in example.commands:
+                    if "--metrics-url" in command and daemon is None:
+                        daemon, port = self.daemon("--no-auto-backfill")
+                    if daemon is not None:
+                        command = command.replace(":9464/", ":%d/" % port)
+                    self.run_as_shown(example, command, shown)
+        finally:
+            stop.set()
+            t.join()
+        self.assertIsNotNone(daemon, "the docs show no cost with --metrics-url")
+        self.stop(daemon)
+
     def test_applied_as_shown(self):
         (example,) = examples_for("test_applied_as_shown")
         (command, shown), = example.commands
@@ -412,6 +591,48 @@ class DocsTest(unittest.TestCase):
             t = s.operation_time
         command = re.sub(r"after=\d+:\d+", "after=%d:%d" % (t.time, t.inc), command).replace(":9464/", ":%d/" % port)
         self.run_as_shown(example, command, shown)
+        self.stop(daemon)
+
+    def test_securing_the_http_port_as_shown(self):
+        """The certificate, the hash and the documented web.yml, with denormd and curl as shown."""
+        (example,) = examples_for("test_securing_the_http_port_as_shown")
+        openssl, hash_command, run, curl = [strip_comment(c) for c, _ in example.commands]
+        web_yml = next(text for _, info, text in fenced_blocks(os.path.join(SOURCE_DIR, "docs", "operations.md"))
+                       if info == "yaml" and "basic_auth_users:" in text)
+        password = re.search(r'here of "([^"]+)"', web_yml).group(1)
+        with open(os.path.join(self.dir, "web.yml"), "w") as f:
+            f.write(web_yml)
+        with open(os.path.join(self.dir, "prometheus.password"), "w") as f:
+            f.write(password + "\n")
+        rc, _, err = self.sh(openssl)
+        self.assertEqual(rc, 0, "%s: `%s`: %s" % (example.where, openssl, err))
+        rc, out, err = self.sh(hash_command.replace("scripts/", os.path.join(SOURCE_DIR, "scripts") + "/"))
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out.strip(), r"^\$2b\$10\$[./A-Za-z0-9]{53}$")
+        # denormd with the documented file: its hash must be the documented password's.
+        port = free_port()
+        self.assertTrue(run.endswith("&"), run)
+        run = re.sub(r"--metrics-addr \S+", "--metrics-addr 127.0.0.1:%d" % port,
+                     run[:-1].strip().replace("/etc/denormd/mappings", "mappings"))
+        log = open(os.path.join(self.dir, "denormd-web.log"), "w")
+        self.addCleanup(log.close)
+        daemon = subprocess.Popen(["bash", "-c", "exec " + run], cwd=self.dir, env=self.env, stdout=log,
+                                  stderr=subprocess.STDOUT)
+        self.procs.append(daemon)
+        curl = curl.replace("https://denormd.example.net:9464", "--resolve denormd.example.net:%d:127.0.0.1 "
+                            "https://denormd.example.net:%d" % (port, port))
+        self.ran.append(curl)
+
+        def ready():
+            if daemon.poll() is not None:
+                raise AssertionError("`%s` exited %s" % (run, daemon.returncode))
+            rc, out, _ = self.sh(curl)
+            return rc == 0 and out == "ready\n"
+        wait_until(ready, timeout=30, message="`%s` answering `ready`" % curl)
+        rc, out, _ = self.sh(curl.replace('-u "prometheus:$(cat prometheus.password)" ', ""))
+        self.assertEqual((rc, out), (0, "unauthorized\n"))
+        rc, out, _ = self.sh("curl -sS http://127.0.0.1:%d/readyz" % port)
+        self.assertEqual(out, "Client sent an HTTP request to an HTTPS server.\n")
         self.stop(daemon)
 
     def test_reload_calls(self):
@@ -488,21 +709,6 @@ class DocsTest(unittest.TestCase):
         with open(os.path.join(SOURCE_DIR, "tests", "bench", "CMakeLists.txt")) as f:
             self.assertIn("compare_bench_smoke", f.read())
 
-    def test_readme_flags_agree_with_help(self):
-        """Every flag a command's --help lists is in the README, and a default the README states
-        is the one --help shows."""
-        with open(os.path.join(SOURCE_DIR, "README.md")) as f:
-            readme = f.read()
-        for cmd in ("run", "check", "plan", "backfill", "verify", "status"):
-            out = subprocess.run([DENORMD, cmd, "--help"], capture_output=True, text=True, timeout=30).stdout
-            rows = re.findall(r"(?m)^  (--[a-z-]+)(?: \S+)?\s+.*\(default: ([^)]*)\)$", out)
-            self.assertTrue(rows, out)
-            for name, default in rows:
-                self.assertRegex(readme, re.escape(name) + r"(?![\w-])", "README.md never names %s" % name)
-                for said in re.findall(re.escape(name) + r"`?,? \(?default ([0-9][\w.:]*)", readme):
-                    self.assertEqual(said, default, "README.md says %s defaults to %s; --help says %s"
-                                     % (name, said, default))
-
     # -- what nothing runs ---------------------------------------------------------------------------
     def test_every_example_is_claimed(self):
         skipped = []
@@ -530,7 +736,7 @@ class DocsTest(unittest.TestCase):
             where = os.path.relpath(path, SOURCE_DIR)
             for span in re.findall(r"`([^`\n]+)`", text):
                 m = re.match(r"denormd (\w[\w-]*)((?: .*)?)$", span)
-                if m and m.group(1) in ("run", "check", "plan", "backfill", "verify", "status"):
+                if m and m.group(1) in COMMANDS:
                     cmd = m.group(1)
                     if cmd not in helps:
                         helps[cmd] = subprocess.run([DENORMD, cmd, "--help"], capture_output=True, text=True).stdout

@@ -1,6 +1,6 @@
 """A seeded random workload over the soak schema (customers, orders with items, products,
 reviews; tests/soak/mappings), exercising every mapping kind and option and the values the
-README calls out: keys of mixed numeric types, null/missing/array/operator-looking keys, NaN
+docs/mappings.md calls out: keys of mixed numeric types, null/missing/array/operator-looking keys, NaN
 and the infinities, decimals past double precision, unicode and dotted-looking strings,
 positional and pipeline updates, replaces, deletes and re-creation, parents after their
 children, large documents, the application's own read-modify-write of dependents, and

@@ -1,5 +1,5 @@
 """What every target must hold, computed from the mapping files and the source collections alone
-(README "Mappings", "Reference values are data, never queries", "aggregate"), and the whole-target
+(docs/mappings.md: the kinds, "Reference values are data, never queries"), and the whole-target
 comparison against what the targets hold. Shares no code with denormd; pure functions over
 documents (lists of dicts as pymongo decodes them), so oracle_test.py checks it without a
 server."""
@@ -23,7 +23,7 @@ def show(v):
 
 
 def is_reference(v):
-    """Whether a key value references something (README: null/missing reference nothing; arrays,
+    """Whether a key value references something (docs/mappings.md: null/missing reference nothing; arrays,
     documents with $-prefixed fields, regular expressions and undefined are not followed)."""
     if v is MISSING or v is None or isinstance(v, list):
         return False
@@ -92,7 +92,7 @@ def check(mapping, collections_):
 # ---- copy ----
 
 def check_copy(m, sources, targets):
-    """README: copies equal the source's current values (absent where the source has none) in
+    """docs/running.md, "Verify": copies equal the source's current values (absent where the source has none) in
     every target matching `where`, in every array element whose key matches; under
     onSourceDelete "keep" a target whose source does not exist keeps its copies (not checked);
     under "unset" it holds none. A target whose key is no reference is not checked ("verify
@@ -161,7 +161,7 @@ def recent_element(m, child):
 
 def recent_order(m, elements):
     """Elements in the mapping's order: `sort` (missing as null, BSON order), then the id
-    ascending (README: "the id breaks ties")."""
+    ascending (docs/mappings.md: "the id breaks ties")."""
     import functools
 
     def cmp(a, b):
@@ -179,7 +179,7 @@ def _same_element(a, b):
 
 def check_recent(m, children, parents):
     """pullAndRefill: the array is the first `limit` matching children in the mapping's order
-    (README: "a recent array must equal the first limit children that match filter"; an empty
+    (docs/running.md: "a recent array must equal the first limit children that match filter"; an empty
     array and no array are both "no children"). pull only removes a deleted child's element
     without refilling, so only what it keeps is guaranteed: each element is a current, matching
     child of this parent with its current values, in the mapping's order, at most `limit`, no
@@ -327,7 +327,7 @@ tolerated = set()
 
 
 def check_aggregate(m, children, parents):
-    """README "aggregate": $group's values per parent. recompute: sums and averages of the kind
+    """docs/mappings.md "aggregate": $group's values per parent. recompute: sums and averages of the kind
     $group gives, $min/$max equal in BSON order. incremental: by value (a running sum keeps the
     widest type it has seen; verify compares by value), `<into>._denormd` ignored."""
     out = []

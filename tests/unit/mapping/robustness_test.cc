@@ -289,8 +289,8 @@ bool poison_reference(bson::document& ev, std::mt19937& rng) {
   return poisoned;
 }
 
-// The oracle of the event fuzzers (README, "Reference values are data, never queries"): in
-// every filter a planned op carries, a value taken from a document sits where MongoDB can only
+// The oracle of the event fuzzers (docs/mappings.md, "Reference values are data, never queries"):
+// in every filter a planned op carries, a value taken from a document sits where MongoDB can only
 // match it literally. A field's condition must be one of the shapes the planner builds
 // (mapping/reference.h): literal() {$eq: v}, key_match() {$eq: v, $not: {$type: "array"}}, or
 // the recent guard {$ne: v}; their operand is literal whatever it holds. A bare value (an

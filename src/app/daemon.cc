@@ -176,11 +176,15 @@ pipeline::pipeline_options pipeline_options_of(
 }
 
 // What /readyz reports: every watched namespace streaming, else which are not and why. With
-// --ha, every namespace this instance holds: a standby that holds none is ready (healthy).
-readiness readiness_of(const std::vector<mapping::ns>& watched,
-                       const pipeline::supervisor& pipelines, bool ha) {
+// --ha, every namespace this instance holds: a standby that holds none is ready (healthy). What
+// a start retries (refused credentials, say) comes first: no pipeline says it meanwhile.
+readiness readiness_of(const reloader& running, const pipeline::supervisor& pipelines, bool ha) {
   readiness r{true, ""};
-  for (const auto& src : watched) {
+  if (const std::string waiting = running.waiting_for(); !waiting.empty()) {
+    r.ready = false;
+    r.detail += "waiting for MongoDB: " + waiting + "\n";
+  }
+  for (const auto& src : running.watched()) {
     const auto s = pipelines.status(src);
     if (s && s->ready) continue;
     if (!s && ha) continue;
@@ -433,7 +437,7 @@ std::unique_ptr<http::endpoint> start_endpoint(const options& o, metrics::metric
   route_sources sources;
   sources.metrics = [&m] { return m.serialize(); };
   sources.ready = [&running, &pipelines, ha = o.ha] {
-    return readiness_of(running.watched(), pipelines, ha);
+    return readiness_of(running, pipelines, ha);
   };
   // As Prometheus guards its lifecycle endpoints: only when asked for.
   if (o.web_enable_lifecycle) {

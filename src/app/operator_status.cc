@@ -294,7 +294,7 @@ operator_status::reading operator_status::take_reading() {
     last_ = std::move(*fresh);
     unreachable_since_ms_ = 0;
   } else {
-    r.error = fresh.error().to_string();
+    r.error = c_.conn.describe(fresh.error());
     r.reachable = fresh.error().from != mongo::driver_error::origin::network;
     if (unreachable_since_ms_ == 0) unreachable_since_ms_ = r.now;
   }
@@ -350,7 +350,10 @@ bson::document operator_status::namespace_entry(const mapping::ns& src, const re
     if (rep.last_event_ms > 0) n.append("lastEventMs", rep.last_event_ms);
     n.append("lag", lag_array(rep.lag));
   } else {
+    // Not started yet: what the start retries, if anything (refused credentials, say).
+    const std::string waiting = c_.running.waiting_for();
     state = !r.reachable          ? unreachable
+            : !waiting.empty()    ? "starting: " + waiting
             : c_.instance.empty() ? std::string("starting")
                                   : unheld_reason(s);
     if (s != nullptr && s->saved_ms > 0)

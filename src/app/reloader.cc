@@ -13,28 +13,43 @@ namespace denormd::app {
 
 namespace {
 
+// Where until_answered reports a failure: counted under the checkpoint stage, logged (naming
+// the user when the server refused the credentials), and noted as what the reloader waits for
+// (reloader::waiting_for).
+struct retry_report {
+  metrics::metrics& m;
+  const mongo::connection& conn;
+  const std::function<void(std::string)>& note;
+};
+
 // Calls `attempt` (returning a mongo::result or status) until it succeeds; each failure is
-// counted under the checkpoint stage, logged as `what` with one context field, and followed by
-// a back-off. nullopt when stopped first.
+// reported (as `what`, with one context field) and followed by a back-off. nullopt when stopped
+// first.
 template <class F>
-auto until_answered(std::stop_token stop, metrics::metrics& m, std::string_view component,
+auto until_answered(std::stop_token stop, const retry_report& r, std::string_view component,
                     std::string_view what, std::string_view key, const std::string& value,
                     F attempt) -> std::optional<decltype(attempt())> {
   backoff retry(std::chrono::milliseconds(200), std::chrono::milliseconds(10000));
-  return retry_with_backoff(stop, retry, attempt, [&](const auto& e, const retry_state&) {
-    m.count_error("checkpoint", e.metric_code());
-    log::warn(component, std::string(what) + "; retrying",
-              {{key, value}, {"error", e.to_string()}});
+  auto out = retry_with_backoff(stop, retry, attempt, [&](const auto& e, const retry_state&) {
+    r.m.count_error("checkpoint", e.metric_code());
+    const std::string why = r.conn.describe(e);
+    // Refused credentials or a missing privilege are the operator's to fix.
+    const bool refused = e.authentication_failed() || e.unauthorized();
+    log::write(refused ? log::level::error : log::level::warn, component,
+               std::string(what) + "; retrying", {{key, value}, {"error", why}});
+    r.note(std::string(what) + ": " + why);
     return retry_verdict::retry;
   });
+  r.note("");
+  return out;
 }
 
 // The stored checkpoint of `source` (none: never stored), read again after a back-off until the
 // server answers. nullopt when stopped first.
 std::optional<std::optional<checkpoint::checkpoint>> read_checkpoint(
-    const mapping::ns& source, checkpoint::checkpoint_store& checkpoints, metrics::metrics& m,
+    const mapping::ns& source, checkpoint::checkpoint_store& checkpoints, const retry_report& r,
     std::stop_token stop) {
-  auto cp = until_answered(stop, m, "daemon", "cannot read the checkpoint", "source", source.full(),
+  auto cp = until_answered(stop, r, "daemon", "cannot read the checkpoint", "source", source.full(),
                            [&] { return checkpoints.load(source); });
   if (!cp) return std::nullopt;
   return std::move(**cp);
@@ -76,13 +91,13 @@ pipeline::start_position position_of(const replay_point& replay) {
 // Starts the pipeline of `source` planning with `p` from `from`; with --ha, then records that
 // it does (ops/services/streamed_sets.h): the automatic backfill of a new or changed mapping,
 // perhaps on another instance, waits for it.
-void start_streaming(pipeline::supervisor& pipelines, mongo::connection& conn, metrics::metrics& m,
-                     const std::string& meta_db, bool ha, const mapping::ns& source,
-                     std::shared_ptr<const mapping::planner> p, pipeline::start_position from,
-                     std::stop_token stop) {
+void start_streaming(pipeline::supervisor& pipelines, mongo::connection& conn,
+                     const retry_report& r, const std::string& meta_db, bool ha,
+                     const mapping::ns& source, std::shared_ptr<const mapping::planner> p,
+                     pipeline::start_position from, std::stop_token stop) {
   pipelines.start(source, p, std::move(from));
   if (!ha) return;  // without --ha this process's backfill starts after its pipelines
-  until_answered(stop, m, "reload", "cannot record the mappings the stream runs", "source",
+  until_answered(stop, r, "reload", "cannot record the mappings the stream runs", "source",
                  source.full(), [&] { return ops::record_streamed(conn, meta_db, source, *p); });
 }
 
@@ -131,7 +146,11 @@ reloader::reloader(const options& opts, mongo::connection& conn, metrics::metric
       meta_db_(std::move(meta_db)),
       planner_(std::move(planner)),
       policy_(opts.ha),
-      watched_(planner_->watched_namespaces()) {}
+      watched_(planner_->watched_namespaces()),
+      note_waiting_([this](std::string what) {
+        std::lock_guard lock(waiting_mutex_);
+        waiting_ = std::move(what);
+      }) {}
 
 reloader::~reloader() {
   stop();
@@ -146,8 +165,8 @@ void reloader::start(const replay_point& replay, std::stop_token stop) {
     if (stop.stop_requested()) return;  // stopped while starting
     auto from = replaying ? position_of(replay) : from_checkpoint(src, *planner_, 0, nullptr, stop);
     if (!from) return;
-    start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, planner_,
-                    std::move(*from), stop);
+    start_streaming(pipelines_, conn_, {metrics_, conn_, note_waiting_}, meta_db_, opts_.ha, src,
+                    planner_, std::move(*from), stop);
   }
   policy_.running(*planner_);  // back (replayed above) or back changed (backfilled)
   // With --ha it runs on the instance holding its lease (start_backfill_unit).
@@ -165,15 +184,16 @@ void reloader::stop_backfill_unit() {
 }
 
 bool reloader::note_removed_at_start(std::stop_token stop) {
-  auto read = until_answered(stop, metrics_, "daemon", "cannot read the recorded mappings",
-                             "collection", meta_db_ + "." + ops::mappings_collection,
+  auto read = until_answered(stop, {metrics_, conn_, note_waiting_}, "daemon",
+                             "cannot read the recorded mappings", "collection",
+                             meta_db_ + "." + ops::mappings_collection,
                              [&] { return ops::read_recorded(conn_, meta_db_); });
   if (!read) return false;
   const std::vector<ops::recorded_mapping> recorded = std::move(*read).value();
   // A mapping gone since the last run stopped at its namespaces' checkpoints.
   std::map<mapping::ns, mapping::resume_position> positions;
   for (const auto& src : mapping::reload_policy::positions_needed(recorded, *planner_)) {
-    auto cp = read_checkpoint(src, checkpoints_, metrics_, stop);
+    auto cp = read_checkpoint(src, checkpoints_, {metrics_, conn_, note_waiting_}, stop);
     if (!cp) return false;
     positions.emplace(src, resume_of(position_of(*cp)));
   }
@@ -188,16 +208,18 @@ bool reloader::note_stopped(const std::vector<ops::recorded_mapping>& recorded,
   for (const auto& [src, entries] :
        mapping::reload_policy::entries_at_start(recorded, *planner_, positions)) {
     for (const auto& e : entries) {
-      if (!until_answered(stop, metrics_, "daemon", "cannot note where a removed mapping stopped",
-                          "source", src.full(), [&] { return checkpoints_.note_stopped(src, e); }))
+      if (!until_answered(stop, {metrics_, conn_, note_waiting_}, "daemon",
+                          "cannot note where a removed mapping stopped", "source", src.full(),
+                          [&] { return checkpoints_.note_stopped(src, e); }))
         return false;
     }
   }
   // Kept with the checkpoints now, they are read once (a denormd before this recorded them).
   for (const auto& r : recorded) {
     if (r.stopped_at.empty()) continue;
-    if (!until_answered(stop, metrics_, "daemon", "cannot clear a moved stoppedAt", "mapping",
-                        r.name, [&] { return ops::forget_stopped_at(conn_, meta_db_, r.name); }))
+    if (!until_answered(stop, {metrics_, conn_, note_waiting_}, "daemon",
+                        "cannot clear a moved stoppedAt", "mapping", r.name,
+                        [&] { return ops::forget_stopped_at(conn_, meta_db_, r.name); }))
       return false;
   }
   return true;
@@ -232,8 +254,8 @@ void reloader::start_unit(const mapping::ns& source, std::int64_t lease_epoch,
   if (!contains(watched(), source)) return;  // a reload stopped watching it meanwhile
   auto from = from_checkpoint(source, *planner_, lease_epoch, std::move(lease_deadline), stop);
   if (!from) return;
-  start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, source, planner_,
-                  std::move(*from), stop);
+  start_streaming(pipelines_, conn_, {metrics_, conn_, note_waiting_}, meta_db_, opts_.ha, source,
+                  planner_, std::move(*from), stop);
 }
 
 void reloader::stop_unit(const mapping::ns& source) {
@@ -244,6 +266,11 @@ void reloader::stop_unit(const mapping::ns& source) {
 
 void reloader::stop() {
   if (backfill_) backfill_->stop();
+}
+
+std::string reloader::waiting_for() const {
+  std::lock_guard lock(waiting_mutex_);
+  return waiting_;
 }
 
 std::vector<mapping::ns> reloader::watched() const {
@@ -361,15 +388,15 @@ reloader::move_counts reloader::carry_out(const std::vector<mapping::namespace_m
     } else if (what == kind::hand_over) {
       auto at = pipelines_.hand_over(src);
       if (!at) continue;  // not held (--ha), or the daemon was stopped while starting
-      start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, next,
-                      restart_position(std::move(*at), src, *next, stop), stop);
+      start_streaming(pipelines_, conn_, {metrics_, conn_, note_waiting_}, meta_db_, opts_.ha, src,
+                      next, restart_position(std::move(*at), src, *next, stop), stop);
       ++count.handed_over;
     } else {
       metrics_.declare_source(src.full());
       auto from = from_checkpoint(src, *next, 0, nullptr, stop);
       if (!from) break;
-      start_streaming(pipelines_, conn_, metrics_, meta_db_, opts_.ha, src, next, std::move(*from),
-                      stop);
+      start_streaming(pipelines_, conn_, {metrics_, conn_, note_waiting_}, meta_db_, opts_.ha, src,
+                      next, std::move(*from), stop);
       ++count.started;
     }
   }
@@ -380,7 +407,7 @@ std::optional<pipeline::start_position> reloader::from_checkpoint(
     const mapping::ns& source, const mapping::planner& next, std::int64_t lease_epoch,
     std::shared_ptr<const std::atomic<std::int64_t>> lease_deadline, std::stop_token stop) {
   // Read once: where it resumes, and the mappings that stopped reading it.
-  auto cp = read_checkpoint(source, checkpoints_, metrics_, stop);
+  auto cp = read_checkpoint(source, checkpoints_, {metrics_, conn_, note_waiting_}, stop);
   if (!cp) return std::nullopt;
   pipeline::start_position from = position_of(*cp);
   from.lease_epoch = lease_epoch;
@@ -394,7 +421,7 @@ pipeline::start_position reloader::restart_position(pipeline::start_position at,
                                                     std::stop_token stop) {
   // `at` is where the old pipeline stopped, which its checkpoint may not have reached yet; the
   // entries are the checkpoint's.
-  auto cp = read_checkpoint(source, checkpoints_, metrics_, stop);
+  auto cp = read_checkpoint(source, checkpoints_, {metrics_, conn_, note_waiting_}, stop);
   if (!cp) return at;
   return settle_stopped(std::move(at), source, next, stopped_of(*cp), stop);
 }
@@ -416,8 +443,9 @@ pipeline::start_position reloader::settle_stopped(
   checkpoint::checkpoint cp{
       *out.resume_after,         0, wall_ms(), out.token_time, out.filter, out.lease_epoch,
       std::move(settled.entries)};
-  until_answered(stop, metrics_, "reload", "cannot store the stopped mappings", "source",
-                 source.full(), [&]() -> mongo::status {
+  until_answered(stop, {metrics_, conn_, note_waiting_}, "reload",
+                 "cannot store the stopped mappings", "source", source.full(),
+                 [&]() -> mongo::status {
                    auto st = checkpoints_.save(source, cp);
                    // Another instance took the namespace over: its own start settles them.
                    if (!st && st.error().code == mongo::lease_fenced_code) return {};

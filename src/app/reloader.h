@@ -23,7 +23,7 @@
 //
 // Lifecycle: start() once, serve() on the main thread until stopped, then stop() (the
 // automatic backfill; the pipelines are the supervisor's, stopped after). Thread-safety:
-// watched() from any thread; the rest from the main thread.
+// watched() and waiting_for() from any thread; the rest from the main thread.
 
 #include <atomic>
 #include <functional>
@@ -68,6 +68,10 @@ class reloader {
 
   // The namespaces the running set watches.
   std::vector<mapping::ns> watched() const;
+  // What a start (or a reload) retries against the server right now, as "<what>: <why>" ("" when
+  // nothing): /readyz and the status page show it, as no pipeline says more meanwhile. Any
+  // thread.
+  std::string waiting_for() const;
   // The last reload's outcome and when it ended (ms since the epoch); nullopt before the
   // first. Any thread.
   struct reload_result {
@@ -147,6 +151,10 @@ class reloader {
   mutable std::mutex watched_mutex_;  // guards watched_, and planner_ against other threads' reads
   std::vector<mapping::ns> watched_;
   std::optional<reload_result> last_reload_;  // under watched_mutex_
+  mutable std::mutex waiting_mutex_;
+  std::string waiting_;  // waiting_for(); under waiting_mutex_
+  // Sets waiting_: the retry helpers of reloader.cc note what they retry through it.
+  const std::function<void(std::string)> note_waiting_;
 };
 
 }  // namespace denormd::app

@@ -139,6 +139,12 @@ driver_error to_error(const bson_error_t& e, const bson_t* reply) {
     default:
       d.from = driver_error::origin::client;
   }
+  if (e.domain == MONGOC_ERROR_CLIENT && e.code == MONGOC_ERROR_CLIENT_AUTHENTICATE) {
+    // The server refused the credentials (its 18 AuthenticationFailed, which libmongoc reports
+    // as its own error): counted and reported as the server's code.
+    d.from = driver_error::origin::server;
+    d.code = authentication_failed_code;
+  }
   d.labels = labels_of(reply);
   return d;
 }
@@ -237,6 +243,7 @@ struct connection::impl {
   uri_ptr uri;
   pool_ptr pool;
   std::string default_db;
+  std::string credentials;  // whose credentials the URI gives (describe()); "" for none
   write_concern_ptr majority;
 
   lease acquire() { return lease(mongoc_client_pool_pop(pool.get()), pool_return{pool.get()}); }
@@ -299,6 +306,22 @@ struct change_stream::impl {
   std::uint64_t driver_resumes = 0;
 };
 
+namespace {
+
+// Whose credentials `uri` gives, for messages: user "NAME" (authSource DB), or the mechanism
+// when it names no user (x.509 takes the name from the certificate); "" for none.
+std::string credentials_of(const mongoc_uri_t* uri) {
+  const char* user = mongoc_uri_get_username(uri);
+  const char* mechanism = mongoc_uri_get_auth_mechanism(uri);
+  if (user == nullptr || *user == '\0')
+    return mechanism != nullptr ? std::string("the ") + mechanism + " credentials" : "";
+  const char* source = mongoc_uri_get_auth_source(uri);
+  return "user \"" + std::string(user) + "\" (authSource " +
+         (source != nullptr ? source : "admin") + ")";
+}
+
+}  // namespace
+
 connection::connection(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
 connection::~connection() = default;
 
@@ -322,6 +345,7 @@ result<std::unique_ptr<connection>> connection::open(const std::string& uri,
   if (!i->uri)
     return failure(client_error("invalid MongoDB URI: " + redact_known_uri_message(err.message)));
   if (const char* db = mongoc_uri_get_database(i->uri.get())) i->default_db = db;
+  i->credentials = credentials_of(i->uri.get());
   if (!i->pool) return failure(client_error("cannot create a client pool for this URI"));
   const apm_ptr apm(mongoc_apm_callbacks_new());
   mongoc_apm_set_command_started_cb(apm.get(), count_driver_resume);
@@ -335,6 +359,11 @@ result<std::unique_ptr<connection>> connection::open(const std::string& uri,
 
 const std::string& connection::default_database() const {
   return impl_->default_db;
+}
+
+std::string connection::describe(const driver_error& e) const {
+  if (!e.authentication_failed() || impl_->credentials.empty()) return e.to_string();
+  return "authentication failed for " + impl_->credentials + ": " + e.to_string();
 }
 
 result<bson::document> connection::command(const std::string& db, const bson::document& cmd) {

@@ -61,6 +61,9 @@ class connection final : public document_client {
 
   // The database named in the URI path ("" when none).
   const std::string& default_database() const;
+  // `e` for an operator: its to_string(), naming the URI's user when the server refused the
+  // credentials ("authentication failed for user "denormd" (authSource admin): ...").
+  std::string describe(const driver_error& e) const;
 
   result<bson::document> command(const std::string& db, const bson::document& cmd);
   // The server's current operation time (from a ping's operationTime).

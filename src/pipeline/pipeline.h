@@ -53,8 +53,13 @@ class pipeline {
   void join();
 
   const mapping::ns& source() const { return source_; }
-  bool ready() const { return reader_->ready(); }
-  std::string state() const { return reader_->state(); }
+  // Streaming, and not held back by writes the server refuses for the credentials or a
+  // privilege (the state then says which).
+  bool ready() const { return reader_->ready() && applier_->refused().empty(); }
+  std::string state() const {
+    std::string refused = applier_->refused();
+    return refused.empty() ? reader_->state() : refused;
+  }
   // Sets the lag and checkpoint-age gauges of this source.
   void report_lag(std::int64_t now_ms) const;
   double lag_seconds(std::int64_t now_ms) const;

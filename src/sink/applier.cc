@@ -97,6 +97,7 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
     ++errors_;
     metrics_.count_error(stage, e.metric_code());
     metrics_.set_batch_attempts(name_, tries);
+    if (e.authentication_failed() || e.unauthorized()) note_refused(stage, &e);
     if (fenced_out(e)) {
       if (!ended_fenced_out_) {
         ended_fenced_out_ = true;
@@ -129,8 +130,28 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
   };
   auto done = retry_with_backoff(
       stop, retry, [&]() -> mongo::status { return attempt(); }, failed);
-  if (done && *done) metrics_.set_batch_attempts(name_, 0);
+  if (done && *done) {
+    metrics_.set_batch_attempts(name_, 0);
+    if (any_refused_) note_refused(stage, nullptr);
+  }
   return done && *done;
+}
+
+void applier::note_refused(const char* stage, const mongo::driver_error* e) {
+  const std::string_view s = stage;
+  const char* what = s == "write"        ? "cannot write the copies"
+                     : s == "checkpoint" ? "cannot store the checkpoint"
+                     : s == "fence"      ? "cannot take the write fence"
+                                         : "cannot compute the computed fields";
+  std::lock_guard lock(refused_mutex_);
+  refused_ = e != nullptr ? std::string(what) + ": " + e->to_string() : std::string();
+  any_refused_ = e != nullptr;
+}
+
+std::string applier::refused() const {
+  if (!any_refused_) return "";
+  std::lock_guard lock(refused_mutex_);
+  return refused_;
 }
 
 bool applier::fenced_out(const mongo::driver_error& e) const {

@@ -102,6 +102,10 @@ class applier {
   // the attempts that failed (a write, a checkpoint, the fence) so far. Any thread.
   std::int64_t last_event_ms() const { return last_event_ms_.load(); }
   std::uint64_t errors() const { return errors_.load(); }
+  // While the server refuses the batch in flight the credentials or a privilege, what was
+  // refused and why ("cannot write the copies: the user's roles do not grant update on
+  // shop.orders: ..."); "" otherwise. Any thread.
+  std::string refused() const;
   // Queue items (events and token-only ones) fully applied and checkpointed so far; equal to
   // the watcher's pushed() count when everything read is applied.
   std::uint64_t completed_items() const { return completed_items_.load(); }
@@ -134,6 +138,8 @@ class applier {
   bool open_writer(std::stop_token& stop);
   // Another writer took the fence (without a lease: the applier ends).
   bool fenced_out(const mongo::driver_error& e) const;
+  // Notes (an access error) or clears (none) why the batch in flight is refused.
+  void note_refused(const char* stage, const mongo::driver_error* e);
   // Parses and plans `items` into the batch buffers; returns the newest event's wall time, or
   // nullopt when stopped while the server computed the batch's computed fields.
   std::optional<std::int64_t> plan_batch(const std::vector<source::stream_item>& items,
@@ -172,6 +178,9 @@ class applier {
   // applier thread).
   std::atomic<std::int64_t> last_event_ms_{0};
   std::atomic<std::uint64_t> errors_{0};
+  mutable std::mutex refused_mutex_;
+  std::string refused_;                   // under refused_mutex_
+  std::atomic<bool> any_refused_{false};  // refused_ is not empty
   // The cluster time of the last item planned when it is an event (its token names it).
   std::optional<bson::timestamp> last_item_time_;
   std::chrono::steady_clock::time_point stored_at_{};

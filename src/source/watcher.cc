@@ -207,6 +207,7 @@ bool watcher::wait_for_source(std::stop_token& stop) {
                            {"filter", bson::document{{"name", opts_.source.coll}}},
                            {"nameOnly", true}};
   backoff poll(std::chrono::milliseconds(1000), std::chrono::milliseconds(1000));
+  const std::string waiting = state();
   do {
     auto reply = conn_.command(opts_.source.db, ask);
     if (reply) {
@@ -215,10 +216,21 @@ bool watcher::wait_for_source(std::stop_token& stop) {
                                      ? cursor->as_document().get("firstBatch")
                                      : nullptr;
       if (batch != nullptr && batch->is_array() && !batch->as_array().empty()) return true;
+      if (state() != waiting) set_state(false, waiting);
     } else {
       ++errors_;
+      metrics_.count_error("stream", reply.error().metric_code());
+      const std::string why = conn_.describe(reply.error());
+      // Without listCollections on the database (or the credentials) it would wait forever
+      // without saying why.
+      if (reply.error().authentication_failed() || reply.error().unauthorized()) {
+        if (state() == waiting)
+          log::error("watcher", "cannot tell whether the source collection exists again",
+                     {{"source", name_}, {"error", why}});
+        set_state(false, "cannot tell whether the source collection exists again: " + why);
+      }
       log::debug("watcher", "cannot list the collections; asking again",
-                 {{"source", name_}, {"error", reply.error().to_string()}});
+                 {{"source", name_}, {"error", why}});
     }
   } while (poll.wait(stop));
   return false;
@@ -265,9 +277,12 @@ mongo::status watcher::stream(position& at, backoff& reopen, std::stop_token& st
     ++errors_;
     metrics_.count_error("stream", f.error.metric_code());
     if (f.error.history_lost()) return retry_verdict::give_up;
-    set_state(false, f.what + ": " + f.error.to_string());
-    log::warn("watcher", f.what + "; reopening from the last position",
-              {{"source", name_}, {"error", f.error.to_string()}});
+    const std::string why = conn_.describe(f.error);
+    set_state(false, f.what + ": " + why);
+    // Refused credentials or a missing privilege are the operator's to fix: said as errors.
+    const bool refused = f.error.authentication_failed() || f.error.unauthorized();
+    log::write(refused ? log::level::error : log::level::warn, "watcher",
+               f.what + "; reopening from the last position", {{"source", name_}, {"error", why}});
     at.resume_reason = "error";
     return retry_verdict::retry;
   };

@@ -17,6 +17,17 @@ from tests.integration.harness import DENORMD, Denormd, Emulator, REAL_URI, case
 from tests.integration.shop import Shop
 
 
+def kill_daemons(case, daemons):
+    """kill -9 of every daemon a test started, each one's log printed when the test failed;
+    whether it failed."""
+    failed = case_failed(case)
+    for d in daemons:
+        d.kill9()
+        if failed:
+            print("---- denormd log (%s) ----\n%s" % (case.id(), d.log()[-20000:]))
+    return failed
+
+
 class DaemonTestCase(unittest.TestCase):
     DB_PREFIX = "shop_"
 
@@ -27,11 +38,7 @@ class DaemonTestCase(unittest.TestCase):
         self.daemons = []
 
     def tearDown(self):
-        failed = case_failed(self)
-        for d in self.daemons:
-            d.kill9()
-            if failed:
-                print("---- denormd log (%s) ----\n%s" % (self.id(), d.log()[-20000:]))
+        failed = kill_daemons(self, self.daemons)
         self.clean_up(failed)
         if self.emulator:
             self.emulator.stop()

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pymongo
@@ -43,6 +44,22 @@ class Emulator:
             raise RuntimeError("mongo-emulator did not start: %r" % line)
         self.host, self.port = m.group(1), int(m.group(2))
         self.uri = "mongodb://%s:%d/?replicaSet=rs0" % (self.host, self.port)
+
+    def uri_as(self, user, password):
+        """This server's URI with a user's credentials (created in admin)."""
+        quote = urllib.parse.quote
+        return "mongodb://%s:%s@%s:%d/?replicaSet=rs0&authSource=admin" % (
+            quote(user, safe=""), quote(password, safe=""), self.host, self.port)
+
+    def create_first_user(self, user, password, roles=("root",)):
+        """Started with --auth: creates the first user through the localhost exception (as
+        `mongod --auth` allows) and returns its URI."""
+        client = pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=10000)
+        try:
+            client.admin.command("createUser", user, pwd=password, roles=list(roles))
+        finally:
+            client.close()
+        return self.uri_as(user, password)
 
     def stop(self):
         if self.proc.poll() is None:

@@ -132,8 +132,11 @@ class LeastPrivilegeRole(unittest.TestCase):
         self.assertEqual(resources[("shop", "orders")], ["changeStream", "find", "update"])
         self.assertEqual(resources[("shop", "denormd_checkpoints")],
                          ["find", "insert", "remove", "update"])
+        self.assertEqual(resources[("shop", "denormd_mappings")],
+                         ["find", "insert", "remove", "update"])
+        self.assertEqual(resources[("shop", "")], ["listCollections"])
         self.assertEqual(resources[("local", "oplog.rs")], ["find"])
-        self.assertEqual(len(resources), 10)
+        self.assertEqual(len(resources), 15)
         status = self.denormd.admin.command("connectionStatus")["authInfo"]
         self.assertEqual(status["authenticatedUsers"], [{"user": self.user_name, "db": "admin"}])
         self.assertEqual(status["authenticatedUserRoles"], [{"role": self.role_name, "db": "admin"}])
@@ -146,6 +149,9 @@ class LeastPrivilegeRole(unittest.TestCase):
         self.assertEqual([e["operationType"] for e in events], ["update"])
         self.assertEqual(events[0]["fullDocument"], {"_id": 1, "n": 10})
         self.assertEqual(shop.customers.count_documents({}), 2)
+        # listCollections on the database: denormd reads the sources' options.
+        self.assertEqual(sorted(shop.list_collection_names()),
+                         ["customers", "orders", "products", "reviews"])
         self.assertEqual(list(shop.reviews.aggregate([{"$group": {"_id": None, "n": {"$sum": "$n"}}}])),
                          [{"_id": None, "n": 3}])
         self.assertEqual(shop.products.update_many({}, {"$inc": {"n": 1}}).modified_count, 2)
@@ -177,11 +183,12 @@ class LeastPrivilegeRole(unittest.TestCase):
                                  "serverStatus")
         self.assert_unauthorized(lambda: self.denormd.local.startup_log.find_one(),
                                  "local beyond the oplog")
-        # listCollections needs its action on the database; with authorizedCollections and
-        # nameOnly it lists the collections the role has privileges on instead.
-        self.assert_unauthorized(lambda: shop.list_collection_names(), "listCollections")
-        self.assertEqual(sorted(shop.list_collection_names(authorizedCollections=True)),
-                         ["customers", "orders", "products", "reviews"])
+        # listCollections is granted on the shop database only; elsewhere, with
+        # authorizedCollections and nameOnly, only the collections the role has privileges on.
+        self.assert_unauthorized(lambda: self.denormd.local.list_collection_names(),
+                                 "listCollections on local")
+        self.assertEqual(self.denormd.local.list_collection_names(authorizedCollections=True),
+                         ["oplog.rs"])
 
     def sasl_counts(self):
         commands = self.root.admin.command("serverStatus")["metrics"]["commands"]

@@ -88,6 +88,8 @@ class fake_writer final : public batch_writer {
   explicit fake_writer(journal& j) : journal_(j) {}
   // Whether the batch with these event tokens fails (called with the journal locked).
   std::function<bool(const std::vector<std::string>&)> fails = [](const auto&) { return false; };
+  // What a failing batch fails with.
+  mongo::driver_error error{mongo::driver_error::origin::server, 91, "shutting down", {}};
 
   mongo::status apply(std::span<const mapping::write_op>,
                       std::span<const bson::document> event_tokens, const mapping::ns&) override {
@@ -97,10 +99,7 @@ class fake_writer final : public batch_writer {
     std::unique_lock lock(journal_.mutex);
     ++journal_.write_calls;
     journal_.changed.notify_all();
-    if (fails(tokens)) {
-      return mongo::failure(
-          mongo::driver_error{mongo::driver_error::origin::server, 91, "shutting down", {}});
-    }
+    if (fails(tokens)) return mongo::failure(error);
     lock.unlock();
     for (const auto& t : tokens)
       journal_.add("ack " + t);
@@ -195,6 +194,32 @@ TEST_F(applier_test, a_failing_write_is_retried_and_its_token_is_stored_only_aft
   std::lock_guard lock(journal_.mutex);
   EXPECT_EQ(journal_.write_calls, 3);
   EXPECT_EQ(journal_.saved.back().event_ms, 1000);
+}
+
+TEST_F(applier_test, a_write_refused_for_a_privilege_says_which_until_it_goes_through) {
+  std::atomic<bool> refuse{true};
+  writer_.error = mongo::driver_error{
+      mongo::driver_error::origin::server,
+      mongo::unauthorized_code,
+      "not authorized on shop to execute command { update: \"orders\", updates: [] }",
+      {}};
+  writer_.fails = [&](const auto&) { return refuse.load(); };
+  auto& a = start();
+  EXPECT_EQ(a.refused(), "");
+  ASSERT_TRUE(queue_.push(rename("e1", 1000)));
+  ASSERT_TRUE(journal_.wait([&] { return journal_.write_calls >= 2; }));
+  EXPECT_EQ(a.refused().rfind("cannot write the copies: the user's roles do not grant update on "
+                              "shop.orders: not authorized on shop",
+                              0),
+            0U)
+      << a.refused();
+  EXPECT_NE(metrics_.serialize().find("denormd_errors_total{code=\"13\",stage=\"write\"}"),
+            std::string::npos)
+      << metrics_.serialize();
+  refuse = false;
+  ASSERT_TRUE(saved("e1"));
+  EXPECT_EQ(a.refused(), "");
+  stop();
 }
 
 TEST_F(applier_test, stopping_while_a_write_fails_stores_no_checkpoint_past_that_batch) {

@@ -34,12 +34,12 @@ class LeaseHelpers:
         o = self.owners(instances)
         return set(o) == units and all(len(v) == 1 for v in o.values())
 
-    def balanced(self, instances, units):
+    def balanced(self, instances, units, owners=None):
         """Every unit held once, and the live instances' counts of streams (and of jobs) within
-        one of each other."""
-        if not self.all_held_once(instances, units):
+        one of each other (in `owners`, or read now)."""
+        o = self.owners(instances) if owners is None else owners
+        if set(o) != units or any(len(v) != 1 for v in o.values()):
             return False
-        o = self.owners(instances)
         live = [name for name, d in instances.items() if d.proc.poll() is None]
         for stream in (True, False):
             counts = [sum(1 for u, v in o.items() if name in v and ("." in u) == stream) for name in live]
@@ -48,9 +48,22 @@ class LeaseHelpers:
         return True
 
     def spread(self, instances, units, timeout=20):
-        """Waits until `instances` hold `units` evenly; {unit: [holder]} then."""
-        wait_until(lambda: self.balanced(instances, units), timeout=timeout, message="units spread evenly")
-        return self.owners(instances)
+        """Waits until `instances` hold `units` evenly, the same in two readings in a row (each
+        instance's metrics are read one after another, so one reading can catch a unit between
+        two holders); {unit: [holder]} then."""
+        seen = []
+
+        def settled():
+            o = self.owners(instances)
+            if not self.balanced(instances, units, o):
+                seen.clear()
+                return False
+            stable = seen == [o]
+            seen[:] = [o]
+            return stable
+
+        wait_until(settled, timeout=timeout, message="units spread evenly")
+        return seen[0]
 
     def first(self, name, start):
         """Starts the first instance and waits until it holds every unit: ({name: it}, units,

@@ -237,6 +237,20 @@ result<std::optional<bson::document>> find_first(document_client& client, const 
   return std::optional<bson::document>(std::move(docs->front()));
 }
 
+// Hands every document of `cursor` to `each` until it says stop; the cursor's error, if any.
+status drain(mongoc_cursor_t* cursor, const std::function<bool(bson::document&&)>& each) {
+  const bson_t* doc = nullptr;
+  while (mongoc_cursor_next(cursor, &doc)) {
+    auto d = bson::from_bson(*doc);
+    if (!d) return failure(client_error(d.error().message));
+    if (!each(std::move(d).value())) return {};
+  }
+  bson_error_t err;
+  const bson_t* reply = nullptr;
+  if (mongoc_cursor_error_document(cursor, &err, &reply)) return failure(to_error(err, reply));
+  return {};
+}
+
 }  // namespace
 
 struct connection::impl {
@@ -616,17 +630,7 @@ status connection::impl::find_each(mongoc_client_t* client, mongoc_client_sessio
   auto find_opts = read_opts(session, o);
   if (!find_opts) return find_opts.error();
   cursor_ptr cursor(mongoc_collection_find_with_opts(c.get(), f.get(), find_opts->get(), nullptr));
-  const bson_t* doc = nullptr;
-  while (mongoc_cursor_next(cursor.get(), &doc)) {
-    auto d = bson::from_bson(*doc);
-    if (!d) return failure(client_error(d.error().message));
-    if (!each(std::move(d).value())) return {};
-  }
-  bson_error_t err;
-  const bson_t* reply = nullptr;
-  if (mongoc_cursor_error_document(cursor.get(), &err, &reply))
-    return failure(to_error(err, reply));
-  return {};
+  return drain(cursor.get(), each);
 }
 
 result<std::vector<bson::document>> connection::find(const std::string& db, const std::string& coll,
@@ -744,17 +748,7 @@ status connection::aggregate_each(const std::string& db, const std::string& coll
   const collection_ptr c = impl_->collection(client.get(), db, coll);
   const cursor_ptr cursor(mongoc_collection_aggregate(c.get(), MONGOC_QUERY_NONE, p.get(),
                                                       aggregate_opts.get(), nullptr));
-  const bson_t* doc = nullptr;
-  while (mongoc_cursor_next(cursor.get(), &doc)) {
-    auto d = bson::from_bson(*doc);
-    if (!d) return failure(client_error(d.error().message));
-    if (!each(std::move(d).value())) return {};
-  }
-  bson_error_t err;
-  const bson_t* reply = nullptr;
-  if (mongoc_cursor_error_document(cursor.get(), &err, &reply))
-    return failure(to_error(err, reply));
-  return {};
+  return drain(cursor.get(), each);
 }
 
 namespace {

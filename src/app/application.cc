@@ -9,6 +9,7 @@
 
 #include "app/daemon.h"
 #include "app/describe.h"
+#include "app/partition_layout.h"
 #include "app/signals.h"
 #include "app/version.h"
 #include "bson/json.h"
@@ -60,7 +61,12 @@ int open_db_context(const options& o, std::ostream& err, db_context& ctx) {
   log::configure(*log::parse_format(o.log_format), *log::parse_level(o.log_level), &err);
   auto mappings = load(o, err);
   if (!mappings) return exit_usage;
-  ctx.planner = std::make_unique<mapping::planner>(std::move(*mappings));
+  auto layout = partition_layout(o.partitions, *mappings);
+  if (!layout) {
+    err << "error: " << layout.error().message << "\n";
+    return exit_usage;
+  }
+  ctx.planner = std::make_unique<mapping::planner>(std::move(*mappings), *layout);
   for (const auto& name : o.only_mappings) {
     const auto& all = ctx.planner->mappings();
     auto it = std::find_if(all.begin(), all.end(), [&](const auto& m) { return m.name == name; });

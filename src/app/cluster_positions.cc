@@ -32,7 +32,7 @@ std::optional<bson::timestamp> cluster_positions::through(const mapping::ns& ns)
   const bool idle = std::chrono::steady_clock::now() - asked_ > interest;
   asked_ = std::chrono::steady_clock::now();
   if (idle) wake_.notify_all();
-  const auto it = through_.find(ns.full());
+  const auto it = through_.find(ns.unit());
   if (it == through_.end()) return std::nullopt;
   return it->second;
 }
@@ -45,7 +45,7 @@ std::map<std::string, bson::timestamp> cluster_positions::read(
     auto cp = store.load(ns);
     if (!cp || !*cp) continue;
     const auto at = (*cp)->event_time ? (*cp)->event_time : ops::token_cluster_time((*cp)->token);
-    if (at) out[ns.full()] = *at;
+    if (at) out[ns.unit()] = *at;
   }
   lease::lease_store leases(conn_, meta_db_, 0);
   if (auto rows = leases.instances()) {

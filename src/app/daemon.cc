@@ -20,6 +20,7 @@
 #include "app/http_routes.h"
 #include "app/mapping_watch.h"
 #include "app/operator_status.h"
+#include "app/partition_layout.h"
 #include "app/reload_requests.h"
 #include "app/reloader.h"
 #include "app/replay.h"
@@ -126,7 +127,9 @@ class mongo_parts final : public pipeline::parts_factory {
                                       std::stop_token stop) override {
     std::vector<const mapping::mapping*> which;
     for (const auto& mp : planner.mappings()) {
-      if (mp.source == source || (mp.fill_new_targets && mp.target == source)) which.push_back(&mp);
+      // A partition backfills its whole namespace: the backfill converges whoever else writes.
+      const mapping::ns coll = source.collection();
+      if (mp.source == coll || (mp.fill_new_targets && mp.target == coll)) which.push_back(&mp);
     }
     ops::backfill_options opts;
     opts.restart = true;  // a partial earlier pass may have missed changes before its lastKey
@@ -178,8 +181,14 @@ pipeline::pipeline_options pipeline_options_of(
 // What /readyz reports: every watched namespace streaming, else which are not and why. With
 // --ha, every namespace this instance holds: a standby that holds none is ready (healthy). What
 // a start retries (refused credentials, say) comes first: no pipeline says it meanwhile.
-readiness readiness_of(const reloader& running, const pipeline::supervisor& pipelines, bool ha) {
+readiness readiness_of(const reloader& running, const pipeline::supervisor& pipelines, bool ha,
+                       const lease::coordinator* leases) {
   readiness r{true, ""};
+  if (const std::string clash = leases != nullptr ? leases->layout_conflicts() : "";
+      !clash.empty()) {
+    r.ready = false;
+    r.detail += clash + "\n";
+  }
   if (const std::string waiting = running.waiting_for(); !waiting.empty()) {
     r.ready = false;
     r.detail += "waiting for MongoDB: " + waiting + "\n";
@@ -189,7 +198,7 @@ readiness readiness_of(const reloader& running, const pipeline::supervisor& pipe
     if (s && s->ready) continue;
     if (!s && ha) continue;
     r.ready = false;
-    r.detail += src.full() + ": " + (s ? s->state : "starting") + "\n";
+    r.detail += src.unit() + ": " + (s ? s->state : "starting") + "\n";
   }
   return r;
 }
@@ -259,14 +268,15 @@ std::string process_token() {
 // A namespace's lease unit back as the namespace: its name up to the first dot is the
 // database (a database name has no dot).
 mapping::ns namespace_of(const std::string& unit) {
-  const auto dot = unit.find('.');
-  return mapping::ns{unit.substr(0, dot), unit.substr(dot + 1)};
+  return mapping::parse_unit(unit).value_or(mapping::ns{});
 }
 
 // With --ha: the lease table and the coordinator of this instance's leases.
 struct ha_parts {
   std::optional<lease::lease_store> table;
   std::unique_ptr<lease::coordinator> coordinator;
+  // The coordinator once it runs, for the readiness probe's thread.
+  std::atomic<const lease::coordinator*> running{nullptr};
 };
 
 // Fences `unit` for a new holder at `epoch`; the backfill unit has no checkpoint to fence.
@@ -308,7 +318,7 @@ lease::instance_report instance_report_now(const reloader& running,
     const auto s = pipelines.status(src);
     if (!s) continue;
     lease::unit_report u;
-    u.unit = src.full();
+    u.unit = src.unit();
     u.streaming = s->ready;
     u.state = s->state;
     u.lag_seconds = s->lag_seconds;
@@ -339,7 +349,7 @@ void start_leases(ha_parts& ha, const options& o, const std::string& instance_id
   auto units_of = [](const std::vector<mapping::ns>& watched) {
     std::vector<std::string> units;
     for (const auto& src : watched)
-      units.push_back(src.full());
+      units.push_back(src.unit());
     units.push_back(backfill_unit);
     return units;
   };
@@ -383,6 +393,7 @@ void start_leases(ha_parts& ha, const options& o, const std::string& instance_id
     ha.coordinator->set_units(units_of(watched));
   });
   ha.coordinator->start();
+  ha.running = ha.coordinator.get();
 }
 
 // Before anything starts: an incremental mapping cannot apply a change without images.
@@ -432,12 +443,12 @@ std::unique_ptr<http::endpoint> start_endpoint(const options& o, metrics::metric
                                                const reloader& running,
                                                pipeline::supervisor& pipelines,
                                                reload_requests& reloads, status_api& status,
-                                               cluster_positions* cluster,
+                                               cluster_positions* cluster, const ha_parts& ha,
                                                std::shared_ptr<http::web_security> security) {
   route_sources sources;
   sources.metrics = [&m] { return m.serialize(); };
-  sources.ready = [&running, &pipelines, ha = o.ha] {
-    return readiness_of(running, pipelines, ha);
+  sources.ready = [&running, &pipelines, &ha, on = o.ha] {
+    return readiness_of(running, pipelines, on, ha.running.load());
   };
   // As Prometheus guards its lifecycle endpoints: only when asked for.
   if (o.web_enable_lifecycle) {
@@ -549,11 +560,23 @@ void shut_down(exit_deadline& deadline, side_services& services, reloader& runni
 // Every source's and mapping's series exist before the first event.
 void declare_series(metrics::metrics& m, const mapping::planner& planner) {
   for (const auto& src : planner.watched_namespaces())
-    m.declare_source(src.full());
+    m.declare_source(src.unit());
   for (const auto& mp : planner.mappings()) {
     m.declare_mapping(mp.name);
     m.set_mapping_info(mp.name, mp.fingerprint());
   }
+}
+
+// The mappings planned with the layout --partitions asks for; null (logged) when it names a
+// namespace no mapping reads.
+std::shared_ptr<const mapping::planner> planner_of(const options& o,
+                                                   std::vector<mapping::mapping> mappings) {
+  auto layout = partition_layout(o.partitions, mappings);
+  if (!layout) {
+    log::error("daemon", layout.error().message);
+    return nullptr;
+  }
+  return std::make_shared<const mapping::planner>(std::move(mappings), *layout);
 }
 
 // With --ha, the name this instance takes in the lease table; "" without.
@@ -585,7 +608,8 @@ int daemon::run() {
     log::error("daemon", replay.error().message);
     return 2;
   }
-  const auto planner = std::make_shared<const mapping::planner>(std::move(mappings_));
+  const auto planner = planner_of(opts_, std::move(mappings_));
+  if (!planner) return 2;
   metrics::metrics m(denormd_version);
   declare_series(m, *planner);
   // SIGHUP asks for a reload from here on; it is served once everything has started.
@@ -623,8 +647,10 @@ int daemon::run() {
   if (opts_.ha)
     cluster.emplace(**conn, meta_db, std::chrono::milliseconds(100),
                     [&running] { return running.watched(); });
+  // With --ha: the lease table and the coordinator (started below, stopped before the endpoint).
+  ha_parts ha;
   const auto endpoint = start_endpoint(opts_, m, running, pipelines, reloads, status,
-                                       cluster ? &*cluster : nullptr, security_);
+                                       cluster ? &*cluster : nullptr, ha, security_);
   if (!endpoint) return 2;
 
   log::info("daemon", "starting",
@@ -637,7 +663,6 @@ int daemon::run() {
   running.start(*replay, stop_.get_token());
   // With --ha the namespaces start as their leases are taken: the coordinator asks, the main
   // thread (serve, below) starts and stops them.
-  ha_parts ha;
   if (opts_.ha)
     start_leases(ha, opts_, instance_id, **conn, meta_db, *planner, m, running, reloads,
                  checkpoints, process, pipelines, started_ms, stop_.get_token());

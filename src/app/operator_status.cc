@@ -313,7 +313,7 @@ bson::document operator_status::namespace_entry(const mapping::ns& src, const re
     }
   }
   const std::string unreachable = "MongoDB cannot be reached (" + r.error + ")";
-  bson::document n{{"namespace", src.full()}};
+  bson::document n{{"namespace", src.unit()}};
   const auto live = c_.pipelines.status(src);
   bool streaming = false;
   std::string state;

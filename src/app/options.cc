@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <charconv>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -31,7 +32,8 @@ const std::map<std::string, command_info>& commands() {
        {command::run, "watch the sources and keep every copy true",
         "{uri} {db} {mappings} {metrics-addr} [{resume-after} | {start-at}] [{linger-ms}] "
         "[{checkpoint-interval-ms}] [{headroom-interval-ms}] [{verify-interval} "
-        "[{verify-no-repair}]] [{ha} [{instance-id}] [{lease-ttl-ms}]] [{no-auto-backfill}] "
+        "[{verify-no-repair}]] [{ha} [{instance-id}] [{lease-ttl-ms}]] [{partitions}]... "
+        "[{no-auto-backfill}] "
         "[{watch-mappings}] [{web-enable-lifecycle}] [{web-config-file}] [{dry-run}] "
         "[{log-format}] [{log-level}]"}},
       {"check",
@@ -48,7 +50,7 @@ const std::map<std::string, command_info>& commands() {
         "{uri} {db} {mappings} [{mapping}]... [{repair} [{dry-run}]] [{json}] [{timeout}]"}},
       {"status",
        {command::status, "print the stored checkpoints, their age and whether history reaches them",
-        "{uri} {db} {mappings} [{json}] [{timeout}]"}},
+        "{uri} {db} {mappings} [{partitions}]... [{json}] [{timeout}]"}},
       {"cost",
        {command::cost,
         "measure what each mapping costs: fan-out, bytes, traffic, and whether it is worth it",
@@ -189,6 +191,11 @@ const std::vector<flag>& flags() {
       make_flag("lease-ttl-ms", "MS", "High availability",
                 "how long a lease lasts unrenewed: the longest a dead instance's namespaces wait",
                 whole(&options::lease_ttl_ms, 1000, 600000, "of milliseconds ")),
+      make_flag("partitions", "NS=N", "High availability",
+                "read namespace NS as N change streams, each a share of its keys (repeatable; "
+                "every instance the same)",
+                {[](options& o) { return po::value(&o.partitions)->composing(); },
+                 [](const options&) { return std::string("one stream per namespace"); }}),
       make_flag("metrics-addr", "HOST:PORT", "HTTP endpoint",
                 "where /metrics, /healthz, /readyz, /applied, the API and the page listen",
                 text(&options::metrics_addr)),
@@ -447,12 +454,36 @@ status check_combination(const options& o) {
     return fail("--verify-no-repair is for --verify-interval");
   if (o.verify_interval_ms > 0 && o.cmd != command::run)
     return fail("--verify-interval is for run (see denormd verify for a one-off pass)");
+  if (auto parts = parse_partitions(o.partitions); !parts) return parts.error();
   if (o.cmd == command::plan && o.events_file.empty())
     return fail("plan needs --events FILE (or - for stdin)");
   return {};
 }
 
 }  // namespace
+
+expected<std::map<std::string, int>> parse_partitions(const std::vector<std::string>& given) {
+  std::map<std::string, int> out;
+  for (const auto& g : given) {
+    const auto eq = g.rfind('=');
+    const std::string name = g.substr(0, eq);
+    const auto dot = name.find('.');
+    int n = 0;
+    const char* digits = eq == std::string::npos ? nullptr : g.c_str() + eq + 1;
+    const auto [end, ec] = digits == nullptr ? std::from_chars(digits, digits, n)
+                                             : std::from_chars(digits, g.c_str() + g.size(), n);
+    if (eq == std::string::npos || dot == std::string::npos || dot == 0 || dot + 1 == name.size() ||
+        name.find_first_of("#/$") != std::string::npos || ec != std::errc{} ||
+        end != g.c_str() + g.size() || n < 2 || n > max_partitions) {
+      return fail("--partitions takes DB.COLLECTION=N with N from 2 to " +
+                  std::to_string(max_partitions) + ", not \"" + g + "\"");
+    }
+    if (const auto [it, added] = out.emplace(name, n); !added && it->second != n)
+      return fail("--partitions gives " + name + " both " + std::to_string(it->second) + " and " +
+                  std::to_string(n) + " partitions");
+  }
+  return out;
+}
 
 expected<options> parse_options(const std::vector<std::string>& args, const std::string& env_uri) {
   options o;

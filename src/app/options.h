@@ -2,6 +2,7 @@
 // The parsed command line (docs/running.md). Parsing is pure; the application acts on the result.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct options {
   std::string start_at;                    // ISO-8601 or t:i
   std::string events_file;                 // plan
   std::vector<std::string> only_mappings;  // --mapping NAME (repeatable)
+  std::vector<std::string> partitions;     // run, status: --partitions NS=N (repeatable)
   bool dry_run = false;
   bool repair = false;
   bool json = false;
@@ -55,6 +57,11 @@ expected<options> parse_options(const std::vector<std::string>& args, const std:
 // A duration as --verify-interval takes it: whole numbers with units, largest first ("90s",
 // "10m", "1h30m"; units ms, s, m, h, d), in milliseconds; nullopt when it is not one.
 std::optional<std::int64_t> parse_duration_ms(const std::string& text);
+
+// --partitions as given, by namespace ("db.coll" -> N); an error names the bad one. N is 2 to
+// max_partitions; a namespace given twice must have the same N.
+inline constexpr int max_partitions = 64;
+expected<std::map<std::string, int>> parse_partitions(const std::vector<std::string>& given);
 
 // Help text for a command ("" for the overview).
 std::string help_text(const std::string& topic);

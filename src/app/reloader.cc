@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "app/partition_layout.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/retry.h"
@@ -49,7 +50,7 @@ auto until_answered(std::stop_token stop, const retry_report& r, std::string_vie
 std::optional<std::optional<checkpoint::checkpoint>> read_checkpoint(
     const mapping::ns& source, checkpoint::checkpoint_store& checkpoints, const retry_report& r,
     std::stop_token stop) {
-  auto cp = until_answered(stop, r, "daemon", "cannot read the checkpoint", "source", source.full(),
+  auto cp = until_answered(stop, r, "daemon", "cannot read the checkpoint", "source", source.unit(),
                            [&] { return checkpoints.load(source); });
   if (!cp) return std::nullopt;
   return std::move(**cp);
@@ -62,8 +63,8 @@ pipeline::start_position position_of(const std::optional<checkpoint::checkpoint>
   // A checkpoint stored by a denormd without stream filters has neither its event's time nor a
   // filter: the token's own encoding tells the time.
   const auto time = c.event_time || !c.filter.empty() ? c.event_time : mapping::token_time(c.token);
-  return pipeline::start_position{c.token, std::nullopt, c.saved_ms, std::nullopt,
-                                  time,    c.filter,     0,          nullptr};
+  return pipeline::start_position{c.token, std::nullopt, c.saved_ms,  std::nullopt, time, c.filter,
+                                  0,       nullptr,      std::nullopt};
 }
 
 // The mappings that stopped reading the namespace, as its checkpoint keeps them.
@@ -85,7 +86,8 @@ pipeline::start_position position_of(const replay_point& replay) {
       replay.resume_after ? mapping::token_time(*replay.resume_after) : std::nullopt,
       "",
       0,
-      nullptr};
+      nullptr,
+      std::nullopt};
 }
 
 // Starts the pipeline of `source` planning with `p` from `from`; with --ha, then records that
@@ -98,7 +100,7 @@ void start_streaming(pipeline::supervisor& pipelines, mongo::connection& conn,
   pipelines.start(source, p, std::move(from));
   if (!ha) return;  // without --ha this process's backfill starts after its pipelines
   until_answered(stop, r, "reload", "cannot record the mappings the stream runs", "source",
-                 source.full(), [&] { return ops::record_streamed(conn, meta_db, source, *p); });
+                 source.unit(), [&] { return ops::record_streamed(conn, meta_db, source, *p); });
 }
 
 bool contains(const std::vector<mapping::ns>& in, const mapping::ns& n) {
@@ -129,7 +131,7 @@ pipeline::start_position with_resume(pipeline::start_position p, mapping::resume
 void log_replay(const mapping::replay& r, const mapping::ns& source) {
   log::info("reload", "mappings put back replay the changes they missed",
             {{"mappings", joined(r.mappings)},
-             {"source", source.full()},
+             {"source", source.unit()},
              {"from", mapping::token_position(*r.from.resume_after)}});
 }
 
@@ -209,7 +211,7 @@ bool reloader::note_stopped(const std::vector<ops::recorded_mapping>& recorded,
        mapping::reload_policy::entries_at_start(recorded, *planner_, positions)) {
     for (const auto& e : entries) {
       if (!until_answered(stop, {metrics_, conn_, note_waiting_}, "daemon",
-                          "cannot note where a removed mapping stopped", "source", src.full(),
+                          "cannot note where a removed mapping stopped", "source", src.unit(),
                           [&] { return checkpoints_.note_stopped(src, e); }))
         return false;
     }
@@ -248,7 +250,7 @@ void reloader::start_unit(const mapping::ns& source, std::int64_t lease_epoch,
                           std::stop_token stop) {
   if (pipelines_.status(source)) {
     log::warn("lease", "the namespace already streams; not started again",
-              {{"source", source.full()}});
+              {{"source", source.unit()}});
     return;
   }
   if (!contains(watched(), source)) return;  // a reload stopped watching it meanwhile
@@ -261,7 +263,7 @@ void reloader::start_unit(const mapping::ns& source, std::int64_t lease_epoch,
 void reloader::stop_unit(const mapping::ns& source) {
   pipelines_.stop(source);
   // Its lag, age and readiness are another instance's to report now.
-  metrics_.remove_source(source.full());
+  metrics_.remove_source(source.unit());
 }
 
 void reloader::stop() {
@@ -314,7 +316,9 @@ reload_outcome reloader::reload(std::stop_token stop) {
     }
     return failed(std::to_string(loaded.error().size()) + " error(s) in the mapping files", detail);
   }
-  auto next = std::make_shared<const mapping::planner>(std::move(loaded).value());
+  auto layout = partition_layout(opts_.partitions, *loaded, true);
+  if (!layout) return failed(layout.error().message, layout.error().message);
+  auto next = std::make_shared<const mapping::planner>(std::move(loaded).value(), *layout);
   std::string fatal;
   for (const auto& problem : ops::check_images(conn_, *next)) {
     if (problem.fatal) {
@@ -382,7 +386,7 @@ reloader::move_counts reloader::carry_out(const std::vector<mapping::namespace_m
         restart_position(std::move(*at), src, *next, stop);  // notes where its mappings stopped
         ++count.stopped;
       }
-      metrics_.remove_source(src.full());
+      metrics_.remove_source(src.unit());
     } else if (what == kind::keep) {
       ++count.kept;
     } else if (what == kind::hand_over) {
@@ -392,7 +396,7 @@ reloader::move_counts reloader::carry_out(const std::vector<mapping::namespace_m
                       next, restart_position(std::move(*at), src, *next, stop), stop);
       ++count.handed_over;
     } else {
-      metrics_.declare_source(src.full());
+      metrics_.declare_source(src.unit());
       auto from = from_checkpoint(src, *next, 0, nullptr, stop);
       if (!from) break;
       start_streaming(pipelines_, conn_, {metrics_, conn_, note_waiting_}, meta_db_, opts_.ha, src,
@@ -410,9 +414,44 @@ std::optional<pipeline::start_position> reloader::from_checkpoint(
   auto cp = read_checkpoint(source, checkpoints_, {metrics_, conn_, note_waiting_}, stop);
   if (!cp) return std::nullopt;
   pipeline::start_position from = position_of(*cp);
+  if (!take_over(source, *cp, from, stop)) return std::nullopt;
   from.lease_epoch = lease_epoch;
   from.lease_deadline = std::move(lease_deadline);
   return settle_stopped(std::move(from), source, next, stopped_of(*cp), stop);
+}
+
+bool reloader::take_over(const mapping::ns& source,
+                         const std::optional<checkpoint::checkpoint>& own,
+                         pipeline::start_position& from, std::stop_token stop) {
+  auto units = until_answered(stop, {metrics_, conn_, note_waiting_}, "daemon",
+                              "cannot read the checkpoints", "source", source.unit(),
+                              [&] { return checkpoints_.load_units(source); });
+  if (!units) return false;
+  std::vector<mapping::unit_position> stored;
+  for (const auto& [unit, cp] : **units)
+    stored.push_back({unit.part, mapping::token_position(cp.token)});
+  auto h = mapping::handover_for(source.part, stored);
+  if (!h) return true;
+  // Start at the later of its own position and the least of the old layout's: every key's
+  // events up to there are applied, by this partition or by the key's old owner.
+  const checkpoint::checkpoint* least = nullptr;
+  for (const auto& [unit, cp] : **units) {
+    const int count = unit.part.whole() ? 1 : unit.part.count;
+    if (count != h->count || unit.part == source.part) continue;
+    if (least == nullptr ||
+        mapping::token_position(cp.token) < mapping::token_position(least->token))
+      least = &cp;
+  }
+  if (least != nullptr &&
+      (!own || mapping::token_position(own->token) < mapping::token_position(least->token))) {
+    from = position_of(std::optional<checkpoint::checkpoint>(*least));
+  }
+  log::info("daemon", "taking over from another layout of the namespace's partitions",
+            {{"source", source.unit()},
+             {"from_partitions", std::to_string(h->count)},
+             {"start", from.resume_after ? mapping::token_position(*from.resume_after) : "now"}});
+  from.handover = std::move(h);
+  return true;
 }
 
 pipeline::start_position reloader::restart_position(pipeline::start_position at,
@@ -434,7 +473,7 @@ pipeline::start_position reloader::settle_stopped(
   // to replay from.
   for (const auto& name : settled.unknown)
     log::warn("reload", "a removed mapping's position is unknown; put back, it is not replayed",
-              {{"mapping", name}, {"source", source.full()}});
+              {{"mapping", name}, {"source", source.unit()}});
   if (settled.replayed) log_replay(*settled.replayed, source);
   pipeline::start_position out = with_resume(std::move(base), std::move(settled.from));
   if (!settled.store || opts_.dry_run) return out;
@@ -444,7 +483,7 @@ pipeline::start_position reloader::settle_stopped(
       *out.resume_after,         0, wall_ms(), out.token_time, out.filter, out.lease_epoch,
       std::move(settled.entries)};
   until_answered(stop, {metrics_, conn_, note_waiting_}, "reload",
-                 "cannot store the stopped mappings", "source", source.full(),
+                 "cannot store the stopped mappings", "source", source.unit(),
                  [&]() -> mongo::status {
                    auto st = checkpoints_.save(source, cp);
                    // Another instance took the namespace over: its own start settles them.

@@ -119,6 +119,11 @@ class reloader {
   // Where `source` starts planning with `next` (under lease `lease_epoch`, 0 without --ha):
   // its checkpoint, settled with the entries it keeps (settle_stopped). nullopt when stopped
   // first.
+  // Where a partition whose namespace was read in another layout (another partition count,
+  // or none) starts, and what it hands over from (docs/architecture.md, "Partitioned
+  // streams"); `from` is its own checkpoint's position. False when stopped first.
+  bool take_over(const mapping::ns& source, const std::optional<checkpoint::checkpoint>& own,
+                 pipeline::start_position& from, std::stop_token stop);
   std::optional<pipeline::start_position> from_checkpoint(
       const mapping::ns& source, const mapping::planner& next, std::int64_t lease_epoch,
       std::shared_ptr<const std::atomic<std::int64_t>> lease_deadline, std::stop_token stop);

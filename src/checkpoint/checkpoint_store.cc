@@ -96,10 +96,29 @@ checkpoint_store::checkpoint_store(mongo::document_client& conn, std::string db)
     : conn_(conn), db_(std::move(db)) {}
 
 mongo::result<std::optional<checkpoint>> checkpoint_store::load(const mapping::ns& source) {
-  auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.full()}});
+  auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.unit()}});
   if (!doc) return doc.error();
   if (!*doc) return std::optional<checkpoint>{};
   return parse_checkpoint(**doc);
+}
+
+mongo::result<std::vector<std::pair<mapping::ns, checkpoint>>> checkpoint_store::load_units(
+    const mapping::ns& source) {
+  const mapping::ns coll = source.collection();
+  // The collection's units are its name and its name with "#i/N": every _id in [name, name$).
+  const std::string name = coll.full();
+  const bson::document filter{{"_id", bson::document{{"$gte", name}, {"$lt", name + "$"}}}};
+  auto docs = conn_.find(db_, collection_name, filter, {});
+  if (!docs) return docs.error();
+  std::vector<std::pair<mapping::ns, checkpoint>> out;
+  for (const auto& d : *docs) {
+    const bson::value* id = d.get("_id");
+    if (id == nullptr || !id->is<std::string>()) continue;
+    const auto unit = mapping::parse_unit(id->as<std::string>());
+    if (!unit || unit->collection() != coll) continue;
+    if (auto cp = parse_checkpoint(d)) out.emplace_back(*unit, std::move(*cp));
+  }
+  return out;
 }
 
 namespace {
@@ -107,7 +126,7 @@ namespace {
 // {_id} and, under a lease, "no newer lease has marked it": an upsert that matches nothing
 // because of the epoch fails on the duplicate _id instead of writing.
 bson::document fenced_filter(const mapping::ns& source, std::int64_t epoch) {
-  bson::document filter{{"_id", source.full()}};
+  bson::document filter{{"_id", source.unit()}};
   if (epoch != 0) {
     filter.append("$or",
                   bson::array{bson::document{{"leaseEpoch", bson::document{{"$lte", epoch}}}},
@@ -146,7 +165,7 @@ std::int64_t epoch_of(const bson::document& doc) {
 
 mongo::write_request fence_statement(const mapping::ns& source, std::int64_t epoch,
                                      bson::document& filter, bson::document& update) {
-  filter = bson::document{{"_id", source.full()}, {"leaseEpoch", epoch}};
+  filter = bson::document{{"_id", source.unit()}, {"leaseEpoch", epoch}};
   // $inc, so that the statement always writes the document: a statement that changed nothing
   // (a $set of the value it has) would write nothing, and order nothing.
   update = bson::document{{"$inc", bson::document{{"fenced", std::int64_t{1}}}}};
@@ -172,7 +191,7 @@ mongo::status checkpoint_store::upsert(const mapping::ns& source, std::int64_t e
       return mongo::failure(mongo::driver_error{
           mongo::driver_error::origin::client,
           mongo::lease_fenced_code,
-          "the checkpoint of " + source.full() + " is held under a newer lease than epoch " +
+          "the checkpoint of " + source.unit() + " is held under a newer lease than epoch " +
               std::to_string(epoch) + ": another instance took the namespace over",
           {}});
     }
@@ -182,7 +201,7 @@ mongo::status checkpoint_store::upsert(const mapping::ns& source, std::int64_t e
 }
 
 mongo::result<std::optional<fence_record>> checkpoint_store::fence_of(const mapping::ns& source) {
-  auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.full()}});
+  auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.unit()}});
   if (!doc) return doc.error();
   if (!*doc || epoch_of(**doc) == 0) return std::optional<fence_record>{};
   fence_record f{epoch_of(**doc), {}};
@@ -192,7 +211,7 @@ mongo::result<std::optional<fence_record>> checkpoint_store::fence_of(const mapp
 
 mongo::result<std::optional<std::string>> checkpoint_store::end_writer_of_other(
     const mapping::ns& source, const std::string& my_process) {
-  auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.full()}});
+  auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.unit()}});
   if (!doc) return doc.error();
   std::optional<writer_session> w = *doc ? recorded_writer(**doc) : std::nullopt;
   if (!w || w->process == my_process) return std::optional<std::string>{};
@@ -206,7 +225,7 @@ mongo::result<std::int64_t> checkpoint_store::claim(const mapping::ns& source,
   // Another claim between the read and the write makes the write match nothing: read again.
   constexpr int attempts = 5;
   for (int attempt = 1;; ++attempt) {
-    auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.full()}});
+    auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.unit()}});
     if (!doc) return doc.error();
     if (*doc) {
       if (auto w = recorded_writer(**doc); w && w->process != mine.process) {
@@ -217,14 +236,14 @@ mongo::result<std::int64_t> checkpoint_store::claim(const mapping::ns& source,
           log::warn("checkpoint",
                     "could not end the session of the namespace's previous writer; waiting for "
                     "the server to end what it left open",
-                    {{"source", source.full()},
+                    {{"source", source.unit()},
                      {"writer", w->process},
                      {"error", killed.error().to_string()}});
         }
       }
     }
     const std::int64_t was = *doc ? epoch_of(**doc) : 0;
-    bson::document filter{{"_id", source.full()}};
+    bson::document filter{{"_id", source.unit()}};
     if (was == 0) {
       filter.append("leaseEpoch", bson::document{{"$exists", false}});
     } else {
@@ -246,7 +265,7 @@ mongo::result<std::int64_t> checkpoint_store::claim(const mapping::ns& source,
       return mongo::failure(mongo::driver_error{
           mongo::driver_error::origin::client,
           mongo::lease_fenced_code,
-          "the checkpoint of " + source.full() + " changed hands " + std::to_string(attempts) +
+          "the checkpoint of " + source.unit() + " changed hands " + std::to_string(attempts) +
               " times while it was being claimed: is another denormd without --ha writing it?",
           {}});
     }
@@ -267,7 +286,7 @@ mongo::result<std::int64_t> checkpoint_store::update_one(const bson::document& f
 mongo::result<bool> checkpoint_store::publish_writer(const mapping::ns& source, std::int64_t epoch,
                                                      const writer_session& mine) {
   auto matched =
-      update_one(bson::document{{"_id", source.full()}, {"leaseEpoch", epoch}},
+      update_one(bson::document{{"_id", source.unit()}, {"leaseEpoch", epoch}},
                  bson::document{{"$set", bson::document{{"writer", writer_document(mine)}}}});
   if (!matched) return matched.error();
   return *matched == 1;
@@ -279,7 +298,7 @@ mongo::status checkpoint_store::save(const mapping::ns& source, const checkpoint
 
 mongo::status checkpoint_store::note_stopped(const mapping::ns& source,
                                              const stopped_mapping& entry) {
-  const bson::document filter{{"_id", source.full()},
+  const bson::document filter{{"_id", source.unit()},
                               {"token", bson::document{{"$exists", true}}},
                               {"stoppedMappings.mapping", bson::document{{"$ne", entry.mapping}}}};
   auto matched = update_one(
@@ -294,7 +313,7 @@ mongo::result<std::int64_t> checkpoint_store::fence(const mapping::ns& source, s
                    max_time);
   if (st) return epoch;
   if (st.error().code != mongo::lease_fenced_code) return st.error();
-  auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.full()}});
+  auto doc = conn_.find_one(db_, collection_name, bson::document{{"_id", source.unit()}});
   if (!doc) return doc.error();
   const bson::value* e = *doc ? (*doc)->get("leaseEpoch") : nullptr;
   if (e == nullptr || !e->is_number()) return st.error();

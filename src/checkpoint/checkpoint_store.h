@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "checkpoint/position_store.h"
 #include "mongo/document_client.h"
@@ -60,6 +62,10 @@ class checkpoint_store final : public position_store {
 
   mongo::result<std::optional<checkpoint>> load(const mapping::ns& source) override;
   mongo::status save(const mapping::ns& source, const checkpoint& cp) override;
+  // Every stored checkpoint of `source`'s collection, whole or of any partition of any count
+  // (docs/architecture.md, "Partitioned streams": a new layout takes over from the old one).
+  mongo::result<std::vector<std::pair<mapping::ns, checkpoint>>> load_units(
+      const mapping::ns& source);
   // Marks `source`'s checkpoint with lease `epoch` (creating the document if needed), so that a
   // save with an older epoch is refused from now on. Returns the epoch the checkpoint carries
   // afterwards: `epoch`, or a newer one already there (then nothing changed).

@@ -88,6 +88,7 @@ void coordinator::round() {
   // The leases held come first, and acquisitions stop once a round's time is up: a row that
   // cannot be taken yet (written by another holder's open transaction) costs its statement's
   // time limit, never a renewal.
+  note_conflicts(machine_.conflicts(live_, table_));
   auto actions = machine_.decide(sent, live_, table_, false);
   std::stable_partition(actions.begin(), actions.end(), [](const lease_action& a) {
     return a.what != lease_action::kind::acquire;
@@ -253,6 +254,30 @@ void coordinator::release_all() {
     release_locked(u);
   if (auto st = store_.leave(opts_.instance_id); !st)
     metrics_.count_error("lease", st.error().metric_code());
+}
+
+void coordinator::note_conflicts(std::vector<layout_conflict> found) {
+  std::string text;
+  for (const auto& c : found) {
+    text += (text.empty() ? "" : "; ") + c.collection + " is read as " + c.theirs +
+            " by instance " + c.holder + " but as " + c.mine +
+            " here: --partitions must be the same on every instance";
+    if (c.yield) text += " (this instance leaves it to " + c.holder + ")";
+  }
+  if (text != conflicts_) {
+    if (!text.empty()) {
+      log::error("lease", "another instance reads a namespace in another layout of partitions",
+                 {{"detail", text}});
+    } else {
+      log::info("lease", "no instance reads a namespace in another layout of partitions now");
+    }
+  }
+  conflicts_ = std::move(text);
+}
+
+std::string coordinator::layout_conflicts() const {
+  std::lock_guard lock(mutex_);
+  return conflicts_;
 }
 
 std::vector<std::string> coordinator::held_units() const {

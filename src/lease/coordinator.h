@@ -11,8 +11,8 @@
 // given up any more; it never waits for a round); release_all() after they stopped (every
 // lease released, the heartbeat withdrawn). The destructor stops the thread without releasing
 // (as a crash would). A round stops between two statements once stopping.
-// Thread-safety: drain(), released() and held_units() from any thread; the rest from the
-// owner's.
+// Thread-safety: drain(), released(), held_units() and layout_conflicts() from any thread; the rest
+// from the owner's.
 
 #include <atomic>
 #include <chrono>
@@ -83,6 +83,9 @@ class coordinator {
   // The daemon stopped a unit given up: release its lease.
   void released(const std::string& unit);
   std::vector<std::string> held_units() const;
+  // What the last round found of namespaces another live instance reads in another layout of
+  // partitions, in words ("" when none). Any thread.
+  std::string layout_conflicts() const;
 
  private:
   void run(std::stop_token stop);
@@ -95,6 +98,8 @@ class coordinator {
   // No longer held: fence the writers, count `reason`, forget it.
   void forget(const std::string& unit, const char* reason);
   void release_locked(const std::string& unit);
+  // Keeps what a round found of layout conflicts, logged when it changes. Under mutex_.
+  void note_conflicts(std::vector<layout_conflict> found);
 
   lease_table& store_;
   metrics::metrics& metrics_;
@@ -106,6 +111,7 @@ class coordinator {
   std::set<std::string> releasing_;  // given up, waiting for the daemon to stop them
   std::vector<std::string> live_;
   std::vector<lease_row> table_;
+  std::string conflicts_;  // layout_conflicts()
   // Until the next lease held by another instance expires (ms, as the server counted when
   // read); the next round comes no later, so a dead owner's units move as soon as they can.
   std::optional<std::int64_t> next_expiry_ms_;

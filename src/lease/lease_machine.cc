@@ -123,6 +123,47 @@ lease_machine::lease_machine(std::string me, std::vector<std::string> units, std
   assert(margin_ms_ >= 0 && margin_ms_ < ttl_ms_);
 }
 
+std::string collection_of(const std::string& unit) {
+  const auto hash = unit.rfind('#');
+  const auto slash = unit.rfind('/');
+  if (hash == std::string::npos || slash == std::string::npos || slash < hash + 2 ||
+      slash + 1 == unit.size())
+    return unit;
+  const auto digits = [&](std::size_t from, std::size_t to) {
+    return std::all_of(unit.begin() + static_cast<std::ptrdiff_t>(from),
+                       unit.begin() + static_cast<std::ptrdiff_t>(to),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return digits(hash + 1, slash) && digits(slash + 1, unit.size()) ? unit.substr(0, hash) : unit;
+}
+
+std::vector<layout_conflict> lease_machine::conflicts(const std::vector<std::string>& live,
+                                                      const std::vector<lease_row>& table) const {
+  std::map<std::string, layout_conflict> found;  // by collection
+  for (const auto& r : table) {
+    if (r.owner.empty() || r.owner == me_ || r.expired) continue;
+    if (std::find(live.begin(), live.end(), r.owner) == live.end()) continue;
+    if (std::find(units_.begin(), units_.end(), r.unit) != units_.end()) continue;
+    const std::string coll = collection_of(r.unit);
+    if (coll.find('.') == std::string::npos) continue;  // a job, not a stream
+    for (const auto& mine : units_) {
+      if (collection_of(mine) != coll) continue;
+      auto& c = found[coll];
+      c.collection = coll;
+      c.mine = mine;
+      c.theirs = r.unit;
+      c.holder = r.owner;
+      // One instance keeps what it holds, the same on both: the lower name.
+      c.yield = c.yield || r.owner < me_;
+      break;
+    }
+  }
+  std::vector<layout_conflict> out;
+  for (auto& [coll, c] : found)
+    out.push_back(std::move(c));
+  return out;
+}
+
 std::vector<lease_action> lease_machine::decide(std::int64_t now_ms,
                                                 const std::vector<std::string>& live,
                                                 const std::vector<lease_row>& table,
@@ -140,8 +181,18 @@ std::vector<lease_action> lease_machine::decide(std::int64_t now_ms,
       r->expired = false;
     }
   }
+  // A namespace another live instance reads in another layout of partitions is not taken;
+  // what is held of it is kept only by the instance that keeps its own (the lower name).
+  const std::vector<layout_conflict> clashes = conflicts(members, table);
+  const auto blocked = [&](const std::string& unit) {
+    const std::string coll = collection_of(unit);
+    return std::any_of(clashes.begin(), clashes.end(), [&](const layout_conflict& c) {
+      return c.collection == coll && (c.yield || held_.count(unit) == 0);
+    });
+  };
   const auto owners = assign_units(units_, members, rows);
   const auto owner = [&](const std::string& unit) {
+    if (blocked(unit)) return std::string();
     const auto it = owners.find(unit);
     return it != owners.end() ? it->second : std::string();
   };

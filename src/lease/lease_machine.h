@@ -62,6 +62,21 @@ std::map<std::string, std::string> assign_units(const std::vector<std::string>& 
                                                 const std::vector<std::string>& live,
                                                 const std::vector<lease_row>& table);
 
+// The collection a stream unit reads: its name without a partition suffix ("db.coll#i/N").
+std::string collection_of(const std::string& unit);
+
+// Another live instance holds a unit of a namespace this one reads in another layout of
+// partitions (--partitions differs): both cannot stream it, as their writes would not be
+// ordered against each other.
+struct layout_conflict {
+  std::string collection;
+  std::string mine;    // one of this instance's units of it
+  std::string theirs;  // the other's unit
+  std::string holder;  // the other instance
+  // This instance gives up (and does not take) its units of it: the other's name is lower.
+  bool yield = false;
+};
+
 class lease_machine {
  public:
   // `margin_ms`: how long before the server's expiry this instance stops writing.
@@ -73,6 +88,9 @@ class lease_machine {
   std::vector<lease_action> decide(std::int64_t now_ms, const std::vector<std::string>& live,
                                    const std::vector<lease_row>& table, bool stopping) const;
 
+  // The namespaces whose layout of partitions differs from a live instance's (as read).
+  std::vector<layout_conflict> conflicts(const std::vector<std::string>& live,
+                                         const std::vector<lease_row>& table) const;
   // Outcomes. `sent_ms`: when the write that took or renewed the lease was sent.
   void acquired(const std::string& unit, std::int64_t epoch, std::int64_t sent_ms);
   void renewed(const std::string& unit, std::int64_t sent_ms);

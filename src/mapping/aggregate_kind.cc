@@ -351,10 +351,53 @@ void recompute_every_parent(const mapping& m, const aggregate_kind& k, const cha
 
 }  // namespace aggregate_detail
 
+stream_route aggregate_kind::route() const {
+  return child_route(parent_key, filter);
+}
+
 void aggregate_kind::plan(const mapping& m, const std::vector<std::string>& watched,
                           const change_event& ev, std::vector<write_op>& out,
-                          std::vector<std::string>* notes) const {
-  if (mode == aggregate_mode::incremental) return plan_deltas(m, *this, watched, ev, out, notes);
+                          std::vector<std::string>* notes, const key_share& share) const {
+  const std::size_t first = out.size();
+  if (mode == aggregate_mode::incremental) {
+    plan_deltas(m, *this, watched, ev, out, notes);
+  } else {
+    plan_recompute(m, watched, ev, out, notes);
+  }
+  if (!share.every_key()) keep_own(m, share, out, first);
+}
+
+void aggregate_kind::keep_own(const mapping& m, const key_share& share, std::vector<write_op>& out,
+                              std::size_t first) const {
+  std::vector<write_op> kept;
+  for (std::size_t i = first; i < out.size(); ++i) {
+    write_op& op = out[i];
+    if (const auto* u = op.as<update_write>(); u != nullptr && u->delta) {
+      if (share.owns(u->delta->parent)) kept.push_back(std::move(op));
+    } else if (auto* r = op.as<recompute_write>(); r != nullptr && r->keys.empty()) {
+      // Every parent, or those a filter selects: this partition's own.
+      kept.push_back(
+          recompute_selected(m, share.narrowed(std::move(r->parents), parent_field), r->recheck));
+    } else if (r != nullptr) {
+      bson::array mine;
+      for (auto& k : r->keys) {
+        if (share.owns(k)) mine.push_back(std::move(k));
+      }
+      if (mine.empty()) continue;
+      kept.push_back(op.merge == merge_rule::retype ? retype(m, std::move(mine))
+                                                    : recompute(m, std::move(mine)));
+    } else {
+      kept.push_back(std::move(op));  // a dead letter: the planner keeps it in one partition
+    }
+  }
+  out.resize(first);
+  for (auto& op : kept)
+    out.push_back(std::move(op));
+}
+
+void aggregate_kind::plan_recompute(const mapping& m, const std::vector<std::string>& watched,
+                                    const change_event& ev, std::vector<write_op>& out,
+                                    std::vector<std::string>* notes) const {
   const bson::document* before =
       ev.full_document_before_change ? &*ev.full_document_before_change : nullptr;
   auto every_parent = [&](const char* what) {

@@ -22,6 +22,7 @@
 #include "bson/value.h"
 #include "mapping/failing_child.h"
 #include "mapping/fwd.h"
+#include "mapping/partition_route.h"
 #include "query/matcher.h"
 
 namespace denormd::mapping {
@@ -118,8 +119,10 @@ struct aggregate_kind {
   std::string position_path() const { return state + ".at"; }
 
   // Planning.
+  stream_route route() const;
   void plan(const mapping& m, const std::vector<std::string>& watched, const change_event& ev,
-            std::vector<write_op>& out, std::vector<std::string>* notes) const;
+            std::vector<write_op>& out, std::vector<std::string>* notes,
+            const key_share& share) const;
   void plan_new_target(const mapping& m, const std::vector<std::string>& watched,
                        const change_event& ev, std::vector<write_op>& out) const;
   // Completes a recompute: reads the parents the op selects, aggregates their children a
@@ -172,6 +175,14 @@ struct aggregate_kind {
   // A recompute of the parents whose parent field holds one of `keys`; with no keys, of
   // every parent (used when an event does not say which parent it left).
   write_op recompute(const mapping& m, bson::array keys) const;
+  // Planning for a whole namespace, by recomputing (not incremental).
+  void plan_recompute(const mapping& m, const std::vector<std::string>& watched,
+                      const change_event& ev, std::vector<write_op>& out,
+                      std::vector<std::string>* notes) const;
+  // Of out[first..], what partition `share` writes: deltas and recomputes of its own parents,
+  // recomputes of unknown parents narrowed to its own.
+  void keep_own(const mapping& m, const key_share& share, std::vector<write_op>& out,
+                std::size_t first) const;
   // Incremental mode: a recompute of those of the parents with `keys` whose running sum has
   // a type that no child gives it any more (a double or a decimal left), planned where a
   // delta takes one out (merge_rule::retype).

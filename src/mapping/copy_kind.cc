@@ -164,9 +164,14 @@ bson::document copy_kind::update_for(const mapping& m, const bson::document* sou
   return update;
 }
 
+stream_route copy_kind::route() const {
+  // A copy's targets are found by the source's key alone, before and after any change.
+  return stream_route{source_key, false, {}};
+}
+
 void copy_kind::plan(const mapping& m, const std::vector<std::string>& watched,
                      const change_event& ev, std::vector<write_op>& out,
-                     std::vector<std::string>* notes) const {
+                     std::vector<std::string>* notes, const key_share& share) const {
   if (ev.op == operation::update && !touches(ev.touched, watched)) return;
   if (ev.op == operation::delete_ && m.on_source_delete == delete_policy::keep) return;
   // An update whose document is already gone: the delete event that follows handles it.
@@ -187,6 +192,7 @@ void copy_kind::plan(const mapping& m, const std::vector<std::string>& watched,
       return;
     }
   }
+  if (!share.owns(*key)) return;
 
   const std::string ns = ev.source.full();
   if (refused(m, {m.name, "source key", source_key, ns, source_key == "_id" ? nullptr : &ev.id},

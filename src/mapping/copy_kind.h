@@ -16,6 +16,7 @@
 
 #include "bson/value.h"
 #include "mapping/fwd.h"
+#include "mapping/partition_route.h"
 #include "query/matcher.h"
 
 namespace denormd::mapping {
@@ -67,8 +68,10 @@ struct copy_kind {
   stream_images target_needs_images() const { return {}; }
 
   // Planning.
+  stream_route route() const;
   void plan(const mapping& m, const std::vector<std::string>& watched, const change_event& ev,
-            std::vector<write_op>& out, std::vector<std::string>* notes) const;
+            std::vector<write_op>& out, std::vector<std::string>* notes,
+            const key_share& share) const;
   // Whether the target of `ev` (its pre-image `before`, if any) did not name `key` before.
   bool key_is_new(const change_event& ev, const bson::document* before,
                   const bson::value& key) const;

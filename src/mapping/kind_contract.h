@@ -17,6 +17,7 @@
 #include "mapping/change_event.h"
 #include "mapping/document_store.h"
 #include "mapping/mapping.h"
+#include "mapping/partition_route.h"
 #include "mapping/spec_reader.h"
 #include "mapping/write_op.h"
 
@@ -29,7 +30,7 @@ concept mapping_kind = std::semiregular<K> &&
              std::vector<write_op>& ops, std::vector<std::string>* notes,
              std::vector<std::string>& paths, std::span<const write_op* const> batch,
              document_store& store, write_op& op, write_op&& other, std::string& text,
-             std::vector<index_need>& needs, bson::document& plan_line) {
+             std::vector<index_need>& needs, bson::document& plan_line, const key_share& share) {
   // Reading: the name in "kind", the keys it allows besides the common ones per object
   // ("", "source", "target"), its delete policies, and how "into" and "fields" read.
   { K::name } -> std::convertible_to<std::string_view>;
@@ -60,8 +61,12 @@ concept mapping_kind = std::semiregular<K> &&
   { ck.needs_images() } -> std::same_as<stream_images>;
   { ck.target_needs_images() } -> std::same_as<stream_images>;
 
-  // Planning, merging and completing.
-  ck.plan(cm, watched, ev, ops, notes);
+  // How its source events are routed to the partitions of a partitioned source.
+  { ck.route() } -> std::same_as<stream_route>;
+
+  // Planning, merging and completing. `share`: the partition planning (whole for a namespace
+  // that is not partitioned); the kind writes only the dependents whose keys it owns.
+  ck.plan(cm, watched, ev, ops, notes, share);
   ck.plan_new_target(cm, watched, ev, ops);
   // `op` (kept) now also applies `other`, both the kind's ops with the same merge rule
   // and merge key (the coalescer decides which and where; it merges their event times).

@@ -18,7 +18,8 @@ bool replay_gate::passed(std::string_view position) const {
                      [&](const auto& f) { return position > std::string_view(f.second); });
 }
 
-planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings)) {
+planner::planner(std::vector<mapping> mappings, std::map<ns, int> partitions)
+    : mappings_(std::move(mappings)), partitions_(std::move(partitions)) {
   auto add_field = [](source_plan& plan, const std::string& path) {
     if (path == whole_document_path) {
       plan.whole = true;
@@ -31,7 +32,7 @@ planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings))
   };
   for (auto& m : mappings_) {
     std::visit([&](auto& k) { k.prepare(m); }, m.kind);
-    compiled c{&m, m.watched_paths()};
+    compiled c{&m, m.watched_paths(), m.visit([](const auto& k) { return k.route(); })};
     auto& plan = by_source_[m.source];
     add_field(plan, "_id");
     for (const auto& p : c.watched)
@@ -42,7 +43,8 @@ planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings))
     if (!m.fill_new_targets) continue;
 
     // As a watched target: what a new or re-keyed dependent is made of.
-    compiled t{&m, m.visit([](const auto& k) { return k.fill_paths(); })};
+    // A new target's fill writes that target alone: routed by its _id.
+    compiled t{&m, m.visit([](const auto& k) { return k.fill_paths(); }), {"_id", false, {}}};
     auto& target_plan = by_source_[m.target];
     add_field(target_plan, "_id");
     for (const auto& p : t.watched)
@@ -61,12 +63,12 @@ planner::planner(std::vector<mapping> mappings) : mappings_(std::move(mappings))
 }
 
 bool planner::reads_whole_document(const ns& source) const {
-  auto it = by_source_.find(source);
+  auto it = by_source_.find(source.collection());
   return it != by_source_.end() && it->second.whole;
 }
 
 const computed_fields* planner::computed(const ns& source) const {
-  auto it = by_source_.find(source);
+  auto it = by_source_.find(source.collection());
   return it == by_source_.end() ? nullptr : it->second.computed.get();
 }
 
@@ -80,20 +82,27 @@ std::vector<ns> planner::source_namespaces() const {
 
 std::vector<ns> planner::watched_namespaces() const {
   std::vector<ns> out;
-  for (const auto& [n, plan] : by_source_)
-    out.push_back(n);
+  for (const auto& [n, plan] : by_source_) {
+    const auto parts = partitions_.find(n);
+    if (parts == partitions_.end()) {
+      out.push_back(n);
+      continue;
+    }
+    for (int i = 0; i < parts->second; ++i)
+      out.push_back(ns{n.db, n.coll, partition{i, parts->second}});
+  }
   return out;
 }
 
 const std::vector<std::string>& planner::document_fields(const ns& source) const {
   static const std::vector<std::string> none;
-  auto it = by_source_.find(source);
+  auto it = by_source_.find(source.collection());
   return it == by_source_.end() ? none : it->second.fields;
 }
 
 stream_images planner::needs_images(const ns& source) const {
   stream_images out;
-  auto it = by_source_.find(source);
+  auto it = by_source_.find(source.collection());
   if (it == by_source_.end()) return out;
   auto add = [&](const stream_images& need) {
     out.before = out.before || need.before;
@@ -107,7 +116,7 @@ stream_images planner::needs_images(const ns& source) const {
 }
 
 std::string planner::stream_signature(const ns& source) const {
-  auto it = by_source_.find(source);
+  auto it = by_source_.find(source.collection());
   if (it == by_source_.end()) return {};
   std::vector<std::string> parts;
   for (const compiled& c : it->second.mappings)
@@ -205,7 +214,7 @@ bson::document update_touches(const std::vector<std::string>& paths) {
 }  // namespace
 
 bson::array planner::stream_filter(const ns& source) const {
-  auto it = by_source_.find(source);
+  auto it = by_source_.find(source.collection());
   if (it == by_source_.end()) return {};
   std::vector<std::string> paths;
   auto add = [&](const std::vector<compiled>& list) {
@@ -230,7 +239,52 @@ bson::array planner::stream_filter(const ns& source) const {
   } else if (!paths.empty()) {
     kept.push_back(bson::document{{"operationType", "update"}, {"$expr", update_touches(paths)}});
   }
-  return bson::array{bson::document{{"$match", bson::document{{"$or", std::move(kept)}}}}};
+  bson::array stages{bson::document{{"$match", bson::document{{"$or", std::move(kept)}}}}};
+  if (!source.part.whole()) {
+    bson::document mine = partition_match(source);
+    if (!mine.empty()) stages.push_back(bson::document{{"$match", std::move(mine)}});
+  }
+  return stages;
+}
+
+int planner::partitions_of(const ns& source) const {
+  const auto it = partitions_.find(source.collection());
+  return it == partitions_.end() ? 0 : it->second;
+}
+
+bson::document planner::partition_match(const ns& source) const {
+  const auto it = by_source_.find(source.collection());
+  if (it == by_source_.end()) return {};
+  const partition& share = source.part;
+  bson::array any;
+  auto add = [&any](bson::document condition) {
+    if (std::find(any.begin(), any.end(), bson::value(condition)) == any.end())
+      any.push_back(std::move(condition));
+  };
+  // Whatever is not a change of one document (drop, rename, invalidate) reaches every stream.
+  add(bson::document{
+      {"operationType",
+       bson::document{{"$nin", bson::array{"insert", "update", "replace", "delete"}}}}});
+  std::vector<stream_route> routes;
+  for (const compiled& c : it->second.mappings)
+    routes.push_back(c.route);
+  for (const compiled& c : it->second.fills)
+    routes.push_back(c.route);
+  for (const stream_route& r : routes) {
+    const auto key = route_expr(r.key_path);
+    if (!key) return {};  // a route the server cannot compute: every event
+    add(bson::document{{"$expr", owns_expr(share, *key)}});
+    if (r.everywhere_on_delete) {
+      add(bson::document{
+          {"operationType", bson::document{{"$in", bson::array{"delete", "replace"}}}}});
+      // A document gone since its update: where it counted is as unknown as for a delete.
+      add(bson::document{{"operationType", "update"}, {"fullDocument", bson::value()}});
+    }
+    if (!r.moving_paths.empty()) {
+      add(bson::document{{"operationType", "update"}, {"$expr", update_touches(r.moving_paths)}});
+    }
+  }
+  return bson::document{{"$or", std::move(any)}};
 }
 
 namespace {
@@ -250,7 +304,7 @@ bson::document trimmed(const std::string& field, const std::vector<std::string>&
 }  // namespace
 
 bson::array planner::stream_projection(const ns& source) const {
-  auto it = by_source_.find(source);
+  auto it = by_source_.find(source.collection());
   if (it == by_source_.end()) return {};
   if (it->second.whole) return {};
   const auto& names = it->second.fields;
@@ -268,7 +322,7 @@ bson::array planner::stream_projection(const ns& source) const {
 
 std::vector<std::string> planner::mappings_reading(const ns& source) const {
   std::vector<std::string> out;
-  auto it = by_source_.find(source);
+  auto it = by_source_.find(source.collection());
   if (it == by_source_.end()) return out;
   for (const compiled& c : it->second.mappings)
     out.push_back(c.m->name);
@@ -279,25 +333,55 @@ std::vector<std::string> planner::mappings_reading(const ns& source) const {
 }
 
 void planner::plan(const change_event& ev, std::vector<write_op>& out,
-                   std::vector<std::string>* notes, const replay_gate* gate) const {
+                   std::vector<std::string>* notes, const replay_gate* gate, const partition& mine,
+                   const handover* from) const {
   if (!ev.is_document_event()) return;
-  auto it = by_source_.find(ev.source);
+  auto it = by_source_.find(ev.source.collection());
   if (it == by_source_.end()) return;
   std::string position;
-  if (gate != nullptr) position = token_position(ev.token);
+  if (gate != nullptr || from != nullptr) position = token_position(ev.token);
+  const key_share share(mine, from, position);
   auto admitted = [&](const compiled& c) {
     return gate == nullptr || gate->admits(c.m->name, position);
   };
   for (const compiled& c : it->second.mappings) {
     if (!admitted(c)) continue;
     const std::size_t first = out.size();
-    c.m->visit([&](const auto& k) { k.plan(*c.m, c.watched, ev, out, notes); });
-    if (out.size() > first && !ev.computed_failures.empty()) dead_letter_failures(*c.m, ev, out);
+    c.m->visit([&](const auto& k) { k.plan(*c.m, c.watched, ev, out, notes, share); });
+    if (share.every_key()) {
+      if (out.size() > first && !ev.computed_failures.empty()) dead_letter_failures(*c.m, ev, out);
+      continue;
+    }
+    keep_dead_letters_once(c, ev, out, first, share);
   }
   for (const compiled& c : it->second.fills) {
-    if (admitted(c))
+    if (admitted(c) && share.owns(ev.id))
       c.m->visit([&](const auto& k) { k.plan_new_target(*c.m, c.watched, ev, out); });
   }
+}
+
+void planner::keep_dead_letters_once(const compiled& c, const change_event& ev,
+                                     std::vector<write_op>& out, std::size_t first,
+                                     const key_share& share) const {
+  // Every partition an event reaches may plan a dead letter about it; one keeps them: the
+  // partition of the value the event is routed by (docs/architecture.md, "Partitioned streams").
+  const bool is_delete = ev.op == operation::delete_;
+  const bson::value route =
+      route_value(ev.id, ev.full_document ? &*ev.full_document : nullptr,
+                  ev.full_document_before_change ? &*ev.full_document_before_change : nullptr,
+                  is_delete, c.route.key_path);
+  if (share.owns(route)) {
+    if (ev.computed_failures.empty()) return;
+    // As for a whole namespace: when the mapping plans anything for the event at all.
+    std::vector<write_op> whole;
+    c.m->visit([&](const auto& k) { k.plan(*c.m, c.watched, ev, whole, nullptr, key_share{}); });
+    if (!whole.empty()) dead_letter_failures(*c.m, ev, out);
+    return;
+  }
+  out.erase(
+      std::remove_if(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                     [](const write_op& op) { return op.as<dead_letter_write>() != nullptr; }),
+      out.end());
 }
 
 void planner::dead_letter_failures(const mapping& m, const change_event& ev,

@@ -11,6 +11,7 @@
 #include "mapping/change_event.h"
 #include "mapping/computed_fields.h"
 #include "mapping/mapping.h"
+#include "mapping/partition_route.h"
 #include "mapping/write_op.h"
 
 namespace denormd::mapping {
@@ -35,14 +36,18 @@ struct replay_gate {
 class planner {
  public:
   // Prepares each mapping's kind (what it derives from its settings) and indexes them.
-  explicit planner(std::vector<mapping> mappings);
+  // `partitions`: the namespaces read as that many partitioned streams (--partitions), each
+  // checked by the caller (watched, at least 2).
+  explicit planner(std::vector<mapping> mappings, std::map<ns, int> partitions = {});
   planner(const planner&) = delete;  // ops point into mappings_
   planner& operator=(const planner&) = delete;
 
   const std::vector<mapping>& mappings() const { return mappings_; }
   // Every namespace some mapping reads as a source, in order.
   std::vector<ns> source_namespaces() const;
-  // Every namespace to watch: the sources, plus the targets of fillNewTargets mappings.
+  // Every namespace to watch: the sources, plus the targets of fillNewTargets mappings; a
+  // partitioned one as its partitions (a stream each). Other members take a namespace or any of
+  // its partitions alike.
   std::vector<ns> watched_namespaces() const;
   // The top-level fields of a source document that any mapping reading `source` needs
   // (for change_event::parse_bson). Empty when no mapping reads it.
@@ -78,14 +83,22 @@ class planner {
   // With `gate`, only the mappings it admits at the event's position plan it. A mapping that
   // writes from a document on which one of its computed fields failed (ev.computed_failures)
   // also gets a dead letter per failure.
+  // With `mine` (a partition of the namespace), only what that partition writes: the
+  // dependents whose keys it owns; with `from`, of those only the ones whose owner in the
+  // layout it takes over from has not applied the event (docs/architecture.md, "Partitioned
+  // streams").
   void plan(const change_event& ev, std::vector<write_op>& out,
-            std::vector<std::string>* notes = nullptr, const replay_gate* gate = nullptr) const;
+            std::vector<std::string>* notes = nullptr, const replay_gate* gate = nullptr,
+            const partition& mine = {}, const handover* from = nullptr) const;
+  // The partitions `source` is read as (0: not partitioned).
+  int partitions_of(const ns& source) const;
 
  private:
   // What the planner derives from a mapping once instead of per event.
   struct compiled {
     const mapping* m;
     std::vector<std::string> watched;  // paths whose change matters
+    stream_route route;                // how its events reach the partitions of its stream
   };
   struct source_plan {
     std::vector<compiled> mappings;   // mappings reading this namespace as their source
@@ -99,8 +112,15 @@ class planner {
   void dead_letter_failures(const mapping& m, const change_event& ev,
                             std::vector<write_op>& out) const;
 
+  // Drops the dead letters out[first..] of `c` unless `share` is the one partition that keeps
+  // the event's, and adds the computed-field failures' there.
+  void keep_dead_letters_once(const compiled& c, const change_event& ev, std::vector<write_op>& out,
+                              std::size_t first, const key_share& share) const;
+  // The stage after the filter that keeps the events partition `source.part` plans for.
+  bson::document partition_match(const ns& source) const;
   std::vector<mapping> mappings_;
   std::map<ns, source_plan> by_source_;
+  std::map<ns, int> partitions_;
 };
 
 // The $each array of a push op built by recent_kind::push.

@@ -233,13 +233,19 @@ void recent_kind::push(const mapping& m, bson::value parent, bson::array ids, bs
   out.push_back(std::move(op));
 }
 
+stream_route recent_kind::route() const {
+  return child_route(parent_key, filter);
+}
+
 void recent_kind::plan(const mapping& m, const std::vector<std::string>& watched,
                        const change_event& ev, std::vector<write_op>& out,
-                       std::vector<std::string>* /*notes*/) const {
+                       std::vector<std::string>* /*notes*/, const key_share& share) const {
   const bson::value& id = ev.id;
   const std::string ns = ev.source.full();
   if (refused(m, {m.name, "_id", "_id", ns, nullptr}, id, out)) return;
-  const bson::document contains_id{{element_path(m, *this), literal(id)}};
+  // Of the parents that may hold it, this partition's own.
+  const bson::document contains_id =
+      share.narrowed(bson::document{{element_path(m, *this), literal(id)}}, parent_field);
 
   if (ev.op == operation::delete_) {
     remove_element(m, *this, id, contains_id, out);
@@ -251,14 +257,12 @@ void recent_kind::plan(const mapping& m, const std::vector<std::string>& watched
 
   const bool passes = !filter || filter->matches(child);
   const bson::value* parent = child.find_path(parent_key);
-  bool has_parent = parent != nullptr && !parent->is_null();
   // A parent key that cannot be a reference: the child belongs nowhere (and is reported).
-  if (has_parent && refused(m, {m.name, "parentKey", parent_key, ns, &id}, *parent, out)) {
-    has_parent = false;
-  }
+  const bool has_parent = parent != nullptr && !parent->is_null() &&
+                          !refused(m, {m.name, "parentKey", parent_key, ns, &id}, *parent, out);
 
   if (ev.op == operation::insert) {
-    if (!passes || !has_parent) return;
+    if (!passes || !has_parent || !share.owns(*parent)) return;
     bson::array elements;
     elements.push_back(element(m, child));
     push(m, *parent, bson::array{id}, std::move(elements), out);
@@ -271,16 +275,21 @@ void recent_kind::plan(const mapping& m, const std::vector<std::string>& watched
   const bool sort_touched = everything || touches(ev.touched, sort_paths);
 
   if (!passes || !has_parent) {
-    // No longer belongs anywhere: remove it wherever it is.
-    remove_element(m, *this, id, contains_id, out);
+    // No longer belongs anywhere: remove it wherever it is. Unless the change moved it (an
+    // event every partition reads), it can only be where its parent key says: that key's
+    // partition removes it.
+    const bool moved = parent_touched || filter_touched;
+    if (moved || share.owns(parent != nullptr ? *parent : bson::value()))
+      remove_element(m, *this, id, contains_id, out);
     return;
   }
   if (parent_touched) {
     // Moved: remove it from any other parent that still holds it.
-    bson::document others = contains_id;
+    bson::document others{{element_path(m, *this), literal(id)}};
     others.append(parent_field, bson::document{{"$ne", *parent}});  // $ne is literal too
-    remove_element(m, *this, id, std::move(others), out);
+    remove_element(m, *this, id, share.narrowed(std::move(others), parent_field), out);
   }
+  if (!share.owns(*parent)) return;  // its parent is another partition's
   if (sort_touched) {
     // Its position (and whether it is among the newest) may change: rebuild this parent.
     out.push_back(refill(m, parent_filter(*this, *parent), merge_rule::parent_barrier, *parent));

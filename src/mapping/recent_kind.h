@@ -12,6 +12,7 @@
 
 #include "bson/value.h"
 #include "mapping/fwd.h"
+#include "mapping/partition_route.h"
 #include "query/matcher.h"
 
 namespace denormd::mapping {
@@ -54,8 +55,10 @@ struct recent_kind {
   stream_images target_needs_images() const { return {}; }
 
   // Planning.
+  stream_route route() const;
   void plan(const mapping& m, const std::vector<std::string>& watched, const change_event& ev,
-            std::vector<write_op>& out, std::vector<std::string>* notes) const;
+            std::vector<write_op>& out, std::vector<std::string>* notes,
+            const key_share& share) const;
   void plan_new_target(const mapping& m, const std::vector<std::string>& watched,
                        const change_event& ev, std::vector<write_op>& out) const;
   // Pushes to one parent merge (merge_rule::push): `into` takes `later`'s ids and elements,

@@ -41,6 +41,9 @@ struct start_position {
   // With --ha: the lease the pipeline writes under (sink::applier_options).
   std::int64_t lease_epoch = 0;
   std::shared_ptr<const std::atomic<std::int64_t>> lease_deadline;
+  // While a partition takes over from another layout of its namespace: what that layout has
+  // applied, per key (docs/architecture.md, "Partitioned streams").
+  std::optional<mapping::handover> handover;
 };
 
 class parts_factory {

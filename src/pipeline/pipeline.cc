@@ -47,10 +47,10 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
       filter_(planner_->stream_filter(source_)),
       filter_text_(filter_text(filter_)),
       stages_(with_projection(filter_, planner_->stream_projection(source_))),
-      from_(for_filter(std::move(from), filter_text_, source_.full())),
+      from_(for_filter(std::move(from), filter_text_, source_.unit())),
       parts_(parts),
       metrics_(m),
-      name_(source_.full()),
+      name_(source_.unit()),
       queue_(std::make_unique<source::event_queue>(opts.queue_items, opts.queue_bytes)) {
   // One writer: every transaction of a namespace ends with the same fence statement, so two at
   // a time would only conflict with each other.
@@ -59,6 +59,7 @@ pipeline::pipeline(mapping::ns source, std::shared_ptr<const mapping::planner> p
   ao.source = source_;
   ao.initial_checkpoint_ms = from_.saved_ms;
   ao.gate = from_.gate;
+  ao.handover = from_.handover;
   ao.filter = filter_text_;
   ao.lease_epoch = from_.lease_epoch;
   ao.lease_deadline = from_.lease_deadline;
@@ -123,12 +124,14 @@ start_position pipeline::resume_position() const {
   if (resync_unfinished_) return from_;
   const auto& applied = applier_->applied_position();
   if (!applied) return from_;  // nothing applied: the old start is still where to begin
-  start_position next{applied->token,    std::nullopt,        applier_->checkpoint_ms(),
-                      std::nullopt,      applied->event_time, applied->filter,
-                      from_.lease_epoch, from_.lease_deadline};
+  start_position next{applied->token,    std::nullopt,         applier_->checkpoint_ms(),
+                      std::nullopt,      applied->event_time,  applied->filter,
+                      from_.lease_epoch, from_.lease_deadline, std::nullopt};
   // A replay that has not reached the end of what it holds back goes on holding it back.
   if (from_.gate && !from_.gate->passed(mapping::token_position(applied->token)))
     next.gate = from_.gate;
+  if (from_.handover && !from_.handover->passed(mapping::token_position(applied->token)))
+    next.handover = from_.handover;
   return next;
 }
 

@@ -41,7 +41,7 @@ void supervisor::report_lag(std::stop_token stop) {
     const std::int64_t now = wall_ms();
     for (const auto& p : pipelines_) {
       p->report_lag(now);
-      auto& samples = applied_samples_[p->source().full()];
+      auto& samples = applied_samples_[p->source().unit()];
       const std::uint64_t applied = p->applied_events();
       // A replaced pipeline counts from 0 again: the window starts over.
       if (!samples.empty() && applied < samples.back().second) samples.clear();
@@ -53,7 +53,7 @@ void supervisor::report_lag(std::stop_token stop) {
     if (now - last_sample_ms_ >= std::chrono::milliseconds(lag_sample_interval).count()) {
       last_sample_ms_ = now;
       for (const auto& p : pipelines_) {
-        auto& samples = lag_history_[p->source().full()];
+        auto& samples = lag_history_[p->source().unit()];
         samples.push_back({now, p->lag_seconds(now)});
         if (samples.size() > lag_samples_kept) samples.pop_front();
       }
@@ -95,7 +95,7 @@ std::vector<std::pair<std::string, bson::timestamp>> supervisor::stored_position
   std::lock_guard lock(mutex_);
   std::vector<std::pair<std::string, bson::timestamp>> out;
   for (const auto& p : pipelines_) {
-    if (const auto at = p->stored_through()) out.emplace_back(p->source().full(), *at);
+    if (const auto at = p->stored_through()) out.emplace_back(p->source().unit(), *at);
   }
   return out;
 }
@@ -174,7 +174,7 @@ std::optional<pipeline_status> supervisor::status(const mapping::ns& source) con
   s.applied_through = p.applied_through();
   s.last_event_ms = p.last_event_ms();
   s.errors = p.errors();
-  if (const auto it = applied_samples_.find(source.full());
+  if (const auto it = applied_samples_.find(source.unit());
       it != applied_samples_.end() && it->second.size() > 1) {
     const auto& [from_ms, from_n] = it->second.front();
     const auto& [to_ms, to_n] = it->second.back();
@@ -187,7 +187,7 @@ std::optional<pipeline_status> supervisor::status(const mapping::ns& source) con
 
 std::vector<lag_sample> supervisor::lag_history(const mapping::ns& source) const {
   std::lock_guard lock(mutex_);
-  const auto it = lag_history_.find(source.full());
+  const auto it = lag_history_.find(source.unit());
   if (it == lag_history_.end()) return {};
   return {it->second.begin(), it->second.end()};
 }

@@ -46,7 +46,7 @@ applier::applier(std::shared_ptr<const mapping::planner> planner, batch_writer& 
       queue_(queue),
       metrics_(m),
       opts_(std::move(opts)),
-      name_(opts_.source.full()) {
+      name_(opts_.source.unit()) {
   checkpoint_ms_ = opts_.initial_checkpoint_ms;
   if (opts_.initial_position_time) stored_through_ = pack(*opts_.initial_position_time);
 }
@@ -228,7 +228,10 @@ std::optional<std::int64_t> applier::plan_batch(const std::vector<source::stream
     const std::size_t first = ops_.size();
     std::vector<std::string> notes;
     if (opts_.gate && opts_.gate->passed(mapping::token_position(ev.token))) opts_.gate.reset();
-    planner_->plan(ev, ops_, &notes, opts_.gate ? &*opts_.gate : nullptr);
+    if (opts_.handover && opts_.handover->passed(mapping::token_position(ev.token)))
+      opts_.handover.reset();
+    planner_->plan(ev, ops_, &notes, opts_.gate ? &*opts_.gate : nullptr, opts_.source.part,
+                   opts_.handover ? &*opts_.handover : nullptr);
     for (const auto& n : notes)
       log::warn("planner", n, {{"source", name_}});
     for (std::size_t i = first; i < ops_.size(); ++i) {

@@ -52,6 +52,9 @@ struct applier_options {
   // While replaying history that only some mappings need, which mapping takes which event;
   // dropped once the stream is past every position it holds back.
   std::optional<mapping::replay_gate> gate;
+  // While the source (a partition, or a whole namespace that was partitioned) takes over from
+  // another layout: what that layout applied; dropped once the stream is past all of it.
+  std::optional<mapping::handover> handover;
   // With --ha: the epoch of the lease this source is written under (the writer fences with it,
   // and its checkpoints carry it), and the steady-clock deadline (ms) past which nothing may be
   // written or stored (0 once the lease is gone). Without a lease (0, none), the writer claims

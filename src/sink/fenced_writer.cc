@@ -19,7 +19,7 @@ mongo::status fence_held(const write_fence& fence, std::int64_t epoch,
   return mongo::failure(
       mongo::driver_error{mongo::driver_error::origin::client,
                           mongo::lease_moved_code,
-                          "the write fence of " + fence.source.full() + " has moved past epoch " +
+                          "the write fence of " + fence.source.unit() + " has moved past epoch " +
                               std::to_string(epoch) +
                               " (another writer took the namespace over); the batch is not written",
                           {}});
@@ -204,7 +204,7 @@ mongo::status fenced_writer::apply(std::span<const mapping::write_op> ops,
     return mongo::failure(mongo::driver_error{
         mongo::driver_error::origin::client,
         mongo::lease_moved_code,
-        "the writer of " + fence_.source.full() + " has not taken the write fence (open)",
+        "the writer of " + fence_.source.unit() + " has not taken the write fence (open)",
         {}});
   }
   // Each transaction commits under the fence or not at all; ops keep plan order, and a batch
@@ -311,7 +311,7 @@ mongo::status fenced_writer::write_range(std::span<const mapping::write_op> ops,
   log::info("writer",
             "a transaction met a write conflict " + std::to_string(tries_in_place) +
                 " times in a row; writing it in halves",
-            {{"source", source.full()},
+            {{"source", source.unit()},
              {"ops", static_cast<std::int64_t>(ops.size())},
              {"error", st.error().to_string()}});
   const std::size_t half = ops.size() / 2;
@@ -329,7 +329,7 @@ mongo::status fenced_writer::write_chunk(std::span<const mapping::write_op> ops,
   log::info("writer",
             "a statement was refused inside a fenced transaction; writing its ops one fenced "
             "write at a time",
-            {{"source", source.full()}});
+            {{"source", source.unit()}});
   return write_by_write(ops, event_tokens, source);
 }
 
@@ -350,7 +350,7 @@ mongo::status fenced_writer::write_in_pages(const mapping::write_op& op,
   const auto& w = std::get<mapping::update_write>(op.what);
   log::info("writer", "a multi-document update is written in fenced transactions of a page each",
             {{"mapping", op.source_mapping->name},
-             {"source", source.full()},
+             {"source", source.unit()},
              {"documents per page", static_cast<std::int64_t>(max_documents_)}});
   // The matching documents are streamed, and each page of them written as the same statement
   // narrowed to their _ids (never an array nor a regular expression, so $in matches each

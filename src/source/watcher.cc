@@ -55,7 +55,7 @@ watcher::watcher(mongo::connection& conn, watcher_options opts, event_queue& que
       opts_(std::move(opts)),
       queue_(queue),
       metrics_(m),
-      name_(opts_.source.full()),
+      name_(opts_.source.unit()),
       resync_backoff_(opts_.first_resync_backoff, opts_.max_resync_backoff) {
   metrics_.set_watcher_ready(name_, false);
 }

@@ -15,10 +15,10 @@ import zlib
 import pymongo
 from bson.son import SON
 
+from tests.integration import aggregates
 from tests.integration.base import kill_daemons
 from tests.integration.harness import REAL_URI, SOURCE_DIR, Denormd, Emulator, wait_until
 from tests.integration.shop import Shop
-from tests.soak import oracle
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "emulator", "tests"))
 import pymongo_auth  # noqa: E402  (the docs' createRole/createUser, read from the document)
@@ -111,24 +111,7 @@ class LeastPrivilegeTest(unittest.TestCase):
                    timeout=90, interval=0, message="every change applied")
 
     def aggregate_mismatches(self):
-        """The aggregate mappings against the soak oracle (tests/soak/oracle.py). customers-spent's
-        itemsBought sums an expression the oracle does not evaluate ($reduce over items.qty with
-        $add): each order's sum of its quantities is worked out here, for the integers the shop
-        writes, and summed by the oracle as a field."""
-        out = []
-        for name in ("products-rating", "customers-spent"):
-            with open(os.path.join(MAPPINGS, name + ".json")) as f:
-                m = json.load(f)
-            children = list(self.db[m["source"]["collection"]].find())
-            if name == "customers-spent":
-                m["fields"]["itemsBought"] = {"$sum": "itemsBoughtHere"}
-                for o in children:
-                    items = o.get("items")
-                    if isinstance(items, list):
-                        o["itemsBoughtHere"] = sum(i["qty"] for i in items if "qty" in i)
-            parents = list(self.db[m["target"]["collection"]].find())
-            out += oracle.check(m, {m["source"]["collection"]: children, m["target"]["collection"]: parents})
-        return out
+        return aggregates.mismatches(self.db, MAPPINGS)
 
     # ---- the sample shop ---------------------------------------------------------------------
     def test_the_sample_shop_runs_exactly_under_the_documented_role(self):

@@ -24,7 +24,9 @@ mongo::result<std::optional<bool>> images_enabled(mongo::connection& conn, const
 
 std::vector<image_problem> check_images(mongo::connection& conn, const mapping::planner& planner) {
   std::vector<image_problem> out;
-  for (const auto& source : planner.watched_namespaces()) {
+  for (const auto& unit : planner.watched_namespaces()) {
+    if (unit.part.index != 0) continue;  // a partitioned namespace is checked once
+    const mapping::ns source = unit.collection();
     const mapping::stream_images need = planner.needs_images(source);
     if (!need.before && !need.after) continue;
     // The aggregate mappings reading it as their children, and the incremental ones whose

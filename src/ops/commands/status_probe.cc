@@ -78,12 +78,12 @@ mongo::result<std::vector<source_status>> status_probe::run(
     source_status s;
     s.source = ns;
     for (const auto& e : *table) {
-      if (e.row.unit == ns.full())
+      if (e.row.unit == ns.unit())
         s.lease = lease_status{e.row.owner, e.row.epoch, e.expires_ms, e.row.expired};
     }
     if (s.lease && !s.lease->owner.empty() && !s.lease->expired) {
       const lease::instance_row* from = nullptr;
-      if (const auto* r = lease::report_of(instances_, ns.full(), s.lease->owner, &from)) {
+      if (const auto* r = lease::report_of(instances_, ns.unit(), s.lease->owner, &from)) {
         s.report = *r;
         s.reported_by = from->name;
         s.report_age_ms = from->age_ms;
@@ -225,7 +225,7 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms,
                     const std::vector<lease::instance_row>& instances) {
   std::string out;
   for (const auto& s : all) {
-    out += s.source.full() + ":";
+    out += s.source.unit() + ":";
     const std::string lease_line = lease_lines(s, now_ms);
     if (!s.has_checkpoint) {
       out += " no checkpoint (denormd run starts this source at the current time)\n" + lease_line;
@@ -255,7 +255,7 @@ std::string to_text(const std::vector<source_status>& all, std::int64_t now_ms,
 bson::document to_document(const std::vector<source_status>& all, std::int64_t now_ms) {
   bson::array sources;
   for (const auto& s : all) {
-    bson::document d{{"source", s.source.full()}, {"checkpoint", s.has_checkpoint}};
+    bson::document d{{"source", s.source.unit()}, {"checkpoint", s.has_checkpoint}};
     if (s.has_checkpoint) {
       d.append("token", s.token);
       d.append("clusterTime", s.cluster_time

@@ -12,7 +12,7 @@ mongo::status record_streamed(mongo::document_client& conn, const std::string& m
       if (m.name == name) mappings.append(name, m.fingerprint());
     }
   }
-  const bson::document filter{{"_id", source.full()}};
+  const bson::document filter{{"_id", source.unit()}};
   // A pipeline update replaces the whole field: mapping names are not paths here.
   const bson::array pipeline{bson::document{
       {"$set", bson::document{{"mappings", bson::document{{"$literal", mappings}}}}}}};
@@ -33,7 +33,7 @@ std::vector<std::string> not_streamed(const std::vector<const mapping::mapping*>
   std::vector<std::string> out;
   for (const mapping::mapping* m : which) {
     for (const auto& n : reads_of(*m)) {
-      const std::string id = n.full();
+      const std::string id = n.unit();
       const auto record = std::find_if(records.begin(), records.end(), [&](const auto& d) {
         const bson::value* v = d.get("_id");
         return v != nullptr && v->is_string() && v->as_string() == id;

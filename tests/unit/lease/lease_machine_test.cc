@@ -204,3 +204,70 @@ TEST(lease_machine_test, a_past_deadline_wins_over_a_release) {
 
 }  // namespace
 }  // namespace denormd::lease
+
+namespace denormd::lease {
+namespace {
+
+std::vector<std::string> partitions_of(const std::string& coll, int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back(coll + "#" + std::to_string(i) + "/" + std::to_string(n));
+  return out;
+}
+
+TEST(lease_machine_test, a_unit_names_its_collection_with_or_without_a_partition) {
+  EXPECT_EQ(collection_of("shop.logs#2/4"), "shop.logs");
+  EXPECT_EQ(collection_of("shop.logs"), "shop.logs");
+  EXPECT_EQ(collection_of("shop.a#b/4"), "shop.a#b/4");
+  EXPECT_EQ(collection_of("shop.a#1/"), "shop.a#1/");
+  EXPECT_EQ(collection_of("auto-backfill"), "auto-backfill");
+}
+
+TEST(lease_machine_test, a_namespace_another_live_instance_partitions_otherwise_is_not_taken) {
+  // "b" reads shop.logs as 2 partitions; "a" (already streaming it as 4) holds #0/4.
+  auto mine = partitions_of("shop.logs", 2);
+  mine.push_back("shop.other");
+  lease_machine b("b", mine, 3000, 600);
+  const std::vector<lease_row> table{{"shop.logs#0/4", "a", 1, false}};
+  const auto found = b.conflicts({"a", "b"}, table);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].collection, "shop.logs");
+  EXPECT_EQ(found[0].holder, "a");
+  EXPECT_EQ(found[0].theirs, "shop.logs#0/4");
+  EXPECT_TRUE(found[0].yield);
+  for (const auto& a : b.decide(0, {"a", "b"}, table, false))
+    EXPECT_EQ(a.unit.rfind("shop.logs", 0), std::string::npos) << a.unit << " taken";
+  // A holder that is gone, or a released row, blocks nothing.
+  EXPECT_TRUE(b.conflicts({"b"}, table).empty());
+  EXPECT_TRUE(b.conflicts({"a", "b"}, {{"shop.logs#0/4", "", 1, false}}).empty());
+  EXPECT_TRUE(b.conflicts({"a", "b"}, {{"shop.logs#0/4", "a", 1, true}}).empty());
+  // The same layout is no conflict.
+  EXPECT_TRUE(b.conflicts({"a", "b"}, {{"shop.logs#1/2", "a", 1, false}}).empty());
+}
+
+TEST(lease_machine_test, two_instances_holding_different_layouts_leave_it_to_the_lower_name) {
+  // Both took their units in one round: "a" keeps its own, "b" gives its up.
+  lease_machine a("a", partitions_of("shop.logs", 4), 3000, 600);
+  lease_machine b("b", partitions_of("shop.logs", 2), 3000, 600);
+  a.acquired("shop.logs#0/4", 1, 0);
+  b.acquired("shop.logs#0/2", 1, 0);
+  const std::vector<lease_row> table{{"shop.logs#0/4", "a", 1, false},
+                                     {"shop.logs#0/2", "b", 1, false}};
+  const std::vector<std::string> live{"a", "b"};
+  bool a_keeps = false;
+  for (const auto& act : a.decide(10, live, table, false)) {
+    if (act.unit == "shop.logs#0/4") a_keeps = act.what == lease_action::kind::renew;
+  }
+  EXPECT_TRUE(a_keeps);
+  bool b_releases = false;
+  for (const auto& act : b.decide(10, live, table, false)) {
+    if (act.unit == "shop.logs#0/2") b_releases = act.what == lease_action::kind::release;
+    EXPECT_NE(act.what, lease_action::kind::acquire) << act.unit;
+  }
+  EXPECT_TRUE(b_releases);
+  EXPECT_FALSE(a.conflicts(live, table).front().yield);
+  EXPECT_TRUE(b.conflicts(live, table).front().yield);
+}
+
+}  // namespace
+}  // namespace denormd::lease

@@ -27,6 +27,20 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
 
 }  // namespace
 
+std::string collection_of(const std::string& unit) {
+  const auto hash = unit.rfind('#');
+  const auto slash = unit.rfind('/');
+  if (hash == std::string::npos || slash == std::string::npos || slash < hash + 2 ||
+      slash + 1 == unit.size())
+    return unit;
+  const auto digits = [&](std::size_t from, std::size_t to) {
+    return std::all_of(unit.begin() + static_cast<std::ptrdiff_t>(from),
+                       unit.begin() + static_cast<std::ptrdiff_t>(to),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return digits(hash + 1, slash) && digits(slash + 1, unit.size()) ? unit.substr(0, hash) : unit;
+}
+
 std::string owner_of(const std::string& unit, const std::vector<std::string>& live) {
   const std::string* best = nullptr;
   std::uint64_t best_score = 0;
@@ -108,12 +122,21 @@ std::map<std::string, std::string> assign_class(const std::vector<std::string>& 
 std::map<std::string, std::string> assign_units(const std::vector<std::string>& unsorted,
                                                 const std::vector<std::string>& live,
                                                 const std::vector<lease_row>& table) {
-  std::vector<std::string> streams;
-  std::vector<std::string> jobs;
-  for (const auto& unit : sorted(unsorted))
-    (unit.find('.') != std::string::npos ? streams : jobs).push_back(unit);
-  auto out = assign_class(streams, live, table);
-  out.merge(assign_class(jobs, live, table));
+  // Namespaces, jobs and the partitions of each partitioned namespace are shared out apart, so
+  // that each is even: one hot collection's partitions spread over the instances whatever the
+  // other units do.
+  std::map<std::string, std::vector<std::string>> classes;
+  for (const auto& unit : sorted(unsorted)) {
+    const std::string coll = collection_of(unit);
+    if (coll != unit) {
+      classes["partitions of " + coll].push_back(unit);
+    } else {
+      classes[unit.find('.') != std::string::npos ? "streams" : "jobs"].push_back(unit);
+    }
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [name, units] : classes)
+    out.merge(assign_class(units, live, table));
   return out;
 }
 
@@ -121,20 +144,6 @@ lease_machine::lease_machine(std::string me, std::vector<std::string> units, std
                              std::int64_t margin_ms)
     : me_(std::move(me)), units_(sorted(std::move(units))), ttl_ms_(ttl_ms), margin_ms_(margin_ms) {
   assert(margin_ms_ >= 0 && margin_ms_ < ttl_ms_);
-}
-
-std::string collection_of(const std::string& unit) {
-  const auto hash = unit.rfind('#');
-  const auto slash = unit.rfind('/');
-  if (hash == std::string::npos || slash == std::string::npos || slash < hash + 2 ||
-      slash + 1 == unit.size())
-    return unit;
-  const auto digits = [&](std::size_t from, std::size_t to) {
-    return std::all_of(unit.begin() + static_cast<std::ptrdiff_t>(from),
-                       unit.begin() + static_cast<std::ptrdiff_t>(to),
-                       [](char c) { return c >= '0' && c <= '9'; });
-  };
-  return digits(hash + 1, slash) && digits(slash + 1, unit.size()) ? unit.substr(0, hash) : unit;
 }
 
 std::vector<layout_conflict> lease_machine::conflicts(const std::vector<std::string>& live,

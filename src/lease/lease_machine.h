@@ -55,8 +55,10 @@ std::string owner_of(const std::string& unit, const std::vector<std::string>& li
 // more (the instances holding the most now get the extra ones), a holder in `table` (not
 // expired, live) keeps the units it holds that it scores highest, up to its share, and every
 // other unit goes to the instance within its share with the highest rendezvous score. Streams
-// (units named "db.coll") and jobs (names without a dot: the automatic backfill) are shared
-// out separately, so that the streams are within one of each other (6 on 2 instances: 3:3).
+// (units named "db.coll"), jobs (names without a dot: the automatic backfill) and the
+// partitions of each partitioned namespace ("db.coll#i/N") are shared out separately, so that
+// the streams are within one of each other (6 on 2 instances: 3:3), and so are one namespace's
+// partitions.
 // Every instance that read the same table decides the same. Pure.
 std::map<std::string, std::string> assign_units(const std::vector<std::string>& units,
                                                 const std::vector<std::string>& live,

@@ -35,14 +35,16 @@ class LeaseHelpers:
         return set(o) == units and all(len(v) == 1 for v in o.values())
 
     def balanced(self, instances, units, owners=None):
-        """Every unit held once, and the live instances' counts of streams (and of jobs) within
-        one of each other (in `owners`, or read now)."""
+        """Every unit held once, and the live instances' counts of streams (of jobs, of each
+        namespace's partitions) within one of each other (in `owners`, or read now)."""
         o = self.owners(instances) if owners is None else owners
         if set(o) != units or any(len(v) != 1 for v in o.values()):
             return False
         live = [name for name, d in instances.items() if d.proc.poll() is None]
-        for stream in (True, False):
-            counts = [sum(1 for u, v in o.items() if name in v and ("." in u) == stream) for name in live]
+        # As assign_units shares them: namespaces, jobs, and each namespace's partitions apart.
+        classes = {u: u.split("#")[0] if "#" in u else ("." in u) for u in o}
+        for c in set(classes.values()):
+            counts = [sum(1 for u, v in o.items() if name in v and classes[u] == c) for name in live]
             if max(counts) - min(counts) > 1:
                 return False
         return True

@@ -77,11 +77,18 @@ class Run:
         self.serial = 0
 
     # ---- processes ----
+    def instance_args(self, name):
+        """What every instance is started with besides the common flags: --ha and its name, and
+        the --partitions of the run (the same on every instance)."""
+        extra = ["--ha", "--instance-id", name, "--lease-ttl-ms", str(faults.LEASE_TTL_MS)] if self.args.ha else []
+        for p in self.args.partitions:
+            extra += ["--partitions", p]
+        return extra
+
     def start_instance(self, name=None):
         self.serial += 1
         name = name or "soak-%d" % self.serial
-        extra = ["--ha", "--instance-id", name, "--lease-ttl-ms", str(faults.LEASE_TTL_MS)] if self.args.ha else []
-        d = Denormd(self.emulator.uri, DB, self.mapping_dir, *extra, auto_backfill=True)
+        d = Denormd(self.emulator.uri, DB, self.mapping_dir, *self.instance_args(name), auto_backfill=True)
         d.name = name
         self.daemons.append(d)
         return d
@@ -93,8 +100,7 @@ class Run:
         self.logs.append(d.log_path)
         i = self.daemons.index(d)
         self.serial -= 0
-        extra = ["--ha", "--instance-id", d.name, "--lease-ttl-ms", str(faults.LEASE_TTL_MS)] if self.args.ha else []
-        n = Denormd(self.emulator.uri, DB, self.mapping_dir, *extra, auto_backfill=True)
+        n = Denormd(self.emulator.uri, DB, self.mapping_dir, *self.instance_args(d.name), auto_backfill=True)
         n.name = d.name
         self.daemons[i] = n
 
@@ -201,6 +207,8 @@ class Run:
             a.seed, a.minutes, "--ha (lease TTL %d ms)" % a.lease_ttl_ms if a.ha else "one instance",
             ",".join(a.fault_list) or "none",
             ", overload: %d busy processes beside it" % len(self.burners) if a.overload else ""))
+        if a.partitions:
+            print("  partitioned streams: %s" % ", ".join(a.partitions))
         for c in sorted(a.exclude_list):
             why = generator.KNOWN_HOLES.get(c)
             print("  excluded from the workload (--exclude %s): %s%s" % (c, generator.CLASSES[c],
@@ -294,6 +302,8 @@ def parse(argv):
     p.add_argument("--minutes", type=float, required=True)
     p.add_argument("--ha", action="store_true", help="run --ha instances (several, joining and leaving)")
     p.add_argument("--instances", type=int, default=2, help="--ha instances at the start (default 2)")
+    p.add_argument("--partitions", action="append", default=[], metavar="NS=N",
+                   help="denormd's --partitions for every instance (repeatable), e.g. soak.orders=4")
     p.add_argument("--faults", default=",".join(faults.FAULTS),
                    help="comma-separated fault types (default all): " + ", ".join(faults.FAULTS) + "; 'none' for none")
     p.add_argument("--exclude", default="", help="workload classes left out: " + ", ".join(generator.CLASSES))

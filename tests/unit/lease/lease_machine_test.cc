@@ -271,3 +271,32 @@ TEST(lease_machine_test, two_instances_holding_different_layouts_leave_it_to_the
 
 }  // namespace
 }  // namespace denormd::lease
+
+namespace denormd::lease {
+namespace {
+
+TEST(lease_machine_test, each_namespaces_partitions_spread_evenly_whatever_the_other_units) {
+  // Five namespaces, the backfill and a namespace read as 4 partitions, on 2 then 3 instances.
+  std::vector<std::string> all{"shop.a", "shop.b", "shop.c", "shop.d", "shop.e", "auto-backfill"};
+  for (int i = 0; i < 4; ++i)
+    all.push_back("shop.logs#" + std::to_string(i) + "/4");
+  for (const std::vector<std::string>& live :
+       {std::vector<std::string>{"x", "y"}, std::vector<std::string>{"x", "y", "z"}}) {
+    const auto owners = assign_units(all, live, {});
+    std::map<std::string, int> parts;
+    std::map<std::string, int> streams;
+    for (const auto& [unit, owner] : owners) {
+      if (unit.find('#') != std::string::npos) ++parts[owner];
+      if (unit.find('.') != std::string::npos && unit.find('#') == std::string::npos)
+        ++streams[owner];
+    }
+    for (const auto& m : live) {
+      EXPECT_GE(parts[m], 4 / static_cast<int>(live.size())) << m;
+      EXPECT_LE(parts[m], 4 / static_cast<int>(live.size()) + 1) << m;
+      EXPECT_GE(streams[m], 5 / static_cast<int>(live.size())) << m;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace denormd::lease

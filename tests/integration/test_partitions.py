@@ -11,12 +11,12 @@ import time
 import unittest
 
 from tests.integration import aggregates
-from tests.integration.base import ShopTestCase
 from tests.integration.harness import DENORMD, write_mappings, wait_until
 from tests.integration.leases import LeaseHelpers
+from tests.integration.mapping_changes import MappingChangeCase
 
 
-class PartitionsTest(LeaseHelpers, ShopTestCase):
+class PartitionsTest(LeaseHelpers, MappingChangeCase):
     EMULATOR_ARGS = {"test_two_ha_instances_share_the_partitions_and_one_takes_all_after_a_kill9": (
         "--transaction-lifetime-limit-seconds", "10")}
 
@@ -180,6 +180,19 @@ class PartitionsTest(LeaseHelpers, ShopTestCase):
         self.applied(ds[other])
         self.exact()
         self.assertEqual(ds[other].stop(), 0)
+
+    def test_a_changed_mapping_is_backfilled_once_every_partition_runs_it(self):
+        # With --ha the automatic backfill of a changed mapping waits until the streams of what
+        # it reads run the new definition: for a partitioned namespace, every partition's.
+        self.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.instance("a", None, *self.flags(orders=3, logmsgs=0, reviews=0), auto_backfill=True)
+        wait_until(lambda: "%s.orders#2/3" % self.dbname in self.held_by(d), timeout=20,
+                   message="orders streamed")
+        self.add_mail_to_orders_customer()
+        self.assertEqual(self.post_reload(d)[0], 200)
+        self.mail_converges(d, lambda: None)
+        self.assertEqual(d.stop(), 0)
 
     def test_instances_that_partition_a_namespace_differently_are_refused(self):
         self.seed()

@@ -29,12 +29,13 @@ struct streams_pending {
 // (ops/streamed_sets.h): with --ha, instances that have not reloaded yet may still stream them
 // with the old ones. False when stopped first.
 bool streams_run(mongo::connection& conn, const std::string& meta_db, metrics::metrics& m,
-                 const std::vector<const mapping::mapping*>& which, std::stop_token& stop) {
+                 const std::vector<const mapping::mapping*>& which,
+                 const std::vector<mapping::ns>& units, std::stop_token& stop) {
   backoff retry(std::chrono::milliseconds(200), std::chrono::seconds(5));
   bool told = false;
   // Streams still running the old definitions are a failure to wait out, like an error.
   auto attempt = [&]() -> expected<void, streams_pending> {
-    auto pending = not_streamed(conn, meta_db, which);
+    auto pending = not_streamed(conn, meta_db, which, units);
     if (!pending) return streams_pending{pending.error(), {}};
     if (pending->empty()) return {};
     return streams_pending{std::nullopt, std::move(*pending)};
@@ -133,7 +134,9 @@ void auto_backfill::run(std::int64_t now_ms, bool enabled, std::stop_token stop)
   for (const auto* m : *which)
     metrics_.set_backfill_progress(m->name, 0);
   // A change the old definition applies after our read of a document would never reach it.
-  if (wait_for_streams_ && !streams_run(conn_, meta_db_, metrics_, *which, stop)) return;
+  if (wait_for_streams_ &&
+      !streams_run(conn_, meta_db_, metrics_, *which, planner_->watched_namespaces(), stop))
+    return;
   log::info("backfill", "new or changed mappings are backfilled while the streams run",
             {{"mappings", names}});
   backfill(std::move(*which), stop);

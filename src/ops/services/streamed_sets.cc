@@ -28,12 +28,31 @@ mongo::status record_streamed(mongo::document_client& conn, const std::string& m
   return {};
 }
 
-std::vector<std::string> not_streamed(const std::vector<const mapping::mapping*>& which,
-                                      const std::vector<bson::document>& records) {
+namespace {
+
+// The units `n` is streamed as: its partitions when it is partitioned, else itself.
+std::vector<std::string> units_of(const mapping::ns& n, const std::vector<mapping::ns>& units) {
   std::vector<std::string> out;
+  for (const auto& u : units) {
+    if (u.collection() == n && !u.part.whole()) out.push_back(u.unit());
+  }
+  if (out.empty()) out.push_back(n.unit());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> not_streamed(const std::vector<const mapping::mapping*>& which,
+                                      const std::vector<bson::document>& records,
+                                      const std::vector<mapping::ns>& units) {
+  std::vector<std::string> out;
+  std::vector<std::string> ids;
   for (const mapping::mapping* m : which) {
     for (const auto& n : reads_of(*m)) {
-      const std::string id = n.unit();
+      for (const auto& u : units_of(n, units))
+        ids.push_back(u);
+    }
+    for (const auto& id : ids) {
       const auto record = std::find_if(records.begin(), records.end(), [&](const auto& d) {
         const bson::value* v = d.get("_id");
         return v != nullptr && v->is_string() && v->as_string() == id;
@@ -45,16 +64,17 @@ std::vector<std::string> not_streamed(const std::vector<const mapping::mapping*>
       if (print == nullptr || !print->is_string() || print->as_string() != m->fingerprint())
         out.push_back(id + " (" + m->name + ")");
     }
+    ids.clear();
   }
   return out;
 }
 
 mongo::result<std::vector<std::string>> not_streamed(
     mongo::document_client& conn, const std::string& meta_db,
-    const std::vector<const mapping::mapping*>& which) {
+    const std::vector<const mapping::mapping*>& which, const std::vector<mapping::ns>& units) {
   auto records = conn.find(meta_db, streamed_collection, bson::document{}, {});
   if (!records) return records.error();
-  return not_streamed(which, *records);
+  return not_streamed(which, *records, units);
 }
 
 }  // namespace denormd::ops

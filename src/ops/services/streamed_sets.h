@@ -26,14 +26,17 @@ using mapping::reads_of;
 mongo::status record_streamed(mongo::document_client& conn, const std::string& meta_db,
                               const mapping::ns& source, const mapping::planner& p);
 
-// "namespace (mapping)" for each namespace one of `which` reads whose stream does not plan
-// with that mapping's definition (yet), as `records` (documents of the collection) say. Pure.
+// "unit (mapping)" for each stream of a namespace one of `which` reads that does not plan with
+// that mapping's definition (yet), as `records` (documents of the collection) say. `units`: the
+// watched units (planner::watched_namespaces), so that a partitioned namespace counts only once
+// every one of its partitions does. Pure.
 std::vector<std::string> not_streamed(const std::vector<const mapping::mapping*>& which,
-                                      const std::vector<bson::document>& records);
+                                      const std::vector<bson::document>& records,
+                                      const std::vector<mapping::ns>& units = {});
 
 // The same, read from the collection.
 mongo::result<std::vector<std::string>> not_streamed(
     mongo::document_client& conn, const std::string& meta_db,
-    const std::vector<const mapping::mapping*>& which);
+    const std::vector<const mapping::mapping*>& which, const std::vector<mapping::ns>& units);
 
 }  // namespace denormd::ops

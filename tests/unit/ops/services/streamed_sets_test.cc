@@ -41,6 +41,22 @@ TEST(streamed_sets_test, a_mapping_waits_for_every_namespace_it_reads_to_run_its
   EXPECT_EQ(not_streamed(which, other), names{"shop.customers (orders-customer)"});
 }
 
+TEST(streamed_sets_test, a_partitioned_namespace_runs_a_definition_once_every_partition_does) {
+  const auto m = load_one(filling_copy);
+  const std::vector<const mapping::mapping*> which{&m};
+  const std::string print = m.fingerprint();
+  const std::vector<mapping::ns> units{{"shop", "customers"},
+                                       {"shop", "orders", mapping::partition{0, 2}},
+                                       {"shop", "orders", mapping::partition{1, 2}}};
+  std::vector<bson::document> records{doc(record("shop.customers", m.name, print)),
+                                      doc(record("shop.orders#0/2", m.name, print)),
+                                      doc(record("shop.orders", m.name, print))};
+  // The whole namespace's record (from before it was partitioned) does not stand in for one.
+  EXPECT_EQ(not_streamed(which, records, units), names{"shop.orders#1/2 (orders-customer)"});
+  records.push_back(doc(record("shop.orders#1/2", m.name, print)));
+  EXPECT_TRUE(not_streamed(which, records, units).empty());
+}
+
 TEST(streamed_sets_test, a_copy_without_fills_reads_its_source_only) {
   const auto m = load_one(testing::customer_copy);
   EXPECT_EQ(reads_of(m), (std::vector<mapping::ns>{{"shop", "customers"}}));

@@ -4,6 +4,7 @@ aggregate), runs exactly with its busiest collections partitioned: by one instan
 instances that each read part of the events, after a kill -9 of one of them, and across a change
 of the partition count (a hand-over at the old layout's positions). A flag that names a
 namespace no mapping reads, or instances that disagree, are refused with the reason."""
+import json
 import os
 import subprocess
 import threading
@@ -63,6 +64,12 @@ class PartitionsTest(LeaseHelpers, MappingChangeCase):
             while stream.try_next() is not None:
                 n += 1
         return n
+
+    def shown(self, d):
+        """The namespaces (units) of `d`'s status API, by name."""
+        code, body = d.get("/api/v1/status")
+        self.assertEqual(code, 200, body)
+        return {n["namespace"]: n for n in json.loads(body)["namespaces"]}
 
     def now(self):
         return self.client.admin.command("ping")["operationTime"]
@@ -159,6 +166,14 @@ class PartitionsTest(LeaseHelpers, MappingChangeCase):
         for d in ds.values():
             self.applied(d)
         self.exact()
+        # Any instance's API shows every partition as a unit, with the instance holding it.
+        owners = self.owners(ds)
+        orders = ["%s.orders#%d/4" % (self.dbname, i) for i in range(4)]
+        for name, d in ds.items():
+            wait_until(lambda: all("holder" in self.shown(d).get(u, {}) for u in orders), timeout=20,
+                       message="every partition shown with its holder on " + name)
+            shown = self.shown(d)
+            self.assertEqual({u: [shown[u]["holder"]] for u in orders}, {u: owners[u] for u in orders})
         # Each instance read part of each partitioned namespace's events.
         for coll in ("orders", "logmsgs"):
             total = self.events_since(coll, since)

@@ -107,6 +107,16 @@ bool gone_since_last_run(const recorded_mapping& r, const planner& running) {
   return !r.removed && find_mapping(running, r.name) == nullptr;
 }
 
+// The units `read` is streamed as now: its partitions when it is partitioned, else itself.
+std::vector<ns> units_of(const ns& read, const planner& running) {
+  std::vector<ns> out;
+  for (const auto& u : running.watched_namespaces()) {
+    if (!u.part.whole() && u.collection() == read) out.push_back(u);
+  }
+  if (out.empty()) out.push_back(read);
+  return out;
+}
+
 }  // namespace
 
 std::vector<ns> reload_policy::positions_needed(const std::vector<recorded_mapping>& recorded,
@@ -116,7 +126,12 @@ std::vector<ns> reload_policy::positions_needed(const std::vector<recorded_mappi
     if (!contains(out, src)) out.push_back(src);
   };
   for (const auto& r : recorded) {
-    if (gone_since_last_run(r, running)) std::for_each(r.reads.begin(), r.reads.end(), add);
+    if (gone_since_last_run(r, running)) {
+      for (const auto& read : r.reads) {
+        for (const auto& u : units_of(read, running))
+          add(u);
+      }
+    }
     for (const auto& p : r.stopped_at)
       add(p.source);
   }
@@ -131,11 +146,13 @@ std::map<ns, std::vector<stopped_mapping>> reload_policy::entries_at_start(
     for (const auto& p : r.stopped_at)
       out[p.source].push_back({r.name, r.fingerprint, p.token, p.token_time, p.filter});
     if (!gone_since_last_run(r, running)) continue;
-    for (const auto& src : r.reads) {
-      const auto at = positions.find(src);
-      if (at == positions.end() || !at->second.resume_after) continue;  // never stored: unknown
-      const resume_position& pos = at->second;
-      out[src].push_back({r.name, r.fingerprint, *pos.resume_after, pos.token_time, pos.filter});
+    for (const auto& read : r.reads) {
+      for (const auto& src : units_of(read, running)) {
+        const auto at = positions.find(src);
+        if (at == positions.end() || !at->second.resume_after) continue;  // never stored: unknown
+        const resume_position& pos = at->second;
+        out[src].push_back({r.name, r.fingerprint, *pos.resume_after, pos.token_time, pos.filter});
+      }
     }
   }
   return out;
@@ -179,7 +196,8 @@ settled reload_policy::settle(resume_position base, const ns& source, const plan
   // position through which this or an earlier holder applied it (an earlier entry wins; later
   // ones never replace it).
   for (const auto& [name, g] : gone_) {
-    if (find_mapping(next, name) != nullptr || has_entry(name) || !contains(g.reads, source))
+    if (find_mapping(next, name) != nullptr || has_entry(name) ||
+        !contains(g.reads, source.collection()))
       continue;
     const auto& at = out.from;
     if (!at.resume_after) {

@@ -15,6 +15,7 @@ from tests.integration import aggregates
 from tests.integration.harness import DENORMD, write_mappings, wait_until
 from tests.integration.leases import LeaseHelpers
 from tests.integration.mapping_changes import MappingChangeCase
+from tests.integration.seed import order_item
 
 
 class PartitionsTest(LeaseHelpers, MappingChangeCase):
@@ -207,6 +208,35 @@ class PartitionsTest(LeaseHelpers, MappingChangeCase):
         self.add_mail_to_orders_customer()
         self.assertEqual(self.post_reload(d)[0], 200)
         self.mail_converges(d, lambda: None)
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_mapping_removed_and_put_back_replays_on_every_partition(self):
+        # Removed, each partition notes where it stopped applying it; put back with the same
+        # definition, each replays from there what it missed (new orders filled, renames).
+        self.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.instance("a", None, *self.flags(orders=4, logmsgs=0, reviews=0), auto_backfill=True)
+        wait_until(lambda: "%s.orders#3/4" % self.dbname in self.held_by(d), timeout=20,
+                   message="orders streamed")
+        path = os.path.join(self.mappings, "orders-customer.json")
+        with open(path) as f:
+            kept = f.read()
+        os.remove(path)
+        self.assertEqual(self.post_reload(d)[0], 200)
+        for _ in range(150):
+            self.shop.random_change()
+        # New orders written without their customer's copy: only the fill, replayed, writes it.
+        for i in range(40):
+            c = self.db.customers.find_one(skip=i % 30)
+            p = self.db.products.find_one(skip=i % 20)
+            self.db.orders.insert_one({"_id": 900000 + i, "customerId": c["_id"], "status": "NEW",
+                                       "total": 10, "createdAt": 1, "items": [order_item(p, 1)]})
+        with open(path, "w") as f:
+            f.write(kept)
+        self.assertEqual(self.post_reload(d)[0], 200)
+        self.applied(d)
+        self.assertIn("mappings put back replay the changes they missed", d.log())
+        self.exact()
         self.assertEqual(d.stop(), 0)
 
     def test_instances_that_partition_a_namespace_differently_are_refused(self):

@@ -112,6 +112,18 @@ TEST(reload_policy_test, removed_then_put_back_replays_from_its_entry_once) {
   EXPECT_FALSE(policy.settle(at("50"), customers, both, back.entries).replayed);
 }
 
+TEST(reload_policy_test, with_ha_each_partition_of_a_namespace_a_removed_mapping_read_stops_it) {
+  const planner both = set_of({a, b}), only_a = set_of({a});
+  reload_policy policy(true);
+  policy.begin(both, only_a);
+  for (int i = 0; i < 2; ++i) {
+    const ns part{"shop", "customers", partition{i, 2}};
+    const settled gone = policy.settle(at("2" + std::to_string(i)), part, only_a, {});
+    EXPECT_EQ(gone.entries, std::vector<stopped_mapping>{entry(both, "b", "2" + std::to_string(i))})
+        << part.unit();
+  }
+}
+
 TEST(reload_policy_test, put_back_changed_drops_its_entry_without_a_replay) {
   const planner both = set_of({a, b}), changed = set_of({a, b_changed});
   for (const bool ha : {false, true}) {

@@ -143,10 +143,10 @@ constexpr const char* help_groups[] = {
     "MongoDB",       "Mappings",          "Where to start", "Writing", "High availability",
     "HTTP endpoint", "Background checks", "Measuring",      "Output",  "Logging"};
 
-// Every flag, declared once. A command ignores the flags it does not use (--timeout and
-// --verify-interval aside, refused where they mean nothing).
-const std::vector<flag>& flags() {
-  static const std::vector<flag> all = {
+// The flags of where data comes from and how it is written: MongoDB, the mappings, where to
+// start, writing.
+std::vector<flag> data_flags() {
+  return {
       make_flag("uri", "URI", "MongoDB", "the replica set's connection string", text(&options::uri),
                 "$DENORMD_URI"),
       make_flag("db", "NAME", "MongoDB",
@@ -182,7 +182,12 @@ const std::vector<flag>& flags() {
       make_flag("dry-run", nullptr, "Writing", "read and plan, write nothing",
                 on(&options::dry_run)),
       make_flag("repair", nullptr, "Writing", "rewrite the dependents found differing",
-                on(&options::repair)),
+                on(&options::repair))};
+}
+
+// The flags of the running daemon: high availability, the HTTP endpoint, background checks.
+std::vector<flag> daemon_flags() {
+  return {
       make_flag("ha", nullptr, "High availability",
                 "share the namespaces with other instances through leases", on(&options::ha)),
       make_flag("instance-id", "ID", "High availability",
@@ -214,7 +219,12 @@ const std::vector<flag>& flags() {
                  [](const options&) { return std::string("off"); }}),
       make_flag("verify-no-repair", nullptr, "Background checks",
                 "count and log the drift the background verify finds, without repairing it",
-                on(&options::verify_no_repair)),
+                on(&options::verify_no_repair))};
+}
+
+// The flags of measuring and of what is printed and logged.
+std::vector<flag> report_flags() {
+  return {
       make_flag("max-time", "SECONDS", "Measuring",
                 "how long one aggregation may run on the server (maxTimeMS)",
                 whole(&options::max_time_s, 1, 86400, "of seconds ")),
@@ -234,8 +244,20 @@ const std::vector<flag>& flags() {
       make_flag("log-format", "text|json", "Logging",
                 "one line of text, or one JSON object, per entry", text(&options::log_format)),
       make_flag("log-level", "LEVEL", "Logging", "debug, info, warn or error",
-                text(&options::log_level)),
-  };
+                text(&options::log_level))};
+}
+
+// Every flag, declared once. A command ignores the flags it does not use (--timeout and
+// --verify-interval aside, refused where they mean nothing).
+const std::vector<flag>& flags() {
+  static const std::vector<flag> all = [] {
+    std::vector<flag> out = data_flags();
+    for (auto* group : {daemon_flags, report_flags}) {
+      for (auto& f : group())
+        out.push_back(std::move(f));
+    }
+    return out;
+  }();
   return all;
 }
 

@@ -62,13 +62,19 @@ planner::planner(std::vector<mapping> mappings, std::map<ns, int> partitions)
   }
 }
 
+std::map<ns, planner::source_plan>::const_iterator planner::plan_of(const ns& source) const {
+  // A partition reads what its namespace reads; a whole namespace (every event's) is looked up
+  // as it is, without a copy.
+  return source.part.whole() ? by_source_.find(source) : by_source_.find(source.collection());
+}
+
 bool planner::reads_whole_document(const ns& source) const {
-  auto it = by_source_.find(source.collection());
+  auto it = plan_of(source);
   return it != by_source_.end() && it->second.whole;
 }
 
 const computed_fields* planner::computed(const ns& source) const {
-  auto it = by_source_.find(source.collection());
+  auto it = plan_of(source);
   return it == by_source_.end() ? nullptr : it->second.computed.get();
 }
 
@@ -96,13 +102,13 @@ std::vector<ns> planner::watched_namespaces() const {
 
 const std::vector<std::string>& planner::document_fields(const ns& source) const {
   static const std::vector<std::string> none;
-  auto it = by_source_.find(source.collection());
+  auto it = plan_of(source);
   return it == by_source_.end() ? none : it->second.fields;
 }
 
 stream_images planner::needs_images(const ns& source) const {
   stream_images out;
-  auto it = by_source_.find(source.collection());
+  auto it = plan_of(source);
   if (it == by_source_.end()) return out;
   auto add = [&](const stream_images& need) {
     out.before = out.before || need.before;
@@ -116,7 +122,7 @@ stream_images planner::needs_images(const ns& source) const {
 }
 
 std::string planner::stream_signature(const ns& source) const {
-  auto it = by_source_.find(source.collection());
+  auto it = plan_of(source);
   if (it == by_source_.end()) return {};
   std::vector<std::string> parts;
   for (const compiled& c : it->second.mappings)
@@ -214,7 +220,7 @@ bson::document update_touches(const std::vector<std::string>& paths) {
 }  // namespace
 
 bson::array planner::stream_filter(const ns& source) const {
-  auto it = by_source_.find(source.collection());
+  auto it = plan_of(source);
   if (it == by_source_.end()) return {};
   std::vector<std::string> paths;
   auto add = [&](const std::vector<compiled>& list) {
@@ -253,7 +259,7 @@ int planner::partitions_of(const ns& source) const {
 }
 
 bson::document planner::partition_match(const ns& source) const {
-  const auto it = by_source_.find(source.collection());
+  const auto it = plan_of(source);
   if (it == by_source_.end()) return {};
   const partition& share = source.part;
   bson::array any;
@@ -304,7 +310,7 @@ bson::document trimmed(const std::string& field, const std::vector<std::string>&
 }  // namespace
 
 bson::array planner::stream_projection(const ns& source) const {
-  auto it = by_source_.find(source.collection());
+  auto it = plan_of(source);
   if (it == by_source_.end()) return {};
   if (it->second.whole) return {};
   const auto& names = it->second.fields;
@@ -322,7 +328,7 @@ bson::array planner::stream_projection(const ns& source) const {
 
 std::vector<std::string> planner::mappings_reading(const ns& source) const {
   std::vector<std::string> out;
-  auto it = by_source_.find(source.collection());
+  auto it = plan_of(source);
   if (it == by_source_.end()) return out;
   for (const compiled& c : it->second.mappings)
     out.push_back(c.m->name);
@@ -336,7 +342,7 @@ void planner::plan(const change_event& ev, std::vector<write_op>& out,
                    std::vector<std::string>* notes, const replay_gate* gate, const partition& mine,
                    const handover* from) const {
   if (!ev.is_document_event()) return;
-  auto it = by_source_.find(ev.source.collection());
+  auto it = plan_of(ev.source);
   if (it == by_source_.end()) return;
   std::string position;
   if (gate != nullptr || from != nullptr) position = token_position(ev.token);

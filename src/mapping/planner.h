@@ -116,6 +116,8 @@ class planner {
   // the event's, and adds the computed-field failures' there.
   void keep_dead_letters_once(const compiled& c, const change_event& ev, std::vector<write_op>& out,
                               std::size_t first, const key_share& share) const;
+  // The plan of `source`'s namespace, or by_source_.end().
+  std::map<ns, source_plan>::const_iterator plan_of(const ns& source) const;
   // The stage after the filter that keeps the events partition `source.part` plans for.
   bson::document partition_match(const ns& source) const;
   std::vector<mapping> mappings_;

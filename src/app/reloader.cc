@@ -35,7 +35,7 @@ auto until_answered(std::stop_token stop, const retry_report& r, std::string_vie
     r.m.count_error("checkpoint", e.metric_code());
     const std::string why = r.conn.describe(e);
     // Refused credentials or a missing privilege are the operator's to fix.
-    const bool refused = e.authentication_failed() || e.unauthorized();
+    const bool refused = e.refused();
     log::write(refused ? log::level::error : log::level::warn, component,
                std::string(what) + "; retrying", {{key, value}, {"error", why}});
     r.note(std::string(what) + ": " + why);

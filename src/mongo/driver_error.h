@@ -37,6 +37,8 @@ struct driver_error {
   bool authentication_failed() const;
   // The user's roles lack a privilege the command needs (13 Unauthorized).
   bool unauthorized() const;
+  // Either: the operator's to fix (credentials or roles), said as an error, not a warning.
+  bool refused() const { return authentication_failed() || unauthorized(); }
   // For an Unauthorized error, the privilege the command needs in plain words ("update on
   // shop.orders", "changeStream and find on shop.hosts", "listCollections on the database
   // shop"), read from MongoDB's message ("not authorized on shop to execute command { update:

@@ -97,7 +97,7 @@ bool applier::with_retry(std::stop_token& stop, const char* stage, F&& attempt) 
     ++errors_;
     metrics_.count_error(stage, e.metric_code());
     metrics_.set_batch_attempts(name_, tries);
-    if (e.authentication_failed() || e.unauthorized()) note_refused(stage, &e);
+    if (e.refused()) note_refused(stage, &e);
     if (fenced_out(e)) {
       if (!ended_fenced_out_) {
         ended_fenced_out_ = true;

@@ -223,7 +223,7 @@ bool watcher::wait_for_source(std::stop_token& stop) {
       const std::string why = conn_.describe(reply.error());
       // Without listCollections on the database (or the credentials) it would wait forever
       // without saying why.
-      if (reply.error().authentication_failed() || reply.error().unauthorized()) {
+      if (reply.error().refused()) {
         if (state() == waiting)
           log::error("watcher", "cannot tell whether the source collection exists again",
                      {{"source", name_}, {"error", why}});
@@ -280,7 +280,7 @@ mongo::status watcher::stream(position& at, backoff& reopen, std::stop_token& st
     const std::string why = conn_.describe(f.error);
     set_state(false, f.what + ": " + why);
     // Refused credentials or a missing privilege are the operator's to fix: said as errors.
-    const bool refused = f.error.authentication_failed() || f.error.unauthorized();
+    const bool refused = f.error.refused();
     log::write(refused ? log::level::error : log::level::warn, "watcher",
                f.what + "; reopening from the last position", {{"source", name_}, {"error", why}});
     at.resume_reason = "error";

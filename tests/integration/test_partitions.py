@@ -66,6 +66,16 @@ class PartitionsTest(LeaseHelpers, MappingChangeCase):
                 n += 1
         return n
 
+    def orders_streamed(self, n):
+        """The shop seeded and backfilled, and one --ha instance (with the automatic backfill)
+        streaming orders as n partitions."""
+        self.seed()
+        self.assertEqual(self.cmd("backfill")[0], 0)
+        d = self.instance("a", None, *self.flags(orders=n, logmsgs=0, reviews=0), auto_backfill=True)
+        wait_until(lambda: "%s.orders#%d/%d" % (self.dbname, n - 1, n) in self.held_by(d), timeout=20,
+                   message="orders streamed")
+        return d
+
     def shown(self, d):
         """The namespaces (units) of `d`'s status API, by name."""
         code, body = d.get("/api/v1/status")
@@ -200,11 +210,7 @@ class PartitionsTest(LeaseHelpers, MappingChangeCase):
     def test_a_changed_mapping_is_backfilled_once_every_partition_runs_it(self):
         # With --ha the automatic backfill of a changed mapping waits until the streams of what
         # it reads run the new definition: for a partitioned namespace, every partition's.
-        self.seed()
-        self.assertEqual(self.cmd("backfill")[0], 0)
-        d = self.instance("a", None, *self.flags(orders=3, logmsgs=0, reviews=0), auto_backfill=True)
-        wait_until(lambda: "%s.orders#2/3" % self.dbname in self.held_by(d), timeout=20,
-                   message="orders streamed")
+        d = self.orders_streamed(3)
         self.add_mail_to_orders_customer()
         self.assertEqual(self.post_reload(d)[0], 200)
         self.mail_converges(d, lambda: None)
@@ -213,11 +219,7 @@ class PartitionsTest(LeaseHelpers, MappingChangeCase):
     def test_a_mapping_removed_and_put_back_replays_on_every_partition(self):
         # Removed, each partition notes where it stopped applying it; put back with the same
         # definition, each replays from there what it missed (new orders filled, renames).
-        self.seed()
-        self.assertEqual(self.cmd("backfill")[0], 0)
-        d = self.instance("a", None, *self.flags(orders=4, logmsgs=0, reviews=0), auto_backfill=True)
-        wait_until(lambda: "%s.orders#3/4" % self.dbname in self.held_by(d), timeout=20,
-                   message="orders streamed")
+        d = self.orders_streamed(4)
         path = os.path.join(self.mappings, "orders-customer.json")
         with open(path) as f:
             kept = f.read()
